@@ -1,0 +1,13 @@
+// One function per subcommand, each in its own cmd_<name>.cpp, called once by cli::run().
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace kvprof::cli {
+
+void register_estimate_command(CLI::App& app);
+void register_models_command(CLI::App& app);
+void register_gpus_command(CLI::App& app);
+void register_env_command(CLI::App& app);
+
+}  // namespace kvprof::cli

@@ -1,0 +1,99 @@
+// Loading, lookup and search of the embedded model catalog.
+#include "kvprof/model/catalog.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "kvprof/model/hf_config.hpp"
+#include "kvprof/util/strings.hpp"
+
+namespace kvprof::embedded {
+std::string_view models_json();
+}
+
+namespace kvprof::model {
+namespace {
+
+std::vector<CatalogEntry> load_catalog() {
+  const auto doc = nlohmann::json::parse(embedded::models_json(), nullptr, false);
+  if (doc.is_discarded() || !doc.contains("models")) {
+    throw Fatal({ErrorKind::internal, "embedded data/models.json is malformed"});
+  }
+  std::vector<CatalogEntry> out;
+  for (const auto& m : doc.at("models")) {
+    CatalogEntry e;
+    e.id = m.at("id").get<std::string>();
+    e.aliases = m.value("aliases", std::vector<std::string>{});
+    e.family = m.value("family", "");
+    e.source = m.value("source", "");
+    e.params_b = m.value("params_b", 0.0);
+    e.extra_params = m.value("extra_params", uint64_t{0});
+    e.tags = m.value("tags", std::vector<std::string>{});
+    e.config = m.at("config");
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+}  // namespace
+
+const std::vector<CatalogEntry>& model_catalog() {
+  static const std::vector<CatalogEntry> catalog = load_catalog();
+  return catalog;
+}
+
+const CatalogEntry* find_catalog_entry(std::string_view name) {
+  const std::string key = trim(name);
+  for (const auto& e : model_catalog()) {
+    if (iequals(e.id, key)) return &e;
+    for (const auto& a : e.aliases) {
+      if (iequals(a, key)) return &e;
+    }
+  }
+  // "Llama-3.1-8B-Instruct" without the organisation also names the entry.
+  for (const auto& e : model_catalog()) {
+    const auto slash = e.id.find('/');
+    if (slash != std::string::npos && iequals(std::string_view(e.id).substr(slash + 1), key)) {
+      return &e;
+    }
+  }
+  return nullptr;
+}
+
+std::vector<const CatalogEntry*> search_catalog(std::string_view text) {
+  const std::string needle = to_lower(trim(text));
+  std::vector<const CatalogEntry*> out;
+  for (const auto& e : model_catalog()) {
+    bool hit = needle.empty() || to_lower(e.id).find(needle) != std::string::npos ||
+               to_lower(e.family).find(needle) != std::string::npos;
+    for (const auto& a : e.aliases) hit = hit || to_lower(a).find(needle) != std::string::npos;
+    for (const auto& t : e.tags) hit = hit || to_lower(t) == needle;
+    if (hit) out.push_back(&e);
+  }
+  return out;
+}
+
+Expected<ModelSpec> catalog_model(std::string_view name) {
+  const CatalogEntry* entry = find_catalog_entry(name);
+  if (entry == nullptr) {
+    std::vector<std::string> names;
+    for (const auto& e : model_catalog()) {
+      names.push_back(e.id);
+      for (const auto& a : e.aliases) names.push_back(a);
+    }
+    const auto hints = closest_matches(name, names);
+    std::string msg = fmt::format("unknown model '{}'", name);
+    if (!hints.empty()) msg += fmt::format("; did you mean {}?", fmt::join(hints, ", "));
+    msg += " (see `kvprof models`, or give a config.json, model folder or .gguf path)";
+    return fail(ErrorKind::not_found, msg);
+  }
+  auto spec = parse_hf_config(entry->config, entry->source);
+  if (!spec) return std::unexpected(spec.error().with_context(entry->id));
+  spec->id = entry->id;
+  spec->origin = ModelSpec::Origin::catalog;
+  if (entry->extra_params > 0) spec->extra_params = entry->extra_params;
+  if (entry->params_b > 0) spec->published_params = static_cast<uint64_t>(entry->params_b * 1e9);
+  return spec;
+}
+
+}  // namespace kvprof::model

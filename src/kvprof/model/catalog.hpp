@@ -1,0 +1,40 @@
+// The built-in model catalog (data/models.json): each entry is the published config.json facts
+// of a widely deployed model, with its HF id, aliases and the source it was taken from.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kvprof/model/model_spec.hpp"
+#include "kvprof/util/error.hpp"
+
+namespace kvprof::model {
+
+struct CatalogEntry {
+  std::string id;                    // HF id, e.g. "meta-llama/Llama-3.1-8B-Instruct"
+  std::vector<std::string> aliases;  // short names, e.g. "llama-3.1-8b"
+  std::string family;                // e.g. "Llama 3.1"
+  std::string source;                // citation of the config.json the facts come from
+  double params_b = 0;               // published parameter count, billions (display)
+  uint64_t extra_params = 0;         // parameters outside the text decoder (vision tower, ...)
+  std::vector<std::string> tags;     // "moe", "mla", "vlm", "sliding", "hybrid", "quantized", ...
+  nlohmann::json config;             // the config.json subset, HF field names
+};
+
+// The catalog, parsed once from the embedded data/models.json; throws Fatal(internal) when the
+// embedded file is malformed (a build defect the tests catch).
+const std::vector<CatalogEntry>& model_catalog();
+
+// Finds an entry by HF id or alias, ignoring case; nullptr when absent.
+const CatalogEntry* find_catalog_entry(std::string_view name);
+
+// Entries whose id, alias, family or tags contain `text` (case-insensitive); all when empty.
+std::vector<const CatalogEntry*> search_catalog(std::string_view text);
+
+// The ModelSpec of a catalog model; not_found with "did you mean" hints when absent.
+Expected<ModelSpec> catalog_model(std::string_view name);
+
+}  // namespace kvprof::model

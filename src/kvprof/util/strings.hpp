@@ -1,0 +1,31 @@
+// Small string helpers shared by the parsers and the CLI.
+#pragma once
+
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kvprof {
+
+// Returns `s` in ASCII lower case.
+std::string to_lower(std::string_view s);
+
+// Returns `s` without leading and trailing ASCII whitespace.
+std::string trim(std::string_view s);
+
+// Splits `s` at each `sep`; empty fields are kept.
+std::vector<std::string> split(std::string_view s, char sep);
+
+// True when `a` and `b` are equal ignoring ASCII case.
+bool iequals(std::string_view a, std::string_view b);
+
+// Levenshtein distance between `a` and `b` (case-insensitive).
+size_t edit_distance(std::string_view a, std::string_view b);
+
+// Returns up to `max_results` of `candidates` closest to `name`, best first, for "did you mean".
+std::vector<std::string> closest_matches(std::string_view name,
+                                         std::span<const std::string> candidates,
+                                         size_t max_results = 3);
+
+}  // namespace kvprof
