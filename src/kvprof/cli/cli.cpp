@@ -6,11 +6,36 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <exception>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include "kvprof/cli/commands.hpp"
 #include "kvprof/util/error.hpp"
 
 namespace kvprof::cli {
+namespace {
+
+// vLLM, SGLang and llama.cpp spell some flags with one dash and several letters (-tp, -ngl);
+// CLI11 reads those as bundled short flags, so they become their long forms first.
+std::vector<std::string> normalize_short_flags(int argc, char** argv) {
+  static const std::pair<std::string_view, std::string_view> k_aliases[] = {
+      {"-tp", "--tensor-parallel-size"}, {"-pp", "--pipeline-parallel-size"},
+      {"-dp", "--data-parallel-size"},   {"-ngl", "--n-gpu-layers"},
+      {"-np", "--parallel"},             {"-fa", "--flash-attn"},
+      {"-ub", "--ubatch-size"},
+  };
+  std::vector<std::string> args(argv, argv + argc);
+  for (auto& a : args) {
+    for (const auto& [from, to] : k_aliases) {
+      if (a == from) a = to;
+    }
+  }
+  return args;
+}
+
+}  // namespace
 
 int run(int argc, char** argv) {
   CLI::App app{
@@ -18,7 +43,11 @@ int run(int argc, char** argv) {
       "  estimate   predict weights, KV cache, activations, CUDA graphs per GPU\n"
       "  models     list the built-in model catalog\n"
       "  gpus       list the built-in GPU catalog\n"
-      "  env        show this machine: OS, CPU, RAM, GPUs (NVML), inference engines",
+      "  serve-sim  run a SIMULATED OpenAI-compatible vLLM server on loopback (tests, demos)\n"
+      "  env        show this machine: OS, CPU, RAM, GPUs (NVML), inference engines\n"
+      "  sample     record GPU (and host) memory over time into CSV traces\n"
+      "  workload   generate workload.jsonl: the grid of request conditions\n"
+      "  requests   stream workload.jsonl to a server; request_trace.csv, TTFT/ITL/E2E",
       "kvprof"};
   app.set_version_flag("--version", std::string("kvprof ") + KVPROF_VERSION);
   app.require_subcommand(1);
@@ -28,9 +57,16 @@ int run(int argc, char** argv) {
   register_models_command(app);
   register_gpus_command(app);
   register_env_command(app);
+  register_serve_sim_command(app);
+  register_sample_command(app);
+  register_workload_command(app);
+  register_requests_command(app);
 
   try {
-    app.parse(argc, argv);
+    auto args = normalize_short_flags(argc, argv);
+    std::vector<char*> raw;
+    for (auto& a : args) raw.push_back(a.data());
+    app.parse(static_cast<int>(raw.size()), raw.data());
   } catch (const CLI::ParseError& e) {
     const int rc = app.exit(e);
     return rc == 0 ? 0 : 2;

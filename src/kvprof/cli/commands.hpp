@@ -9,5 +9,9 @@ void register_estimate_command(CLI::App& app);
 void register_models_command(CLI::App& app);
 void register_gpus_command(CLI::App& app);
 void register_env_command(CLI::App& app);
+void register_serve_sim_command(CLI::App& app);
+void register_sample_command(CLI::App& app);
+void register_workload_command(CLI::App& app);
+void register_requests_command(CLI::App& app);
 
 }  // namespace kvprof::cli

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# README command 1: install what is missing, build, and run kvprof's main job on the built-in
+# default (no GPU, no server needed).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+KVPROF_BUILD_DIR=build bash scripts/build.sh -DKVPROF_BUILD_TESTS=OFF -DKVPROF_BUILD_BENCH=OFF
+echo
+echo "== kvprof estimate (built-in default: Llama 3.1 8B on one H100, vLLM)"
+./build/src/kvprof estimate "$@"

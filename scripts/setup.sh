@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages kvprof builds with, when any is missing. As root it runs
+# apt-get; otherwise it prints the exact apt-get line and exits 1.
+set -euo pipefail
+
+packages=(
+  g++ cmake ninja-build pkg-config git
+  libfmt-dev nlohmann-json3-dev libyaml-cpp-dev libcli11-dev
+  libcurl4-openssl-dev libboost-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+line="apt-get update && apt-get install -y --no-install-recommends ${missing[*]}"
+if [ "$(id -u)" -ne 0 ]; then
+  echo "kvprof needs these Debian packages: ${missing[*]}" >&2
+  echo "run as root:  $line" >&2
+  exit 1
+fi
+echo "== installing: ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# README command 2 (and .ci/run): install what is missing, build with warnings as errors, and run
+# the whole test suite.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+KVPROF_BUILD_DIR=build-test bash scripts/build.sh -DKVPROF_WERROR=ON -DKVPROF_BUILD_TESTS=ON \
+  -DKVPROF_BUILD_BENCH=ON
+cd build-test
+ctest --output-on-failure -j "$(nproc)" --timeout 600

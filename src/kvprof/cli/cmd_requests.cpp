@@ -1,0 +1,114 @@
+// `kvprof requests`: runs workload.jsonl against an OpenAI-compatible server, writes
+// request_trace.csv and prints per-condition throughput and latency.
+#include <fmt/format.h>
+
+#include <cstdio>
+
+#include "kvprof/cli/commands.hpp"
+#include "kvprof/cli/output.hpp"
+#include "kvprof/client/cli_options.hpp"
+#include "kvprof/client/runner.hpp"
+#include "kvprof/client/trace_writer.hpp"
+#include "kvprof/report/table.hpp"
+#include "kvprof/sys/signals.hpp"
+#include "kvprof/workload/workload_io.hpp"
+
+namespace kvprof::cli {
+
+namespace {
+
+std::string summary_table(const client::RunResult& result) {
+  report::Table table({"condition", "conc", "ok/sent", "errors", "req/s", "out tok/s",
+                       "TTFT p50/p99 ms", "ITL p50/p99 ms", "E2E p50/p99 ms"});
+  for (const auto& s : result.conditions) {
+    std::string errors;
+    for (const auto& [kind, n] : s.errors_by_kind) {
+      errors += fmt::format("{}{} {}", errors.empty() ? "" : ", ", n, kind);
+    }
+    if (s.n_cancelled > 0) {
+      errors += fmt::format("{}{} cancelled", errors.empty() ? "" : ", ", s.n_cancelled);
+    }
+    table.add_row({s.condition_id, std::to_string(s.concurrency),
+                   fmt::format("{}/{}", s.n_ok, s.n_requests), errors.empty() ? "-" : errors,
+                   fmt::format("{:.2f}", s.request_throughput_per_s),
+                   fmt::format("{:.1f}", s.output_tokens_per_s),
+                   fmt::format("{:.0f}/{:.0f}", s.ttft_ms.p50, s.ttft_ms.p99),
+                   fmt::format("{:.1f}/{:.1f}", s.itl_ms.p50, s.itl_ms.p99),
+                   fmt::format("{:.0f}/{:.0f}", s.e2e_ms.p50, s.e2e_ms.p99)});
+  }
+  return table.render();
+}
+
+}  // namespace
+
+void register_requests_command(CLI::App& app) {
+  struct State {
+    std::string workload_path;
+    std::string trace_path = "request_trace.csv";
+    client::RunCliValues run;
+    bool json = false;
+    bool quiet = false;
+  };
+  auto st = std::make_shared<State>();
+  auto* cmd = app.add_subcommand(
+      "requests",
+      "Send workload.jsonl to an OpenAI-compatible server (streaming), write request_trace.csv\n"
+      "(one row per request, latencies from the intended send time) and print per-condition\n"
+      "throughput, TTFT, ITL and E2E");
+  cmd->add_option("workload", st->workload_path, "workload.jsonl from `kvprof workload`")
+      ->required()
+      ->type_name("FILE");
+  cmd->add_option("-o,--output", st->trace_path, "Where to write the per-request trace (CSV)")
+      ->type_name("FILE")
+      ->capture_default_str();
+  cmd->add_flag("--json", st->json, "Print the per-condition summary as JSON");
+  cmd->add_flag("-q,--quiet", st->quiet, "No progress lines on stderr");
+  client::add_run_options(cmd, st->run);
+  cmd->callback([st] {
+    const auto options = value_or_fatal(client::resolve(st->run));
+    const auto requests = value_or_fatal(workload::read_workload(st->workload_path));
+    value_or_fatal(client::validate(options, requests));
+    auto transport = client::make_curl_transport();
+    if (!transport) throw Fatal({ErrorKind::internal, "libcurl could not be initialised"});
+    client::RequestRunner runner(options, std::move(transport));
+    auto trace = value_or_fatal(client::TraceWriter::open(st->trace_path, runner.start_clock()));
+    runner.set_on_record([&trace](const client::RequestRecord& r) { return trace.write(r); });
+    if (!st->quiet) {
+      runner.set_progress([](const client::Progress& p) {
+        if (p.done != p.total) return;
+        std::fprintf(
+            stderr, "[%zu/%zu] %s: %llu/%llu done, %llu errors\n", p.condition_index + 1,
+            p.n_conditions, p.condition_id.c_str(), static_cast<unsigned long long>(p.done),
+            static_cast<unsigned long long>(p.total), static_cast<unsigned long long>(p.errors));
+      });
+    }
+    sys::install_stop_handlers();
+    const auto result = value_or_fatal(runner.run(requests, [] { return sys::stop_requested(); }));
+
+    nlohmann::json json = {{"schema_version", 1},
+                           {"workload", st->workload_path},
+                           {"trace", st->trace_path},
+                           {"stopped", result.stopped},
+                           {"max_in_flight", result.max_in_flight},
+                           {"conditions", nlohmann::json::array()}};
+    uint64_t n_ok = 0, n_mismatch = 0;
+    for (const auto& s : result.conditions) {
+      json["conditions"].push_back(client::to_json(s));
+      n_ok += s.n_ok;
+      n_mismatch += s.n_token_mismatches;
+    }
+    std::string text = summary_table(result);
+    if (n_mismatch > 0) {
+      text += fmt::format(
+          "warning: {} requests got a different token count than asked (see the warning column "
+          "of {})\n",
+          n_mismatch, st->trace_path);
+    }
+    text += fmt::format("trace: {}\n", st->trace_path);
+    emit(OutputOptions{st->json, ""}, json, text);
+    if (result.stopped) throw Fatal({ErrorKind::interrupted, "stopped; open requests cancelled"});
+    if (n_ok == 0) throw Fatal({ErrorKind::network, "no request succeeded"});
+  });
+}
+
+}  // namespace kvprof::cli

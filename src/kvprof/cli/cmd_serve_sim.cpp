@@ -1,0 +1,134 @@
+// `kvprof serve-sim`: runs the SIMULATED OpenAI-compatible vLLM server on a loopback port until
+// SIGINT/SIGTERM or --duration, printing one line with the URL for a parent process to read.
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstdio>
+#include <optional>
+
+#include "kvprof/cli/commands.hpp"
+#include "kvprof/sim/sim_server.hpp"
+#include "kvprof/sys/signals.hpp"
+#include "kvprof/util/units.hpp"
+
+namespace kvprof::cli {
+
+namespace {
+
+struct ServeSimOptions {
+  sim::SimFlags flags;
+  uint32_t num_gpu_blocks = 0;
+  uint32_t max_model_len = 0;
+  uint32_t max_num_batched_tokens = 0;
+  double tokens_per_s = 0;
+  std::string weights;
+  std::string kv_bytes_per_block;
+  std::string activation_bytes_per_token;
+  double duration_s = 0;
+};
+
+std::optional<uint64_t> bytes_flag(const std::string& text, const char* name) {
+  if (text.empty()) return std::nullopt;
+  auto bytes = parse_bytes(text);
+  if (!bytes)
+    throw Fatal(Error{ErrorKind::usage, fmt::format("{}: {}", name, bytes.error().message)});
+  return *bytes;
+}
+
+void run_serve_sim(ServeSimOptions& o) {
+  sim::SimFlags& f = o.flags;
+  if (o.num_gpu_blocks > 0) f.num_gpu_blocks = o.num_gpu_blocks;
+  if (o.max_model_len > 0) f.max_model_len = o.max_model_len;
+  if (o.max_num_batched_tokens > 0) f.max_num_batched_tokens = o.max_num_batched_tokens;
+  if (o.tokens_per_s > 0) f.tokens_per_s = o.tokens_per_s;
+  f.weights_bytes = bytes_flag(o.weights, "--weights");
+  f.kv_bytes_per_block = bytes_flag(o.kv_bytes_per_block, "--kv-bytes-per-block");
+  f.activation_bytes_per_token =
+      bytes_flag(o.activation_bytes_per_token, "--activation-bytes-per-token");
+  if (o.duration_s < 0) throw Fatal(Error{ErrorKind::usage, "--duration must be >= 0"});
+
+  sim::SimConfig config = value_or_fatal(sim::sim_config_from_flags(f));
+  config.quiet = true;  // the line below is the startup log
+  auto server = value_or_fatal(sim::SimServer::start(config));
+
+  std::printf("serve-sim (SIMULATED %s engine) listening on %s model=%s blocks=%u block_size=%u\n",
+              f.engine.c_str(), server->base_url().c_str(), config.model.c_str(),
+              config.num_gpu_blocks, config.block_size);
+  std::fflush(stdout);
+  std::fprintf(stderr,
+               "kvprof serve-sim: no GPU and no model are used; max_num_seqs=%u "
+               "max_model_len=%u step=%.2f ms + per-token costs; simulated used memory %s%s\n",
+               config.max_num_seqs, config.max_model_len, config.step_base_ms,
+               format_bytes(sim::sim_used_bytes(config, 0, 0)).c_str(),
+               config.live_state_path.empty() ? "" : (" -> " + config.live_state_path).c_str());
+
+  sys::install_stop_handlers();
+  const auto start = std::chrono::steady_clock::now();
+  while (!sys::wait_for_stop(std::chrono::milliseconds(50))) {
+    if (o.duration_s > 0 &&
+        std::chrono::steady_clock::now() - start >= std::chrono::duration<double>(o.duration_s)) {
+      break;
+    }
+  }
+  server->stop();
+  const auto stats = server->stats();
+  std::fprintf(stderr,
+               "kvprof serve-sim: stopped after %llu completion requests, %llu generated tokens, "
+               "%llu preemptions, %llu faults injected\n",
+               static_cast<unsigned long long>(stats.completion_requests_total),
+               static_cast<unsigned long long>(stats.engine.generation_tokens_total),
+               static_cast<unsigned long long>(stats.engine.num_preemptions_total),
+               static_cast<unsigned long long>(stats.faults_injected_total));
+}
+
+}  // namespace
+
+void register_serve_sim_command(CLI::App& app) {
+  auto o = std::make_shared<ServeSimOptions>();
+  auto* cmd = app.add_subcommand(
+      "serve-sim",
+      "Run a SIMULATED OpenAI-compatible vLLM server on loopback (no GPU, no model): continuous "
+      "batching over a paged KV cache with prefix caching and preemption, vLLM /metrics, "
+      "optional fault injection and a live-state file for the fake NVML library");
+  auto& f = o->flags;
+  cmd->add_option("--model", f.model, "Served model name (the id clients send)")->required();
+  cmd->add_option("--gpu", f.gpu, "GPU from the catalog whose memory the simulation reports")
+      ->required();
+  cmd->add_option("--engine", f.engine, "Engine to simulate (only vllm)")->capture_default_str();
+  cmd->add_option("--host", f.host, "Loopback address to bind")->capture_default_str();
+  cmd->add_option("--port", f.port, "Port; 0 picks a free one (printed on stdout)")
+      ->capture_default_str();
+  cmd->add_option("--num-gpu-blocks", o->num_gpu_blocks,
+                  "KV cache blocks (default: what fits in 90% of the GPU)");
+  cmd->add_option("--block-size", f.block_size, "Tokens per KV block")->capture_default_str();
+  cmd->add_option("--max-num-seqs", f.max_num_seqs, "Most requests running at once")
+      ->capture_default_str();
+  cmd->add_option("--max-num-batched-tokens", o->max_num_batched_tokens,
+                  "Token budget per step (chunked prefill; default 8192)");
+  cmd->add_option("--max-model-len", o->max_model_len,
+                  "Prompt + max_tokens limit (default min(8192, KV capacity))");
+  cmd->add_option(
+      "--tokens-per-s", o->tokens_per_s,
+      "Decode speed of a lone sequence, tokens/s (sets the base step time; default 500)");
+  cmd->add_option("--weights", o->weights, "Simulated weights size, e.g. 15GiB (default 15 GiB)");
+  cmd->add_option("--kv-bytes-per-block", o->kv_bytes_per_block,
+                  "Simulated bytes of one KV block (default 2 MiB)");
+  cmd->add_option("--activation-bytes-per-token", o->activation_bytes_per_token,
+                  "Simulated activation bytes per scheduled token (default 64 KiB)");
+  cmd->add_option("--live-state", f.live_state_path,
+                  "File rewritten with the simulated GPU memory (read by the fake NVML library)");
+  cmd->add_flag("--kv-on-demand", f.kv_on_demand,
+                "Count only KV blocks in use as used memory (vLLM preallocates all of them)");
+  cmd->add_option("--fault-kind", f.fault_kind,
+                  "Fault to inject: reset, 500, 503, 429, stall, malformed, slow_first_token, "
+                  "with optional ;after=N ;seconds=S");
+  cmd->add_option(
+      "--fault-rate", f.fault_rate,
+      "Fraction of completion requests that get the fault (default 1 with --fault-kind)");
+  cmd->add_option("--fault-seed", f.fault_seed, "Seed of the deterministic fault draw")
+      ->capture_default_str();
+  cmd->add_option("--duration", o->duration_s, "Stop after this many seconds (0 = until a signal)");
+  cmd->callback([o] { run_serve_sim(*o); });
+}
+
+}  // namespace kvprof::cli

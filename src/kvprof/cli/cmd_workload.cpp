@@ -1,0 +1,53 @@
+// `kvprof workload`: generates workload.jsonl, the grid of request conditions.
+#include <fmt/format.h>
+
+#include "kvprof/cli/commands.hpp"
+#include "kvprof/cli/output.hpp"
+#include "kvprof/workload/cli_options.hpp"
+#include "kvprof/workload/workload_io.hpp"
+
+namespace kvprof::cli {
+
+void register_workload_command(CLI::App& app) {
+  struct State {
+    workload::GridCliValues grid;
+    std::string path = "workload.jsonl";
+    bool json = false;
+  };
+  auto st = std::make_shared<State>();
+  auto* cmd = app.add_subcommand(
+      "workload",
+      "Generate workload.jsonl: input lengths x output lengths x concurrencies x prefix modes,\n"
+      "each condition with N x concurrency requests (--count-mode), deterministic under --seed");
+  cmd->add_option("-o,--output", st->path, "Where to write the workload (JSON lines)")
+      ->type_name("FILE")
+      ->capture_default_str();
+  cmd->add_flag("--json", st->json, "Print the summary as JSON");
+  workload::add_grid_options(cmd, st->grid);
+  cmd->callback([st] {
+    const auto grid = value_or_fatal(workload::resolve(st->grid));
+    const auto requests = value_or_fatal(workload::generate(grid));
+    value_or_fatal(workload::write_workload(st->path, requests));
+    const auto size = workload::grid_size(grid);
+    nlohmann::json json = {{"schema_version", 1},
+                           {"path", st->path},
+                           {"n_conditions", size.n_conditions},
+                           {"n_requests", size.n_requests},
+                           {"n_prompt_tokens", size.n_prompt_tokens},
+                           {"seed", grid.seed},
+                           {"count_mode", workload::count_mode_name(grid.count_mode)},
+                           {"arrival", grid.request_rate > 0 ? "poisson" : "closed"},
+                           {"request_rate", grid.request_rate},
+                           {"prompt_format", workload::prompt_format_name(grid.prompt_format)}};
+    const std::string text = fmt::format(
+        "wrote {}: {} conditions, {} requests, {} prompt tokens ({} arrivals{}, {} prompts, "
+        "seed {})\n",
+        st->path, size.n_conditions, size.n_requests, size.n_prompt_tokens,
+        grid.request_rate > 0 ? "poisson" : "closed-loop",
+        grid.request_rate > 0 ? fmt::format(" at {} req/s", grid.request_rate) : "",
+        workload::prompt_format_name(grid.prompt_format), grid.seed);
+    emit(OutputOptions{st->json, ""}, json, text);
+  });
+}
+
+}  // namespace kvprof::cli

@@ -1,0 +1,45 @@
+// The request runner's command-line options.
+#include "kvprof/client/cli_options.hpp"
+
+namespace kvprof::client {
+
+void add_run_options(CLI::App* cmd, RunCliValues& v) {
+  cmd->add_option("--endpoint,--url", v.endpoint,
+                  "Server base URL (http://host:port, .../v1, or the full endpoint URL)")
+      ->envname("KVPROF_URL")
+      ->capture_default_str();
+  cmd->add_option("--model", v.model, "Model name sent in each request (default: none sent)")
+      ->envname("KVPROF_MODEL");
+  cmd->add_option("--api", v.api, "completions (token-ID or text prompts) or chat (text only)")
+      ->check(CLI::IsMember({"completions", "chat"}))
+      ->capture_default_str();
+  cmd->add_option("--request-timeout", v.request_timeout_s, "Per-request timeout, seconds")
+      ->envname("KVPROF_REQUEST_TIMEOUT")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--connect-timeout", v.connect_timeout_s, "Connect timeout, seconds")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--api-key", v.api_key,
+                  "Bearer token for the server (default: $OPENAI_API_KEY); never written out")
+      ->envname("OPENAI_API_KEY");
+}
+
+Expected<RunOptions> resolve(const RunCliValues& v) {
+  RunOptions o;
+  o.endpoint = v.endpoint;
+  o.model = v.model;
+  auto api = parse_api_kind(v.api);
+  if (!api) return fail(ErrorKind::usage, api.error().message);
+  o.api = *api;
+  o.request_timeout_s = v.request_timeout_s;
+  o.connect_timeout_s = v.connect_timeout_s;
+  o.api_key = v.api_key;
+  if (o.endpoint.empty()) return fail(ErrorKind::usage, "--endpoint is empty");
+  if (!o.endpoint.starts_with("http://") && !o.endpoint.starts_with("https://")) {
+    return fail(ErrorKind::usage, "--endpoint must start with http:// or https://");
+  }
+  return o;
+}
+
+}  // namespace kvprof::client

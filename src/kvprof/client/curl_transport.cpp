@@ -1,0 +1,259 @@
+// The libcurl multi-interface Transport: all transfers of one thread share one CURLM, which
+// keeps HTTP/1.1 connections alive between requests; curl_multi_poll is the event loop.
+#include <curl/curl.h>
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <deque>
+#include <mutex>
+#include <unordered_map>
+
+#include "kvprof/client/transport.hpp"
+
+namespace kvprof::client {
+
+namespace {
+
+struct Transfer {
+  uint64_t handle = 0;
+  CURL* easy = nullptr;
+  StreamSink* sink = nullptr;
+  HttpRequest request;
+  curl_slist* headers = nullptr;
+  bool status_sent = false;
+  bool aborted = false;
+  char error_buffer[CURL_ERROR_SIZE] = {};
+};
+
+void report_status(Transfer& t) {
+  if (t.status_sent) return;
+  long status = 0;
+  curl_easy_getinfo(t.easy, CURLINFO_RESPONSE_CODE, &status);
+  if (status == 0) return;
+  t.status_sent = true;
+  t.sink->on_status(static_cast<int>(status));
+}
+
+size_t write_callback(char* ptr, size_t size, size_t nmemb, void* userdata) {
+  auto* t = static_cast<Transfer*>(userdata);
+  const size_t n_bytes = size * nmemb;
+  report_status(*t);
+  if (!t->sink->on_data(std::string_view(ptr, n_bytes))) {
+    t->aborted = true;
+    return 0;  // makes libcurl end the transfer with CURLE_WRITE_ERROR
+  }
+  return n_bytes;
+}
+
+// The proxy exclusion list: the user's no_proxy plus loopback, so a proxy set in the
+// environment never intercepts a local server.
+std::string no_proxy_list() {
+  std::string list = "localhost,127.0.0.1,::1";
+  for (const char* name : {"no_proxy", "NO_PROXY"}) {
+    if (const char* v = std::getenv(name); v != nullptr && *v != '\0') {
+      list += ',';
+      list += v;
+      break;
+    }
+  }
+  return list;
+}
+
+class CurlTransport final : public Transport {
+ public:
+  explicit CurlTransport(CURLM* multi, const CurlOptions& options)
+      : m_multi(multi), m_no_proxy(no_proxy_list()) {
+    if (options.max_connections > 0) {
+      curl_multi_setopt(m_multi, CURLMOPT_MAXCONNECTS, static_cast<long>(options.max_connections));
+    }
+  }
+
+  ~CurlTransport() override {
+    for (auto& [handle, t] : m_transfers) {
+      curl_multi_remove_handle(m_multi, t->easy);
+      curl_easy_cleanup(t->easy);
+      curl_slist_free_all(t->headers);
+    }
+    for (CURL* easy : m_free_easy)
+      curl_easy_cleanup(easy);
+    curl_multi_cleanup(m_multi);
+  }
+
+  uint64_t start(HttpRequest request, StreamSink* sink) override {
+    auto t = std::make_unique<Transfer>();
+    t->handle = ++m_next_handle;
+    t->sink = sink;
+    t->request = std::move(request);
+    if (!m_free_easy.empty()) {
+      t->easy = m_free_easy.back();
+      m_free_easy.pop_back();
+      curl_easy_reset(t->easy);
+    } else {
+      t->easy = curl_easy_init();
+    }
+    if (t->easy == nullptr) {
+      m_failed_starts.push_back({sink, "libcurl could not create a transfer"});
+      return t->handle;
+    }
+    configure(*t);
+    if (curl_multi_add_handle(m_multi, t->easy) != CURLM_OK) {
+      m_failed_starts.push_back({sink, "libcurl could not start a transfer"});
+      recycle(*t);
+      return t->handle;
+    }
+    const uint64_t handle = t->handle;
+    m_transfers.emplace(handle, std::move(t));
+    return handle;
+  }
+
+  void cancel(uint64_t handle) override {
+    auto it = m_transfers.find(handle);
+    if (it == m_transfers.end()) return;
+    std::unique_ptr<Transfer> t = std::move(it->second);
+    m_transfers.erase(it);
+    curl_multi_remove_handle(m_multi, t->easy);
+    StreamSink* sink = t->sink;
+    recycle(*t);
+    sink->on_done({TransportOutcome::cancelled, "cancelled"});
+  }
+
+  size_t poll(int timeout_ms) override {
+    deliver_failed_starts();
+    int running = 0;
+    curl_multi_perform(m_multi, &running);
+    bool any_done = collect_done();
+    if (!any_done) {
+      curl_multi_poll(m_multi, nullptr, 0, timeout_ms < 0 ? 0 : timeout_ms, nullptr);
+      curl_multi_perform(m_multi, &running);
+      collect_done();
+    }
+    return m_transfers.size();
+  }
+
+  void wakeup() override { curl_multi_wakeup(m_multi); }
+
+ private:
+  struct FailedStart {
+    StreamSink* sink;
+    std::string message;
+  };
+
+  void configure(Transfer& t) {
+    CURL* e = t.easy;
+    curl_easy_setopt(e, CURLOPT_URL, t.request.url.c_str());
+    curl_easy_setopt(e, CURLOPT_POST, 1L);
+    curl_easy_setopt(e, CURLOPT_POSTFIELDS, t.request.body.data());
+    curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE,
+                     static_cast<curl_off_t>(t.request.body.size()));
+    t.headers = curl_slist_append(t.headers, "Content-Type: application/json");
+    t.headers = curl_slist_append(t.headers, "Accept: text/event-stream");
+    t.headers = curl_slist_append(t.headers, "Expect:");  // no 100-continue round trip
+    for (const auto& h : t.request.headers)
+      t.headers = curl_slist_append(t.headers, h.c_str());
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, t.headers);
+    curl_easy_setopt(e, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_1_1));
+    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
+    curl_easy_setopt(e, CURLOPT_NOPROXY, m_no_proxy.c_str());
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, &write_callback);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, &t);
+    curl_easy_setopt(e, CURLOPT_PRIVATE, &t);
+    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, t.error_buffer);
+    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, static_cast<long>(t.request.timeout_s * 1000.0));
+    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS,
+                     static_cast<long>(t.request.connect_timeout_s * 1000.0));
+  }
+
+  void recycle(Transfer& t) {
+    curl_slist_free_all(t.headers);
+    t.headers = nullptr;
+    if (t.easy != nullptr) m_free_easy.push_back(t.easy);
+    t.easy = nullptr;
+  }
+
+  void deliver_failed_starts() {
+    while (!m_failed_starts.empty()) {
+      FailedStart f = std::move(m_failed_starts.front());
+      m_failed_starts.pop_front();
+      f.sink->on_done({TransportOutcome::other, f.message});
+    }
+  }
+
+  // Ends every finished transfer; true when there was one.
+  bool collect_done() {
+    bool any = false;
+    int n_left = 0;
+    while (CURLMsg* msg = curl_multi_info_read(m_multi, &n_left)) {
+      if (msg->msg != CURLMSG_DONE) continue;
+      Transfer* raw = nullptr;
+      curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &raw);
+      const CURLcode code = msg->data.result;
+      curl_multi_remove_handle(m_multi, msg->easy_handle);
+      if (raw == nullptr) continue;
+      auto it = m_transfers.find(raw->handle);
+      if (it == m_transfers.end()) continue;
+      std::unique_ptr<Transfer> t = std::move(it->second);
+      m_transfers.erase(it);
+      report_status(*t);
+      const TransportResult result = classify(*t, code);
+      StreamSink* sink = t->sink;
+      recycle(*t);
+      sink->on_done(result);
+      any = true;
+    }
+    return any;
+  }
+
+  static TransportResult classify(const Transfer& t, CURLcode code) {
+    if (code == CURLE_OK) return {TransportOutcome::ok, {}};
+    const std::string detail = t.error_buffer[0] != '\0' ? std::string(t.error_buffer)
+                                                         : std::string(curl_easy_strerror(code));
+    switch (code) {
+      case CURLE_COULDNT_CONNECT:
+      case CURLE_COULDNT_RESOLVE_HOST:
+      case CURLE_COULDNT_RESOLVE_PROXY:
+      case CURLE_URL_MALFORMAT:
+      case CURLE_UNSUPPORTED_PROTOCOL:
+        return {TransportOutcome::connect, detail};
+      case CURLE_OPERATION_TIMEDOUT: {
+        curl_off_t connect_us = 0;
+        curl_easy_getinfo(t.easy, CURLINFO_CONNECT_TIME_T, &connect_us);
+        if (connect_us == 0) return {TransportOutcome::connect, detail};
+        return {TransportOutcome::timeout, detail};
+      }
+      case CURLE_WRITE_ERROR:
+        if (t.aborted) return {TransportOutcome::aborted, "stopped by the client"};
+        return {TransportOutcome::other, detail};
+      case CURLE_RECV_ERROR:
+      case CURLE_SEND_ERROR:
+      case CURLE_PARTIAL_FILE:
+      case CURLE_GOT_NOTHING:
+      case CURLE_HTTP2:
+      case CURLE_HTTP2_STREAM:
+        return {TransportOutcome::reset, detail};
+      default:
+        return {TransportOutcome::other, detail};
+    }
+  }
+
+  CURLM* m_multi;
+  std::string m_no_proxy;
+  uint64_t m_next_handle = 0;
+  std::unordered_map<uint64_t, std::unique_ptr<Transfer>> m_transfers;
+  std::vector<CURL*> m_free_easy;
+  std::deque<FailedStart> m_failed_starts;
+};
+
+}  // namespace
+
+std::unique_ptr<Transport> make_curl_transport(const CurlOptions& options) {
+  static std::once_flag once;
+  static bool ok = false;
+  std::call_once(once, [] { ok = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK; });
+  if (!ok) return nullptr;
+  CURLM* multi = curl_multi_init();
+  if (multi == nullptr) return nullptr;
+  return std::make_unique<CurlTransport>(multi, options);
+}
+
+}  // namespace kvprof::client

@@ -1,0 +1,53 @@
+// A small blocking HTTP GET (libcurl easy behind a private Impl): a whole-request timeout, a
+// bound on the body size and a cancel flag, for polling /metrics and /slots.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "kvprof/util/error.hpp"
+
+namespace kvprof::client {
+
+struct HttpResponse {
+  long status = 0;           // the HTTP status code, e.g. 200 or 404
+  std::string body;          // at most HttpGetOptions::max_body_bytes
+  std::string content_type;  // the Content-Type header, empty when none
+};
+
+struct HttpGetOptions {
+  uint32_t timeout_ms = 2000;          // whole request
+  uint32_t connect_timeout_ms = 1000;  // the TCP (and TLS) connect alone
+  uint64_t max_body_bytes = 32ULL << 20;
+  const std::atomic<bool>* cancel = nullptr;  // when it turns true the request ends promptly
+};
+
+// Why a GET produced no response (statuses such as 404 are responses, not failures).
+enum class HttpGetFailure { none, connect, timeout, too_large, cancelled, other };
+
+// A GET client that keeps its connection alive between calls; one thread at a time.
+class HttpGetter {
+ public:
+  HttpGetter();
+  ~HttpGetter();
+  HttpGetter(const HttpGetter&) = delete;
+  HttpGetter& operator=(const HttpGetter&) = delete;
+
+  // GETs `url`. Returns the response whatever its status; a network error when no connection
+  // could be made, the timeout passed, the body grew past the bound or `cancel` turned true.
+  // `failure`, when given, says which.
+  Expected<HttpResponse> get(const std::string& url, const HttpGetOptions& options = {},
+                             HttpGetFailure* failure = nullptr);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> m_impl;
+};
+
+// One GET on a fresh connection; see HttpGetter::get.
+Expected<HttpResponse> http_get(const std::string& url, const HttpGetOptions& options = {},
+                                HttpGetFailure* failure = nullptr);
+
+}  // namespace kvprof::client

@@ -1,0 +1,227 @@
+// The request runner's event loop: schedules sends per condition (closed or open loop), drives
+// the transport, and turns finished streams into records and statistics.
+#include "kvprof/client/runner.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <unordered_map>
+
+namespace kvprof::client {
+
+using workload::Arrival;
+using workload::PromptFormat;
+using workload::RequestSpec;
+
+namespace {
+// The longest poll() wait, so a raised stop flag is seen quickly.
+constexpr int k_max_poll_ms = 50;
+}  // namespace
+
+Expected<void> validate(const RunOptions& options, const std::vector<RequestSpec>& requests) {
+  if (options.endpoint.empty()) return fail(ErrorKind::usage, "no endpoint URL given");
+  if (!(options.request_timeout_s > 0) || !(options.connect_timeout_s > 0)) {
+    return fail(ErrorKind::usage, "timeouts must be positive");
+  }
+  if (options.api == ApiKind::chat) {
+    for (const auto& r : requests) {
+      if (r.prompt_format == PromptFormat::tokens) {
+        return fail(ErrorKind::usage,
+                    "the chat API needs text prompts: generate the workload with "
+                    "--prompt-format text, or use --api completions");
+      }
+    }
+  }
+  return {};
+}
+
+std::string build_body(const RequestSpec& r, const RunOptions& options) {
+  GenerationParams params;
+  params.model = options.model;
+  params.max_tokens = r.max_tokens;
+  params.ignore_eos = r.ignore_eos;
+  params.temperature = options.temperature;
+  if (r.prompt_format == PromptFormat::tokens) {
+    return build_completions_body(r.prompt_token_ids, params);
+  }
+  return build_text_body(options.api, r.prompt_text, params);
+}
+
+struct RequestRunner::Impl {
+  RunOptions options;
+  std::unique_ptr<Transport> transport;
+  std::function<void(const Progress&)> progress;
+  std::function<Expected<void>(const RequestRecord&)> on_record;
+  std::chrono::steady_clock::time_point t0;
+  double run_start_unix_s = 0;
+  bool clock_started = false;
+  std::string url;
+  std::vector<std::string> headers;
+
+  // Per-run state.
+  struct InFlight {
+    uint64_t handle = 0;
+    std::unique_ptr<ResponseSink> sink;
+  };
+  std::unordered_map<const ResponseSink*, InFlight> in_flight;
+  std::vector<ResponseSink*> finished;
+  std::unique_ptr<ConditionAccumulator> acc;
+  Progress prog;
+  std::optional<Error> record_error;
+  uint64_t max_in_flight = 0;
+
+  int64_t now_ns() const {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() -
+                                                                t0)
+        .count();
+  }
+
+  void send(const RequestSpec& r, int64_t intended_ns) {
+    RequestRecord record;
+    record.request_id = r.request_id;
+    record.condition_id = r.condition_id;
+    record.input_len = r.input_len;
+    record.max_tokens = r.max_tokens;
+    record.input_len_exact = r.prompt_format == PromptFormat::tokens;
+    record.intended_send_ns = intended_ns;
+    HttpRequest http;
+    http.url = url;
+    http.body = build_body(r, options);
+    http.headers = headers;
+    http.timeout_s = options.request_timeout_s;
+    http.connect_timeout_s = options.connect_timeout_s;
+    record.actual_send_ns = now_ns();
+    auto sink = std::make_unique<ResponseSink>(
+        std::move(record), [this] { return now_ns(); }, options.keep_token_times,
+        [this](ResponseSink& s) { finished.push_back(&s); });
+    ResponseSink* raw = sink.get();
+    const uint64_t handle = transport->start(std::move(http), raw);
+    in_flight.emplace(raw, InFlight{handle, std::move(sink)});
+    max_in_flight = std::max<uint64_t>(max_in_flight, in_flight.size());
+  }
+
+  // Moves finished sinks out of in_flight into records and statistics.
+  void collect() {
+    if (finished.empty()) return;
+    std::vector<ResponseSink*> done;
+    done.swap(finished);
+    for (ResponseSink* s : done) {
+      const RequestRecord& record = s->record();
+      acc->add(record);
+      ++prog.done;
+      if (record.status == RequestStatus::error) ++prog.errors;
+      if (on_record && !record_error) {
+        if (auto ok = on_record(record); !ok) record_error = ok.error();
+      }
+      if (progress) progress(prog);
+      in_flight.erase(s);
+    }
+  }
+
+  void cancel_all() {
+    std::vector<uint64_t> handles;
+    handles.reserve(in_flight.size());
+    for (const auto& [sink, f] : in_flight)
+      handles.push_back(f.handle);
+    for (const uint64_t h : handles)
+      transport->cancel(h);
+    // Transfers that could not start end on the next poll.
+    for (int i = 0; i < 100 && finished.size() < in_flight.size(); ++i)
+      transport->poll(0);
+    collect();
+  }
+};
+
+RequestRunner::RequestRunner(RunOptions options, std::unique_ptr<Transport> transport)
+    : m_impl(std::make_unique<Impl>()) {
+  m_impl->options = std::move(options);
+  m_impl->transport = std::move(transport);
+}
+
+RequestRunner::~RequestRunner() = default;
+
+void RequestRunner::set_progress(std::function<void(const Progress&)> callback) {
+  m_impl->progress = std::move(callback);
+}
+
+void RequestRunner::set_on_record(std::function<Expected<void>(const RequestRecord&)> callback) {
+  m_impl->on_record = std::move(callback);
+}
+
+double RequestRunner::start_clock() {
+  if (!m_impl->clock_started) {
+    m_impl->t0 = std::chrono::steady_clock::now();
+    m_impl->run_start_unix_s =
+        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    m_impl->clock_started = true;
+  }
+  return m_impl->run_start_unix_s;
+}
+
+Expected<RunResult> RequestRunner::run(const std::vector<RequestSpec>& requests,
+                                       const std::function<bool()>& should_stop) {
+  Impl& m = *m_impl;
+  if (auto ok = validate(m.options, requests); !ok) return std::unexpected(ok.error());
+  if (!m.transport) return fail(ErrorKind::internal, "no transport");
+  m.url = endpoint_url(m.options.endpoint, m.options.api);
+  m.headers.clear();
+  if (!m.options.api_key.empty()) m.headers.push_back("Authorization: Bearer " + m.options.api_key);
+  start_clock();
+
+  RunResult result;
+  result.run_start_unix_s = m.run_start_unix_s;
+  const auto conditions = workload::conditions_of(requests);
+  const auto stopped = [&] { return should_stop && should_stop(); };
+
+  for (size_t ci = 0; ci < conditions.size() && !result.stopped; ++ci) {
+    const auto& cond = conditions[ci];
+    const RequestSpec& head = requests[cond.first];
+    const uint32_t concurrency = std::max<uint32_t>(1, head.concurrency);
+    m.acc = std::make_unique<ConditionAccumulator>(cond.id, concurrency);
+    m.prog = Progress{ci, conditions.size(), cond.id, 0, cond.count, 0};
+    if (m.progress) m.progress(m.prog);
+    const int64_t cond_start_ns = m.now_ns();
+    size_t next = cond.first;
+    const size_t end = cond.first + cond.count;
+
+    while (true) {
+      if (stopped()) {
+        result.stopped = true;
+        m.cancel_all();
+        break;
+      }
+      if (m.record_error) {
+        m.cancel_all();
+        break;
+      }
+      int timeout_ms = k_max_poll_ms;
+      while (next < end && m.in_flight.size() < concurrency) {
+        const RequestSpec& r = requests[next];
+        if (r.arrival == Arrival::poisson) {
+          const int64_t due_ns =
+              cond_start_ns + static_cast<int64_t>(std::llround(r.send_offset_s * 1e9));
+          const int64_t wait_ns = due_ns - m.now_ns();
+          if (wait_ns > 0) {
+            timeout_ms = std::min<int64_t>(timeout_ms, (wait_ns + 999'999) / 1'000'000);
+            break;
+          }
+          m.send(r, due_ns);
+        } else {
+          m.send(r, m.now_ns());
+        }
+        ++next;
+      }
+      if (next >= end && m.in_flight.empty()) break;
+      m.transport->poll(timeout_ms);
+      m.collect();
+    }
+    result.conditions.push_back(m.acc->finish());
+  }
+  result.max_in_flight = m.max_in_flight;
+  if (m.record_error) return std::unexpected(*m.record_error);
+  return result;
+}
+
+}  // namespace kvprof::client

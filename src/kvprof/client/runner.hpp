@@ -1,0 +1,90 @@
+// RequestRunner: executes a workload's conditions in order against an OpenAI-compatible server,
+// one condition at a time, on one event loop (the calling thread).
+//
+// Closed loop (arrival "closed"): keeps `concurrency` requests in flight until the condition's
+// requests are sent; a request's intended send time is the moment its slot freed.
+// Open loop (arrival "poisson"): sends each request at condition start + send_offset_s, never
+// more than `concurrency` in flight; a request held back by that cap keeps its scheduled time
+// as its intended send, so TTFT / E2E include the wait (no coordinated omission).
+// Each condition ends when all its requests have ended; the next starts then.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kvprof/client/openai.hpp"
+#include "kvprof/client/request_record.hpp"
+#include "kvprof/client/stats.hpp"
+#include "kvprof/client/transport.hpp"
+#include "kvprof/util/error.hpp"
+#include "kvprof/workload/workload.hpp"
+
+namespace kvprof::client {
+
+struct RunOptions {
+  std::string endpoint = "http://127.0.0.1:8000";  // base URL, ".../v1" or the full endpoint
+  std::string model;                               // empty: left out of the request
+  ApiKind api = ApiKind::completions;
+  double request_timeout_s = 600.0;
+  double connect_timeout_s = 30.0;
+  std::string api_key;  // sent as "Authorization: Bearer"; never written to files or logs
+  double temperature = 0.0;
+  bool keep_token_times = true;  // keep per-chunk times (needed for ITL)
+};
+
+struct Progress {
+  size_t condition_index = 0;  // 0-based
+  size_t n_conditions = 0;
+  std::string condition_id;
+  uint64_t done = 0;  // requests of this condition that ended
+  uint64_t total = 0;
+  uint64_t errors = 0;
+};
+
+struct RunResult {
+  std::vector<ConditionStats> conditions;  // in run order; a stopped run has the partial one
+  bool stopped = false;                    // the stop flag was raised
+  double run_start_unix_s = 0;
+  uint64_t max_in_flight = 0;  // the most requests that were in flight at once
+};
+
+class RequestRunner {
+ public:
+  RequestRunner(RunOptions options, std::unique_ptr<Transport> transport);
+  ~RequestRunner();
+  RequestRunner(const RequestRunner&) = delete;
+  RequestRunner& operator=(const RequestRunner&) = delete;
+
+  // Called after each request ends and when a condition starts.
+  void set_progress(std::function<void(const Progress&)> callback);
+  // Called with each request's final record as it ends (e.g. TraceWriter::write). An error
+  // returned from it stops the run and becomes run()'s error.
+  void set_on_record(std::function<Expected<void>(const RequestRecord&)> callback);
+  // Sets the run's wall-clock anchor before run() (so a trace file can be opened first);
+  // returns it.
+  double start_clock();
+
+  // Runs `requests` (grouped into conditions by workload::conditions_of). When `should_stop`
+  // (checked every few ms, e.g. sys::stop_requested) returns true: sends nothing more, cancels the
+  // open streams (recorded as "cancelled") and returns with stopped = true. Returns a usage error
+  // for a chat run with token-ID prompts, an io error from the record callback.
+  Expected<RunResult> run(const std::vector<workload::RequestSpec>& requests,
+                          const std::function<bool()>& should_stop = {});
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> m_impl;
+};
+
+// Checks that `options` can run `requests` (endpoint set, API fits the prompt format, timeouts
+// positive); a usage error otherwise.
+Expected<void> validate(const RunOptions& options,
+                        const std::vector<workload::RequestSpec>& requests);
+
+// The request body for `request` under `options`.
+std::string build_body(const workload::RequestSpec& request, const RunOptions& options);
+
+}  // namespace kvprof::client

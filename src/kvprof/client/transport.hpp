@@ -1,0 +1,73 @@
+// The Transport interface: starts streaming HTTP POSTs and drives them from one event loop, so
+// response handling is tested with a scripted fake and runs for real on libcurl's multi API.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kvprof::client {
+
+// How a transfer ended, as far as the transport can tell (HTTP statuses and stream content are
+// judged by the sink).
+enum class TransportOutcome {
+  ok,         // the server ended the response normally
+  connect,    // no connection (refused, unreachable, DNS, connect timeout)
+  reset,      // the connection broke after it was made (reset, closed early, send/recv error)
+  timeout,    // the whole-request timeout passed
+  aborted,    // the sink asked to stop (its on_data returned false)
+  cancelled,  // cancel() was called
+  other,      // anything else the transport reports
+};
+
+struct TransportResult {
+  TransportOutcome outcome = TransportOutcome::ok;
+  std::string message;  // one line; empty for ok
+};
+
+struct HttpRequest {
+  std::string url;
+  std::string body;                  // sent as application/json
+  std::vector<std::string> headers;  // extra "Name: value" lines (e.g. Authorization)
+  double timeout_s = 600.0;          // whole request, 0 = none
+  double connect_timeout_s = 30.0;
+};
+
+// Receives one transfer's events, all on the thread that calls Transport::poll().
+class StreamSink {
+ public:
+  virtual ~StreamSink() = default;
+  // Called once, before any on_data, when the response status line has arrived.
+  virtual void on_status(int http_status) = 0;
+  // A piece of the response body; return false to abort the transfer.
+  virtual bool on_data(std::string_view bytes) = 0;
+  // Called exactly once when the transfer ends for any reason; the sink may be destroyed after.
+  virtual void on_done(const TransportResult& result) = 0;
+};
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  // Starts `request`, reporting to `sink` (which must live until its on_done); returns a handle
+  // for cancel(). A transfer that cannot even start still ends through sink->on_done.
+  virtual uint64_t start(HttpRequest request, StreamSink* sink) = 0;
+  // Ends the transfer `handle` now; its sink gets on_done(cancelled). Unknown handles are ignored.
+  virtual void cancel(uint64_t handle) = 0;
+  // Waits up to `timeout_ms` for network activity and delivers it to the sinks; returns the
+  // number of transfers still running.
+  virtual size_t poll(int timeout_ms) = 0;
+  // Makes a poll() that is waiting return early; safe to call from any thread.
+  virtual void wakeup() = 0;
+};
+
+struct CurlOptions {
+  size_t max_connections = 0;  // connection cache size; 0 = sized to the transfers in flight
+};
+
+// The libcurl multi transport: one event loop (the caller's thread), HTTP/1.1 keep-alive, many
+// concurrent streams. Returns nullptr only when libcurl cannot be initialised.
+std::unique_ptr<Transport> make_curl_transport(const CurlOptions& options = {});
+
+}  // namespace kvprof::client

@@ -1,0 +1,94 @@
+// Activation, non-torch and CUDA graph models. The shapes follow what vLLM V1 allocates in
+// its profile run (gpu_model_runner.profile_run: a dummy forward of max_num_batched_tokens
+// tokens over min(max_num_seqs, tokens) requests, then a dummy sampler run on their logits).
+// Per-element constants were calibrated on published vLLM v0.19 H100 startup logs
+// (shared/data/vllm_startup_public.jsonl) and are physical sizes, not per-model fits:
+//  - sampler: logits in the model dtype, a float32 copy, and sort values/indices of the top-k/
+//    top-p path alive together -> about (12.5 + logits dtype bytes) per (request, vocab entry);
+//  - persistent: the dummy run's hidden states kept for the sampler (~1.15 copies of
+//    tokens x hidden) plus ~50 MiB of runner buffers; fused-MoE workspaces
+//    (tokens x top_k x (2*I/tp + hidden)) stay cached after the forward;
+//  - forward: the MLP's gate/up and activation outputs (3 x tokens x I/tp) and two hidden-sized
+//    temporaries.
+#include "kvprof/estimate/activations.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace kvprof::estimate {
+namespace {
+
+constexpr double k_sampler_bytes_per_logit = 12.5;  // plus the logits dtype itself
+constexpr double k_hidden_copies_kept = 1.15;
+constexpr uint64_t k_runner_buffers_bytes = 50ULL << 20;
+
+uint64_t largest_dense_intermediate(const model::ModelSpec& m) {
+  bool any_dense = false;
+  for (const auto& l : m.layers) any_dense = any_dense || !l.moe;
+  if (m.layers.empty()) any_dense = true;
+  uint64_t inter = any_dense ? m.intermediate_size : 0;
+  if (m.is_moe() && m.moe.n_shared_expert > 0) {
+    const uint64_t shared = static_cast<uint64_t>(m.moe.n_shared_expert) *
+                            (m.moe.shared_expert_intermediate_size > 0
+                                 ? m.moe.shared_expert_intermediate_size
+                                 : m.moe.expert_intermediate_size);
+    inter = std::max(inter, shared);
+  }
+  return inter;
+}
+
+}  // namespace
+
+ActivationBreakdown profile_run_peak(const model::ModelSpec& m, const ProfileRunShape& s) {
+  ActivationBreakdown a;
+  const double d = model::dtype_bits(s.compute_dtype) / 8.0;
+  const double tokens = s.tokens;
+  const double hidden = m.hidden_size;
+  const uint64_t tp = std::max<uint32_t>(s.tp, 1);
+
+  double persistent = tokens * hidden * d * k_hidden_copies_kept + k_runner_buffers_bytes;
+  if (s.pipeline) persistent += 2.0 * tokens * hidden * d;  // hidden + residual sent/received
+  if (m.is_moe()) {
+    const double inter = static_cast<double>(m.moe.expert_intermediate_size) / tp;
+    persistent += tokens * std::max<uint32_t>(m.moe.n_expert_used, 1) * (2.0 * inter + hidden) * d;
+  }
+  const double inter = static_cast<double>(largest_dense_intermediate(m)) / tp;
+  const double forward = tokens * d * (3.0 * inter + 2.0 * hidden);
+  double sampler = 0;
+  if (s.last_pp_rank) {
+    sampler = static_cast<double>(s.requests) * m.vocab_size * (k_sampler_bytes_per_logit + d);
+  }
+  a.persistent_bytes = static_cast<uint64_t>(persistent);
+  a.forward_bytes = static_cast<uint64_t>(forward);
+  a.sampler_bytes = static_cast<uint64_t>(sampler);
+  a.peak_bytes = a.persistent_bytes + std::max(a.forward_bytes, a.sampler_bytes);
+  return a;
+}
+
+uint64_t non_torch_bytes(uint32_t tp, bool last_pp_rank) {
+  constexpr uint64_t k_base = 72ULL << 20;      // cuBLAS/cuBLASLt handles and workspaces
+  constexpr uint64_t k_sampler = 184ULL << 20;  // sampling kernels' workspaces (last rank)
+  constexpr uint64_t k_tp = 1894ULL << 20;      // NCCL + custom all-reduce IPC buffers
+  uint64_t bytes = k_base + (last_pp_rank ? k_sampler : 0);
+  if (tp > 1) bytes += k_tp + (static_cast<uint64_t>(std::log2(tp)) - 1) * (32ULL << 20);
+  return bytes;
+}
+
+uint64_t cuda_graph_bytes(const model::ModelSpec& m, uint32_t n_layers_on_rank, uint32_t tp,
+                          uint32_t graph_sets) {
+  // Calibrated on vLLM v0.19 (51 capture sizes, FULL_AND_PIECEWISE): a fixed pool, a cost per
+  // layer (graph nodes), a cost growing with the hidden width (the largest graph's buffers),
+  // and the MoE routing kernels per active expert.
+  const double gib = static_cast<double>(1ULL << 30);
+  double g = 0.28 + 0.0105 * n_layers_on_rank + 0.068 * (m.hidden_size / 1000.0);
+  if (m.is_moe()) {
+    uint32_t moe_layers = 0;
+    for (const auto& l : m.layers) moe_layers += l.moe ? 1 : 0;
+    moe_layers = m.n_layer > 0 ? moe_layers * n_layers_on_rank / m.n_layer : 0;
+    g += 0.005 * moe_layers * m.moe.n_expert_used;
+  }
+  if (tp > 1) g *= std::max(0.6, 1.0 - 0.1 * std::log2(static_cast<double>(tp)));
+  return static_cast<uint64_t>(g * gib * std::max<uint32_t>(graph_sets, 1));
+}
+
+}  // namespace kvprof::estimate

@@ -1,0 +1,44 @@
+// Transient memory: the peak of an engine's profile run (forward pass at the token budget and
+// the dummy sampler over the request budget), non-torch workspaces, and CUDA graph pools.
+#pragma once
+
+#include <cstdint>
+
+#include "kvprof/model/model_spec.hpp"
+
+namespace kvprof::estimate {
+
+struct ProfileRunShape {
+  uint32_t tokens = 8192;       // max_num_batched_tokens of the dummy forward
+  uint32_t requests = 1024;     // sequences whose logits the dummy sampler computes
+  uint32_t tp = 1;
+  bool first_pp_rank = true;
+  bool last_pp_rank = true;     // only the last rank computes logits and samples
+  bool pipeline = false;        // pp > 1: intermediate tensors are kept for send/receive
+  model::DType compute_dtype = model::DType::bf16;
+};
+
+struct ActivationBreakdown {
+  uint64_t persistent_bytes = 0;  // buffers that outlive the forward (hidden states, MoE workspace)
+  uint64_t forward_bytes = 0;     // transient forward peak (MLP intermediates, qkv)
+  uint64_t sampler_bytes = 0;     // logits and sampling temporaries (last rank)
+  uint64_t peak_bytes = 0;        // persistent + max(forward, sampler)
+};
+
+// vLLM V1's "torch peak memory increase" during its profile run, for one rank.
+ActivationBreakdown profile_run_peak(const model::ModelSpec& m, const ProfileRunShape& shape);
+
+// vLLM's "non-torch forward increase memory" for one rank: cuBLAS/sampler workspaces, plus the
+// NCCL and custom all-reduce buffers when tp > 1.
+uint64_t non_torch_bytes(uint32_t tp, bool last_pp_rank);
+
+// Memory of vLLM's CUDA graph pool (piecewise + full decode graphs up to 512 tokens) for one
+// rank holding `n_layers_on_rank` layers; `graph_sets` > 1 when several draft lengths are
+// captured (speculative decoding with runtime control).
+uint64_t cuda_graph_bytes(const model::ModelSpec& m, uint32_t n_layers_on_rank, uint32_t tp,
+                          uint32_t graph_sets);
+
+// CUDA context + allocator baseline present before any weights load (about 0.5 GiB on H100).
+inline constexpr uint64_t k_cuda_context_bytes = 512ULL << 20;
+
+}  // namespace kvprof::estimate

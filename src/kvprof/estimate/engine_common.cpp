@@ -1,0 +1,219 @@
+// Validation, dtype and quantization resolution shared by the engine profiles.
+#include "kvprof/estimate/engine_common.hpp"
+
+#include <fmt/format.h>
+
+#include "kvprof/util/strings.hpp"
+#include "kvprof/util/units.hpp"
+
+namespace kvprof::estimate {
+
+std::string_view verdict_name(Verdict v) {
+  switch (v) {
+    case Verdict::fits: return "fits";
+    case Verdict::tight: return "tight";
+    case Verdict::oom: return "oom";
+  }
+  return "?";
+}
+
+std::string_view risk_level(double used_fraction) {
+  if (used_fraction < 0.7) return "low";
+  if (used_fraction < 0.9) return "medium";
+  if (used_fraction <= 1.0) return "high";
+  return "critical";
+}
+
+Expected<void> validate_parallelism(const model::ModelSpec& m, const EngineSettings& s) {
+  if (s.tensor_parallel_size == 0 || s.pipeline_parallel_size == 0 || s.data_parallel_size == 0) {
+    return fail(ErrorKind::usage, "parallel sizes must be at least 1");
+  }
+  if (s.tensor_parallel_size > 1024 || s.pipeline_parallel_size > 1024 ||
+      s.data_parallel_size > 4096) {
+    return fail(ErrorKind::usage, "parallel size too large");
+  }
+  const uint32_t tp = s.tensor_parallel_size;
+  if (m.n_head % tp != 0) {
+    return fail(ErrorKind::usage,
+                fmt::format("--tensor-parallel-size {} does not divide the model's {} attention "
+                            "heads (num_attention_heads)",
+                            tp, m.n_head));
+  }
+  const uint32_t kv = m.mla.enabled() ? tp : std::max<uint32_t>(m.n_head_kv, 1);
+  if (kv % tp != 0 && tp % kv != 0) {
+    return fail(ErrorKind::usage,
+                fmt::format("--tensor-parallel-size {} and the model's {} KV heads "
+                            "(num_key_value_heads): neither divides the other",
+                            tp, kv));
+  }
+  if (s.pipeline_parallel_size > m.n_layer) {
+    return fail(ErrorKind::usage,
+                fmt::format("--pipeline-parallel-size {} exceeds the model's {} layers",
+                            s.pipeline_parallel_size, m.n_layer));
+  }
+  if (s.gpu_memory_utilization &&
+      !(*s.gpu_memory_utilization > 0.0 && *s.gpu_memory_utilization <= 1.0)) {
+    return fail(ErrorKind::usage,
+                fmt::format("--gpu-memory-utilization {} must be in (0, 1]",
+                            *s.gpu_memory_utilization));
+  }
+  if (s.max_model_len && *s.max_model_len == 0) {
+    return fail(ErrorKind::usage, "--max-model-len must be at least 1");
+  }
+  if (s.block_size && (*s.block_size == 0 || *s.block_size > 4096)) {
+    return fail(ErrorKind::usage, "--block-size must be in 1..4096");
+  }
+  return {};
+}
+
+model::DType resolve_compute_dtype(const model::ModelSpec& m, const EngineSettings& s) {
+  if (s.dtype) return *s.dtype;
+  if (m.dtype == model::DType::f32 || m.dtype == model::DType::f64) return model::DType::bf16;
+  if (m.dtype == model::DType::f16 || m.dtype == model::DType::bf16) return m.dtype;
+  return model::DType::bf16;
+}
+
+std::string quant_name(const model::Quantization& q) {
+  using model::QuantMethod;
+  switch (q.method) {
+    case QuantMethod::none: return "none";
+    case QuantMethod::fp8: return q.from_checkpoint ? "fp8" : "fp8 (runtime)";
+    case QuantMethod::awq: return "awq";
+    case QuantMethod::gptq: return "gptq";
+    case QuantMethod::compressed_tensors:
+      return q.format.empty() ? "compressed-tensors" : "compressed-tensors " + q.format;
+    case QuantMethod::bitsandbytes: return "bitsandbytes";
+    case QuantMethod::mxfp4: return "mxfp4";
+    case QuantMethod::nvfp4: return "nvfp4";
+    case QuantMethod::gguf: return "gguf " + q.format;
+  }
+  return "?";
+}
+
+Expected<model::Quantization> resolve_quantization(const model::ModelSpec& m,
+                                                   const EngineSettings& s) {
+  using model::QuantMethod;
+  const std::string flag = to_lower(trim(s.quantization));
+  if (flag.empty() || flag == "none" || flag == "auto") return m.quant;
+  const bool checkpoint_quantized = m.quant.method != QuantMethod::none;
+  auto matches = [&](QuantMethod method) { return m.quant.method == method; };
+  if (flag == "fp8" || flag == "fbgemm_fp8" || flag == "ptpc_fp8") {
+    if (checkpoint_quantized) {
+      if (matches(QuantMethod::fp8) || matches(QuantMethod::compressed_tensors)) return m.quant;
+      return fail(ErrorKind::usage, fmt::format("--quantization {} but the checkpoint is {}",
+                                                flag, quant_name(m.quant)));
+    }
+    model::Quantization q;
+    q.method = QuantMethod::fp8;
+    q.weight_bits = 8;
+    q.weight_float = true;
+    q.from_checkpoint = false;
+    q.ignored_modules = {"lm_head"};
+    return q;
+  }
+  if (flag == "bitsandbytes" && !checkpoint_quantized) {
+    model::Quantization q;
+    q.method = QuantMethod::bitsandbytes;
+    q.weight_bits = 4;
+    q.from_checkpoint = false;
+    return q;
+  }
+  struct Alias {
+    std::string_view name;
+    QuantMethod method;
+  };
+  static constexpr Alias k_aliases[] = {
+      {"awq", QuantMethod::awq},
+      {"awq_marlin", QuantMethod::awq},
+      {"gptq", QuantMethod::gptq},
+      {"gptq_marlin", QuantMethod::gptq},
+      {"gptq_marlin_24", QuantMethod::gptq},
+      {"compressed-tensors", QuantMethod::compressed_tensors},
+      {"compressed_tensors", QuantMethod::compressed_tensors},
+      {"bitsandbytes", QuantMethod::bitsandbytes},
+      {"mxfp4", QuantMethod::mxfp4},
+      {"modelopt", QuantMethod::fp8},
+      {"modelopt_fp4", QuantMethod::nvfp4},
+      {"gguf", QuantMethod::gguf},
+  };
+  for (const auto& a : k_aliases) {
+    if (flag != a.name) continue;
+    // vLLM serves llm-compressor w4a16 checkpoints through the gptq_marlin kernels.
+    if (matches(a.method) ||
+        (a.method == QuantMethod::gptq && matches(QuantMethod::compressed_tensors)) ||
+        (a.method == QuantMethod::fp8 && matches(QuantMethod::compressed_tensors))) {
+      return m.quant;
+    }
+    return fail(ErrorKind::usage,
+                fmt::format("--quantization {} but the checkpoint is {}", flag,
+                            checkpoint_quantized ? quant_name(m.quant) : "not quantized"));
+  }
+  return fail(ErrorKind::usage,
+              fmt::format("unknown --quantization '{}' (fp8, awq, gptq, gptq_marlin, "
+                          "compressed-tensors, bitsandbytes, mxfp4, modelopt, gguf)",
+                          s.quantization));
+}
+
+void finish_verdict(Estimate& est, bool engine_starts) {
+  est.headroom_bytes = static_cast<int64_t>(est.gpu.memory_bytes) -
+                       static_cast<int64_t>(est.per_gpu.total_bytes);
+  if (!engine_starts || est.headroom_bytes < 0) {
+    est.verdict = Verdict::oom;
+    return;
+  }
+  bool any_over = false;
+  bool any_tight = false;
+  for (const auto& r : est.rows) {
+    any_over = any_over || r.verdict == Verdict::oom;
+    any_tight = any_tight || r.verdict == Verdict::tight;
+  }
+  const bool low_headroom =
+      static_cast<double>(est.headroom_bytes) < 0.02 * static_cast<double>(est.gpu.memory_bytes);
+  est.verdict = (any_over || any_tight || low_headroom) ? Verdict::tight : Verdict::fits;
+}
+
+void fill_rows(Estimate& est, const Workload& w, uint64_t capacity_bytes, bool paged,
+               std::function<uint64_t(uint64_t)> per_request_bytes) {
+  est.kv_capacity_bytes = capacity_bytes;
+  est.request_kv_bytes = per_request_bytes;
+  const uint64_t fixed = est.per_gpu.total_bytes - est.per_gpu.kv_cache_bytes;
+  for (const uint64_t ctx : w.context_tokens) {
+    for (const uint32_t conc : w.concurrency) {
+      WorkloadRow row;
+      row.context_tokens = ctx;
+      row.concurrency = conc;
+      row.kv_needed_bytes = per_request_bytes(ctx) * conc;
+      row.kv_capacity_bytes = capacity_bytes;
+      row.margin_bytes =
+          static_cast<int64_t>(capacity_bytes) - static_cast<int64_t>(row.kv_needed_bytes);
+      row.total_bytes = paged ? est.per_gpu.total_bytes : fixed + row.kv_needed_bytes;
+      const double used = capacity_bytes == 0
+                              ? 2.0
+                              : static_cast<double>(row.kv_needed_bytes) / capacity_bytes;
+      row.risk = std::string(risk_level(used));
+      if (est.settings.max_model_len && ctx > *est.settings.max_model_len) {
+        row.verdict = Verdict::oom;
+        row.note = fmt::format("context exceeds max_model_len {}: the server rejects it",
+                               *est.settings.max_model_len);
+      } else if (used > 1.0) {
+        row.verdict = Verdict::oom;
+        row.note = paged ? "over the KV cache: requests queue or get preempted"
+                         : "out of memory";
+      } else if (used > 0.9) {
+        row.verdict = Verdict::tight;
+        row.note = "over 90% of the KV cache";
+      }
+      est.rows.push_back(std::move(row));
+    }
+  }
+}
+
+
+Workload default_workload(const Workload& w, uint64_t max_model_len) {
+  Workload out = w;
+  if (out.context_tokens.empty()) out.context_tokens = {max_model_len};
+  if (out.concurrency.empty()) out.concurrency = {1};
+  return out;
+}
+
+}  // namespace kvprof::estimate

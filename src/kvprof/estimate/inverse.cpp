@@ -1,0 +1,67 @@
+// Inverse questions over an Estimate's capacity and per-request cost, and GPU recommendations.
+#include "kvprof/estimate/inverse.hpp"
+
+#include <algorithm>
+
+namespace kvprof::estimate {
+
+uint64_t max_concurrency_at(const Estimate& est, uint64_t context_tokens) {
+  if (!est.request_kv_bytes || context_tokens == 0) return 0;
+  const uint64_t per_request = est.request_kv_bytes(context_tokens);
+  if (per_request == 0) return 0;
+  uint64_t n = est.kv_capacity_bytes / per_request;
+  if (est.max_parallel_requests > 0) n = std::min<uint64_t>(n, est.max_parallel_requests);
+  return n;
+}
+
+uint64_t max_context_at(const Estimate& est, uint32_t concurrency, uint64_t limit_tokens) {
+  if (!est.request_kv_bytes || concurrency == 0) return 0;
+  auto fits = [&](uint64_t ctx) {
+    return est.request_kv_bytes(ctx) * concurrency <= est.kv_capacity_bytes;
+  };
+  if (!fits(1)) return 0;
+  uint64_t lo = 1;
+  uint64_t hi = std::max<uint64_t>(limit_tokens, 1);
+  if (fits(hi)) return hi;
+  while (lo + 1 < hi) {
+    const uint64_t mid = lo + (hi - lo) / 2;
+    (fits(mid) ? lo : hi) = mid;
+  }
+  return lo;
+}
+
+std::vector<Recommendation> recommend(const EstimateInput& base, size_t max_results) {
+  std::vector<Recommendation> out;
+  for (const auto& g : gpu::gpu_catalog()) {
+    for (const uint32_t count : {1U, 2U, 4U, 8U}) {
+      // Prefer pure TP; fall back to TP x PP when the heads do not split that far.
+      for (uint32_t pp = 1; pp <= count; pp *= 2) {
+        const uint32_t tp = count / pp;
+        EstimateInput in = base;
+        in.gpu = g;
+        in.settings.tensor_parallel_size = tp;
+        in.settings.pipeline_parallel_size = pp;
+        auto est = estimate(in);
+        if (!est || est->verdict == Verdict::oom) continue;
+        const bool workload_fits = std::none_of(est->rows.begin(), est->rows.end(), [](const auto& r) {
+          return r.verdict == Verdict::oom;
+        });
+        if (!workload_fits) continue;
+        out.push_back(Recommendation{g, count, tp, pp, std::move(*est)});
+        break;
+      }
+      if (!out.empty() && out.back().gpu.id == g.id) break;  // the smallest count is enough
+    }
+  }
+  std::stable_sort(out.begin(), out.end(), [](const Recommendation& a, const Recommendation& b) {
+    if (a.gpu_count != b.gpu_count) return a.gpu_count < b.gpu_count;
+    const double pa = a.gpu.price_hint * a.gpu_count;
+    const double pb = b.gpu.price_hint * b.gpu_count;
+    if (pa != pb) return pa < pb;
+    return a.gpu.memory_bytes < b.gpu.memory_bytes;
+  });
+  if (out.size() > max_results) out.resize(max_results);
+  return out;
+}
+
+}  // namespace kvprof::estimate

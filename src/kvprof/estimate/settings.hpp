@@ -1,0 +1,67 @@
+// What an estimate is asked about: the engine and its settings (named like the engines' own
+// flags), the parallelism, and the workload grid.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kvprof/model/dtype.hpp"
+#include "kvprof/util/error.hpp"
+
+namespace kvprof::estimate {
+
+enum class EngineKind : uint8_t { vllm, sglang, trtllm, llamacpp, hf };
+
+// "vllm", "sglang", "trtllm", "llamacpp", "hf".
+std::string_view engine_name(EngineKind e);
+
+// Parses an engine name (also "llama.cpp", "tensorrt-llm", "transformers"); usage error otherwise.
+Expected<EngineKind> parse_engine(std::string_view text);
+
+// KV cache element type: auto = the model dtype.
+enum class KvCacheDtype : uint8_t { auto_, f16, bf16, f32, fp8_e4m3, fp8_e5m2, q8_0, q4_0 };
+
+// Parses vLLM/SGLang/llama.cpp spellings: auto, fp16, bf16, fp8, fp8_e4m3, fp8_e5m2, q8_0, q4_0.
+Expected<KvCacheDtype> parse_kv_cache_dtype(std::string_view text);
+std::string_view kv_cache_dtype_name(KvCacheDtype t);
+
+// Engine settings. Unset optionals take the engine's own default for the model and GPU.
+struct EngineSettings {
+  EngineKind engine = EngineKind::vllm;
+  uint32_t tensor_parallel_size = 1;
+  uint32_t pipeline_parallel_size = 1;
+  uint32_t data_parallel_size = 1;
+  bool enable_expert_parallel = false;
+  std::optional<double> gpu_memory_utilization;  // vLLM (0.9); SGLang mem_fraction_static;
+                                                 // TRT-LLM free_gpu_memory_fraction
+  std::optional<uint64_t> max_model_len;         // default: the model's max_position_embeddings
+  std::optional<uint32_t> max_num_seqs;
+  std::optional<uint32_t> max_num_batched_tokens;
+  std::optional<uint32_t> block_size;
+  std::optional<model::DType> dtype;             // --dtype override (auto = checkpoint dtype)
+  std::string quantization;                      // --quantization (runtime or checkpoint method)
+  KvCacheDtype kv_cache_dtype = KvCacheDtype::auto_;
+  bool enforce_eager = false;
+  std::optional<uint64_t> kv_cache_memory_bytes;  // vLLM --kv-cache-memory
+  std::optional<uint32_t> num_gpu_blocks_override;
+  // llama.cpp
+  std::optional<uint32_t> n_gpu_layers;  // -ngl (default: all)
+  bool flash_attn = true;                // -fa
+  uint32_t n_parallel = 1;               // -np slots
+  uint32_t n_ubatch = 512;
+  // Speculative decoding (seed 000): a draft model and extra CUDA graph sets.
+  std::string speculative_model;  // catalog id / path of the draft model ("" = none)
+  uint32_t num_speculative_tokens = 0;
+  bool spec_runtime_control = false;  // draft length switched at runtime: graphs for 0 and k
+};
+
+// The workload: each (context, concurrency) pair is one row of the result.
+struct Workload {
+  std::vector<uint64_t> context_tokens;  // tokens per request (prompt + output)
+  std::vector<uint32_t> concurrency;     // requests in flight
+};
+
+}  // namespace kvprof::estimate

@@ -1,0 +1,206 @@
+// Builds the tensor inventory of a decoder from its dimensions: attention (MHA/GQA/MLA, gated
+// output), dense MLPs, MoE experts with shared experts and routers, SSM mixers, norms, biases.
+#include "kvprof/estimate/tensors.hpp"
+
+#include <fmt/format.h>
+
+namespace kvprof::estimate {
+namespace {
+
+using model::AttentionKind;
+using model::ModelSpec;
+
+void add(std::vector<LogicalTensor>& out, std::string name, TensorRole role, Shard shard,
+         uint64_t rows, uint64_t cols, int32_t layer, bool linear, uint64_t count = 1) {
+  out.push_back(LogicalTensor{std::move(name), role, shard, rows, cols, count, layer, linear});
+}
+
+void add_attention(std::vector<LogicalTensor>& out, const ModelSpec& m, int32_t layer) {
+  const uint64_t h = m.hidden_size;
+  const std::string p = fmt::format("layers.{}.self_attn.", layer);
+  if (m.mla.enabled()) {
+    const auto& a = m.mla;
+    const uint64_t qk_head = a.qk_nope_head_dim + a.qk_rope_head_dim;
+    if (a.q_lora_rank > 0) {
+      add(out, p + "q_a_proj", TensorRole::attention, Shard::replicated, a.q_lora_rank, h, layer,
+          true);
+      add(out, p + "q_a_layernorm", TensorRole::norm, Shard::replicated, a.q_lora_rank, 1, layer,
+          false);
+      add(out, p + "q_b_proj", TensorRole::attention, Shard::column, m.n_head * qk_head,
+          a.q_lora_rank, layer, true);
+    } else {
+      add(out, p + "q_proj", TensorRole::attention, Shard::column, m.n_head * qk_head, h, layer,
+          true);
+    }
+    add(out, p + "kv_a_proj_with_mqa", TensorRole::attention, Shard::replicated,
+        a.kv_lora_rank + a.qk_rope_head_dim, h, layer, true);
+    add(out, p + "kv_a_layernorm", TensorRole::norm, Shard::replicated, a.kv_lora_rank, 1, layer,
+        false);
+    add(out, p + "kv_b_proj", TensorRole::attention, Shard::column,
+        static_cast<uint64_t>(m.n_head) * (a.qk_nope_head_dim + a.v_head_dim), a.kv_lora_rank,
+        layer, true);
+    add(out, p + "o_proj", TensorRole::attention, Shard::row, h,
+        static_cast<uint64_t>(m.n_head) * a.v_head_dim, layer, true);
+    return;
+  }
+  const uint64_t q_out = static_cast<uint64_t>(m.n_head) * m.head_dim * (m.attn_output_gate ? 2 : 1);
+  const uint64_t kv_out = static_cast<uint64_t>(m.n_head_kv) * m.head_dim;
+  add(out, p + "q_proj", TensorRole::attention, Shard::column, q_out, h, layer, true);
+  add(out, p + "k_proj", TensorRole::attention, Shard::kv_heads, kv_out, h, layer, true);
+  add(out, p + "v_proj", TensorRole::attention, Shard::kv_heads, kv_out, h, layer, true);
+  add(out, p + "o_proj", TensorRole::attention, Shard::row, h,
+      static_cast<uint64_t>(m.n_head) * m.head_dim, layer, true);
+  if (m.attention_bias) {
+    add(out, p + "q_proj.bias", TensorRole::attention, Shard::column, q_out, 1, layer, false);
+    add(out, p + "k_proj.bias", TensorRole::attention, Shard::kv_heads, kv_out, 1, layer, false);
+    add(out, p + "v_proj.bias", TensorRole::attention, Shard::kv_heads, kv_out, 1, layer, false);
+  }
+  if (m.o_bias) {
+    add(out, p + "o_proj.bias", TensorRole::attention, Shard::replicated, h, 1, layer, false);
+  }
+  if (m.qk_norm) {
+    add(out, p + "q_norm", TensorRole::norm, Shard::replicated, m.head_dim, 1, layer, false);
+    add(out, p + "k_norm", TensorRole::norm, Shard::replicated, m.head_dim, 1, layer, false);
+  }
+}
+
+void add_ssm(std::vector<LogicalTensor>& out, const ModelSpec& m, int32_t layer) {
+  const auto& s = m.ssm;
+  const uint64_t h = m.hidden_size;
+  const std::string p = fmt::format("layers.{}.mixer.", layer);
+  switch (s.kind) {
+    case model::SsmSpec::Kind::mamba1: {
+      const uint64_t dt_rank = s.dt_rank > 0 ? s.dt_rank : (h + 15) / 16;
+      add(out, p + "in_proj", TensorRole::ssm, Shard::column, 2ULL * s.d_inner, h, layer, true);
+      add(out, p + "conv1d", TensorRole::ssm, Shard::column, s.d_inner, s.d_conv + 1, layer,
+          false);
+      add(out, p + "x_proj", TensorRole::ssm, Shard::row, dt_rank + 2ULL * s.d_state, s.d_inner,
+          layer, true);
+      add(out, p + "dt_proj", TensorRole::ssm, Shard::column, s.d_inner, dt_rank + 1, layer, true);
+      add(out, p + "A_log+D", TensorRole::ssm, Shard::column, s.d_inner, s.d_state + 1, layer,
+          false);
+      add(out, p + "out_proj", TensorRole::ssm, Shard::row, h, s.d_inner, layer, true);
+      return;
+    }
+    case model::SsmSpec::Kind::mamba2: {
+      const uint64_t groups_state = 2ULL * s.n_groups * s.d_state;
+      const uint64_t conv_dim = s.d_inner + groups_state;
+      add(out, p + "in_proj", TensorRole::ssm, Shard::column, s.d_inner + conv_dim + s.n_heads, h,
+          layer, true);
+      add(out, p + "conv1d", TensorRole::ssm, Shard::column, conv_dim, s.d_conv + 1, layer, false);
+      add(out, p + "A_log+D+dt_bias", TensorRole::ssm, Shard::column, 3ULL * s.n_heads, 1, layer,
+          false);
+      add(out, p + "norm", TensorRole::ssm, Shard::column, s.d_inner, 1, layer, false);
+      add(out, p + "out_proj", TensorRole::ssm, Shard::row, h, s.d_inner, layer, true);
+      return;
+    }
+    case model::SsmSpec::Kind::gated_delta_net: {
+      const uint64_t key_dim = static_cast<uint64_t>(s.n_k_heads) * s.k_head_dim;
+      const uint64_t value_dim = static_cast<uint64_t>(s.n_heads) * s.head_dim;
+      const uint64_t conv_dim = 2 * key_dim + value_dim;
+      // in_proj_qkvz (q, k, v, z) and in_proj_ba (beta, alpha per value head).
+      add(out, p + "in_proj_qkvz", TensorRole::ssm, Shard::column, 2 * key_dim + 2 * value_dim, h,
+          layer, true);
+      add(out, p + "in_proj_ba", TensorRole::ssm, Shard::column, 2ULL * s.n_heads, h, layer, true);
+      add(out, p + "conv1d", TensorRole::ssm, Shard::column, conv_dim, s.d_conv, layer, false);
+      add(out, p + "A_log+dt_bias", TensorRole::ssm, Shard::column, 2ULL * s.n_heads, 1, layer,
+          false);
+      add(out, p + "norm", TensorRole::ssm, Shard::replicated, s.head_dim, 1, layer, false);
+      add(out, p + "out_proj", TensorRole::ssm, Shard::row, h, value_dim, layer, true);
+      return;
+    }
+    case model::SsmSpec::Kind::none:
+      return;
+  }
+}
+
+void add_mlp(std::vector<LogicalTensor>& out, const ModelSpec& m, int32_t layer, bool moe) {
+  const uint64_t h = m.hidden_size;
+  const std::string p = fmt::format("layers.{}.mlp.", layer);
+  if (!moe) {
+    const uint64_t inter = m.intermediate_size;
+    if (m.mlp_matrices >= 3) {
+      add(out, p + "gate_up_proj", TensorRole::mlp, Shard::column, 2 * inter, h, layer, true);
+    } else {
+      add(out, p + "fc1", TensorRole::mlp, Shard::column, inter, h, layer, true);
+    }
+    add(out, p + "down_proj", TensorRole::mlp, Shard::row, h, inter, layer, true);
+    if (m.mlp_bias) {
+      add(out, p + "up.bias", TensorRole::mlp, Shard::column, inter * (m.mlp_matrices - 1), 1,
+          layer, false);
+      add(out, p + "down.bias", TensorRole::mlp, Shard::replicated, h, 1, layer, false);
+    }
+    return;
+  }
+  const auto& e = m.moe;
+  const uint64_t inter = e.expert_intermediate_size;
+  add(out, p + "gate", TensorRole::router, Shard::replicated, e.n_expert, h, layer, false);
+  if (e.router_bias) {
+    add(out, p + "gate.bias", TensorRole::router, Shard::replicated, e.n_expert, 1, layer, false);
+  }
+  add(out, p + "experts.gate_up_proj", TensorRole::expert, Shard::column, 2 * inter, h, layer,
+      true, e.n_expert);
+  add(out, p + "experts.down_proj", TensorRole::expert, Shard::row, h, inter, layer, true,
+      e.n_expert);
+  if (e.expert_bias) {
+    add(out, p + "experts.bias", TensorRole::expert, Shard::column, 2 * inter + h, 1, layer, false,
+        e.n_expert);
+  }
+  if (e.n_shared_expert > 0) {
+    const uint64_t per_expert =
+        e.shared_expert_intermediate_size > 0 ? e.shared_expert_intermediate_size : inter;
+    const uint64_t shared = static_cast<uint64_t>(e.n_shared_expert) * per_expert;
+    add(out, p + "shared_experts.gate_up_proj", TensorRole::shared_expert, Shard::column,
+        2 * shared, h, layer, true);
+    add(out, p + "shared_experts.down_proj", TensorRole::shared_expert, Shard::row, h, shared,
+        layer, true);
+    if (e.shared_expert_gate) {
+      add(out, p + "shared_expert_gate", TensorRole::router, Shard::replicated, 1, h, layer, false);
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<LogicalTensor> decoder_tensors(const ModelSpec& m) {
+  std::vector<LogicalTensor> out;
+  const uint64_t h = m.hidden_size;
+  const uint64_t norm_width = m.layer_norm_bias ? 2 : 1;
+  add(out, "embed_tokens", TensorRole::embedding, Shard::vocab, m.vocab_size, h, -1, false);
+  if (m.learned_positions) {
+    add(out, "embed_positions", TensorRole::position, Shard::replicated, m.max_position_embeddings,
+        h, -1, false);
+  }
+  for (uint32_t i = 0; i < m.n_layer; ++i) {
+    const auto layer = static_cast<int32_t>(i);
+    const model::LayerSpec spec = i < m.layers.size() ? m.layers[i] : model::LayerSpec{};
+    if (spec.attention == AttentionKind::mamba || spec.attention == AttentionKind::linear) {
+      add_ssm(out, m, layer);
+    } else {
+      add_attention(out, m, layer);
+    }
+    const bool has_mlp = !(m.mlp_matrices == 0 || (spec.attention == AttentionKind::mamba &&
+                                                   m.intermediate_size == 0 && !spec.moe));
+    if (has_mlp) add_mlp(out, m, layer, spec.moe && m.is_moe());
+    const uint32_t norms = m.parallel_attn_mlp ? 1 : m.norms_per_layer;
+    add(out, fmt::format("layers.{}.norms", i), TensorRole::norm, Shard::replicated,
+        norms * norm_width * h, 1, layer, false);
+  }
+  add(out, "norm", TensorRole::norm, Shard::replicated, norm_width * h, 1, -1, false);
+  if (!m.tie_word_embeddings) {
+    add(out, "lm_head", TensorRole::lm_head, Shard::vocab, m.vocab_size, h, -1, false);
+  }
+  if (m.extra_params > 0) {
+    add(out, "vision_tower+projector", TensorRole::vision, Shard::column, m.extra_params, 1, -1,
+        false);
+  }
+  return out;
+}
+
+uint64_t count_params(const std::vector<LogicalTensor>& tensors) {
+  uint64_t n = 0;
+  for (const auto& t : tensors) n += t.elements();
+  return n;
+}
+
+}  // namespace kvprof::estimate

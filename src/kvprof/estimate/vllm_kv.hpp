@@ -1,0 +1,57 @@
+// vLLM V1's KV cache configuration: layers grouped by cache spec (full, sliding window, chunked
+// local, MLA, Mamba state), page sizes unified, blocks per worker, the minimum over pipeline
+// stages, and the figures vLLM logs ("GPU KV cache size", "Maximum concurrency").
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "kvprof/estimate/kv.hpp"
+
+namespace kvprof::estimate {
+
+struct VllmKvSpec {
+  model::AttentionKind kind = model::AttentionKind::full;
+  uint64_t bytes_per_token = 0;  // attention; 0 for state layers
+  uint64_t state_bytes = 0;      // mamba / linear
+  uint32_t window_tokens = 0;
+  uint32_t block_size = 16;      // tokens per block (state layers: max_model_len)
+  uint64_t page_bytes = 0;       // bytes per block per layer, after unification
+};
+
+struct VllmKvGroup {
+  VllmKvSpec spec;
+  std::vector<uint32_t> layers;  // global layer ids
+};
+
+struct VllmKvConfig {
+  std::vector<VllmKvGroup> groups;
+  bool uniform_type = false;       // one group whose layers have different page sizes
+  uint32_t attention_block_size = 16;
+  uint64_t num_blocks = 0;
+  uint64_t kv_cache_tokens = 0;
+  double max_concurrency = 0;
+  uint64_t blocks_per_max_len_request = 0;
+  std::vector<uint64_t> blocks_per_worker;
+  std::vector<uint64_t> pool_bytes_per_worker;  // num_blocks * bytes per block on that worker
+};
+
+struct VllmKvParams {
+  uint32_t block_size = 16;
+  bool block_size_set = false;  // the user chose it (hybrid models otherwise enlarge it)
+  uint64_t max_model_len = 0;
+  uint32_t max_num_batched_tokens = 8192;
+  std::optional<uint32_t> num_gpu_blocks_override;
+};
+
+// Builds the configuration from each pipeline worker's layout and available KV bytes.
+VllmKvConfig vllm_kv_config(const std::vector<KvLayout>& workers,
+                            const std::vector<int64_t>& available_bytes, const VllmKvParams& p);
+
+// Blocks one request of `tokens` tokens needs under `cfg` (vLLM's max_memory_usage_bytes per
+// group, in blocks).
+uint64_t vllm_blocks_per_request(const VllmKvConfig& cfg, uint64_t tokens,
+                                 uint32_t max_num_batched_tokens);
+
+}  // namespace kvprof::estimate

@@ -1,0 +1,55 @@
+// Weight memory per GPU: each tensor's bytes under the checkpoint's or the engine's
+// quantization, split over tensor / pipeline / expert parallel ranks like vLLM does.
+#pragma once
+
+#include <cstdint>
+#include <utility>
+
+#include "kvprof/estimate/tensors.hpp"
+#include "kvprof/model/model_spec.hpp"
+
+namespace kvprof::estimate {
+
+struct WeightOptions {
+  uint32_t tp = 1;
+  uint32_t pp = 1;
+  uint32_t pp_rank = 0;
+  uint32_t expert_shards = 1;  // ranks the routed experts are split over (tp, or tp*dp with EP)
+  model::DType compute_dtype = model::DType::bf16;  // dtype of unquantized tensors
+  model::Quantization quant;                        // effective quantization
+  uint32_t vocab_padding = 64;  // vLLM pads the vocabulary to a multiple of 64 before splitting
+  bool rope_cache = true;       // the engine keeps a cos/sin cache buffer per rope config
+};
+
+struct WeightBreakdown {
+  uint64_t total_bytes = 0;
+  uint64_t embedding_bytes = 0;  // token embedding (+ positions)
+  uint64_t lm_head_bytes = 0;
+  uint64_t attention_bytes = 0;
+  uint64_t mlp_bytes = 0;     // dense MLPs and shared experts
+  uint64_t expert_bytes = 0;  // routed experts
+  uint64_t other_bytes = 0;   // norms, routers, SSM mixers, vision tower
+  uint64_t buffer_bytes = 0;  // non-parameter buffers the engine keeps (rope cos/sin cache)
+  uint64_t params_total = 0;  // parameters of the whole model
+  uint64_t params_on_rank = 0;
+  uint32_t layers_on_rank = 0;
+  bool exact = false;  // from the checkpoint's own tensor list
+};
+
+// The [first, last) decoder layers pipeline rank `rank` of `pp` holds (vLLM's split: the
+// remainder goes to the ranks just before the last one).
+std::pair<uint32_t, uint32_t> pp_layer_range(uint32_t n_layer, uint32_t pp, uint32_t rank);
+
+// Bytes of a linear weight of rows x cols (x count) stored under `quant` (unquantized tensors
+// use `compute_dtype`), including scales, zeros and group indices.
+uint64_t quantized_linear_bytes(uint64_t rows, uint64_t cols, uint64_t count,
+                                const model::Quantization& quant, model::DType compute_dtype);
+
+// True when `quant` leaves tensor `t` unquantized (ignore lists, routers, embeddings).
+bool is_left_unquantized(const LogicalTensor& t, const model::Quantization& quant);
+
+// Weight bytes held by one rank: from the model's exact tensor list when it has one, else from
+// the tensor inventory of its config.
+WeightBreakdown weights_per_rank(const model::ModelSpec& m, const WeightOptions& options);
+
+}  // namespace kvprof::estimate

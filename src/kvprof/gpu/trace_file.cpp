@@ -1,0 +1,76 @@
+// TraceFile and the trace clocks.
+#include "kvprof/gpu/trace_file.hpp"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <utility>
+
+namespace kvprof::gpu {
+
+int64_t now_mono_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+int64_t now_wall_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+TraceFile::TraceFile(TraceFile&& other) noexcept
+    : m_fd(std::exchange(other.m_fd, -1)), m_path(std::move(other.m_path)) {}
+
+TraceFile& TraceFile::operator=(TraceFile&& other) noexcept {
+  if (this != &other) {
+    close();
+    m_fd = std::exchange(other.m_fd, -1);
+    m_path = std::move(other.m_path);
+  }
+  return *this;
+}
+
+TraceFile::~TraceFile() {
+  close();
+}
+
+void TraceFile::close() {
+  if (m_fd >= 0) ::close(m_fd);
+  m_fd = -1;
+}
+
+Expected<TraceFile> TraceFile::create(const std::string& path, std::string_view header) {
+  TraceFile file;
+  file.m_path = path;
+  file.m_fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (file.m_fd < 0) {
+    return fail(ErrorKind::io, fmt::format("cannot create '{}': {}", path, std::strerror(errno)));
+  }
+  std::string line(header);
+  line += '\n';
+  if (auto ok = file.append(line); !ok) return std::unexpected(ok.error());
+  return file;
+}
+
+Expected<void> TraceFile::append(std::string_view text) {
+  if (m_fd < 0) return fail(ErrorKind::io, fmt::format("cannot write '{}': file closed", m_path));
+  while (!text.empty()) {
+    const ssize_t n = ::write(m_fd, text.data(), text.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      const int err = errno;
+      close();
+      return fail(ErrorKind::io, fmt::format("cannot write '{}': {}", m_path, std::strerror(err)));
+    }
+    text.remove_prefix(static_cast<size_t>(n));
+  }
+  return {};
+}
+
+}  // namespace kvprof::gpu

@@ -1,0 +1,47 @@
+// TraceFile: an append-only CSV file written with one write(2) per call and no user-space
+// buffer, so every row handed to it is in the kernel (survives a crash of kvprof) as soon as
+// append() returns. Also the two clocks the traces use.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "kvprof/util/error.hpp"
+
+namespace kvprof::gpu {
+
+// CLOCK_MONOTONIC (std::chrono::steady_clock) in nanoseconds: the clock for durations and for
+// joining traces with request timelines.
+int64_t now_mono_ns();
+// CLOCK_REALTIME in milliseconds since the Unix epoch: for humans and other machines.
+int64_t now_wall_ms();
+
+class TraceFile {
+ public:
+  TraceFile() = default;
+  TraceFile(TraceFile&& other) noexcept;
+  TraceFile& operator=(TraceFile&& other) noexcept;
+  TraceFile(const TraceFile&) = delete;
+  TraceFile& operator=(const TraceFile&) = delete;
+  ~TraceFile();
+
+  // Creates (truncates) `path` and writes `header` + '\n'; an io error naming the path and the
+  // reason ("No space left on device") otherwise.
+  static Expected<TraceFile> create(const std::string& path, std::string_view header);
+
+  // Appends `text` (whole lines, '\n'-terminated); an io error when the write fails, after which
+  // the file is closed and later calls fail too.
+  Expected<void> append(std::string_view text);
+
+  [[nodiscard]] bool is_open() const { return m_fd >= 0; }
+  [[nodiscard]] const std::string& path() const { return m_path; }
+  // Closes the file (idempotent).
+  void close();
+
+ private:
+  int m_fd = -1;
+  std::string m_path;
+};
+
+}  // namespace kvprof::gpu

@@ -1,0 +1,236 @@
+// Engine-aware extraction of the canonical snapshot: one table of metric names per engine (as the
+// engines' own sources spell them), sums over label sets, and llama.cpp's /slots JSON.
+#include "kvprof/metrics/snapshot.hpp"
+
+#include <array>
+#include <charconv>
+#include <cmath>
+#include <initializer_list>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace kvprof::metrics {
+namespace {
+
+// Calls `fn` for every sample named exactly `sample_name` whose value is not NaN.
+template <class Fn>
+void for_each_sample(const Exposition& expo, std::string_view sample_name, Fn&& fn) {
+  for (const auto& family : expo.families) {
+    if (!sample_name.starts_with(family.name)) continue;
+    for (const auto& sample : family.samples) {
+      if (sample.name == sample_name && !std::isnan(sample.value)) fn(sample);
+    }
+  }
+}
+
+std::optional<double> sum_of(const Exposition& expo, std::string_view sample_name) {
+  std::optional<double> total;
+  for_each_sample(expo, sample_name,
+                  [&](const Sample& s) { total = total.value_or(0.0) + s.value; });
+  return total;
+}
+
+std::optional<double> mean_of(const Exposition& expo, std::string_view sample_name) {
+  double total = 0.0;
+  size_t n = 0;
+  for_each_sample(expo, sample_name, [&](const Sample& s) {
+    total += s.value;
+    ++n;
+  });
+  if (n == 0) return std::nullopt;
+  return total / static_cast<double>(n);
+}
+
+// The sum for the first of `names` that the exposition reports (newer spelling first).
+std::optional<double> sum_first(const Exposition& expo,
+                                std::initializer_list<std::string_view> names) {
+  for (const auto name : names) {
+    if (auto v = sum_of(expo, name)) return v;
+  }
+  return std::nullopt;
+}
+
+std::optional<double> mean_first(const Exposition& expo,
+                                 std::initializer_list<std::string_view> names) {
+  for (const auto name : names) {
+    if (auto v = mean_of(expo, name)) return v;
+  }
+  return std::nullopt;
+}
+
+std::optional<uint64_t> to_count(std::optional<double> value) {
+  if (!value || !std::isfinite(*value) || *value < 0.0 || *value > 9.0e18) return std::nullopt;
+  return static_cast<uint64_t>(std::llround(*value));
+}
+
+std::optional<uint64_t> parse_label_count(const std::string* text) {
+  if (text == nullptr || text->empty()) return std::nullopt;
+  uint64_t value = 0;
+  const char* end = text->data() + text->size();
+  const auto [ptr, ec] = std::from_chars(text->data(), end, value);
+  if (ec != std::errc() || ptr != end) return std::nullopt;
+  return value;
+}
+
+void extract_vllm(const Exposition& expo, MetricsSnapshot& snap) {
+  snap.kv_cache_usage = mean_first(expo, {"vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"});
+  snap.num_requests_running = sum_of(expo, "vllm:num_requests_running");
+  snap.num_requests_waiting = sum_of(expo, "vllm:num_requests_waiting");
+  snap.num_preemptions_total =
+      sum_first(expo, {"vllm:num_preemptions_total", "vllm:num_preemptions"});
+  snap.prefix_cache_queries_total =
+      sum_first(expo, {"vllm:prefix_cache_queries_total", "vllm:prefix_cache_queries",
+                       "vllm:gpu_prefix_cache_queries_total", "vllm:gpu_prefix_cache_queries"});
+  snap.prefix_cache_hits_total =
+      sum_first(expo, {"vllm:prefix_cache_hits_total", "vllm:prefix_cache_hits",
+                       "vllm:gpu_prefix_cache_hits_total", "vllm:gpu_prefix_cache_hits"});
+  snap.prompt_tokens_total = sum_of(expo, "vllm:prompt_tokens_total");
+  snap.generation_tokens_total = sum_of(expo, "vllm:generation_tokens_total");
+
+  // cache_config_info is an info gauge: its labels carry the engine's CacheConfig, one series per
+  // engine index. Blocks and capacity are summed over engines.
+  std::optional<uint64_t> blocks;
+  std::optional<uint64_t> capacity;
+  for_each_sample(expo, "vllm:cache_config_info", [&](const Sample& s) {
+    const auto n_blocks = parse_label_count(s.label("num_gpu_blocks"));
+    const auto block_size = parse_label_count(s.label("block_size"));
+    if (block_size && !snap.block_size_tokens) snap.block_size_tokens = block_size;
+    if (!n_blocks) return;
+    uint64_t sum = 0;
+    if (!__builtin_add_overflow(blocks.value_or(0), *n_blocks, &sum)) blocks = sum;
+    uint64_t tokens = 0;
+    if (block_size && !__builtin_mul_overflow(*n_blocks, *block_size, &tokens) &&
+        !__builtin_add_overflow(capacity.value_or(0), tokens, &sum)) {
+      capacity = sum;
+    }
+  });
+  snap.num_gpu_blocks = blocks;
+  snap.kv_cache_capacity_tokens = capacity;
+}
+
+void extract_sglang(const Exposition& expo, MetricsSnapshot& snap) {
+  snap.kv_cache_usage = mean_of(expo, "sglang:token_usage");
+  snap.kv_cache_used_tokens = sum_of(expo, "sglang:num_used_tokens");
+  snap.kv_cache_capacity_tokens = to_count(sum_of(expo, "sglang:max_total_num_tokens"));
+  snap.num_requests_running = sum_of(expo, "sglang:num_running_reqs");
+  snap.num_requests_waiting = sum_of(expo, "sglang:num_queue_reqs");
+  snap.num_retracted_reqs = sum_of(expo, "sglang:num_retracted_reqs");
+  snap.num_preemptions_total = sum_of(expo, "sglang:num_retracted_requests_total");
+  snap.prompt_tokens_total = sum_of(expo, "sglang:prompt_tokens_total");
+  snap.generation_tokens_total = sum_of(expo, "sglang:generation_tokens_total");
+}
+
+void extract_tgi(const Exposition& expo, MetricsSnapshot& snap) {
+  snap.num_requests_waiting = sum_of(expo, "tgi_queue_size");
+  snap.num_requests_running = sum_of(expo, "tgi_batch_current_size");
+  snap.batch_max_tokens = sum_of(expo, "tgi_batch_current_max_tokens");
+}
+
+void extract_llamacpp(const Exposition& expo, MetricsSnapshot& snap) {
+  snap.kv_cache_usage = mean_of(expo, "llamacpp:kv_cache_usage_ratio");
+  snap.kv_cache_used_tokens = sum_of(expo, "llamacpp:kv_cache_tokens");
+  snap.num_requests_running = sum_of(expo, "llamacpp:requests_processing");
+  snap.num_requests_waiting = sum_of(expo, "llamacpp:requests_deferred");
+  snap.prompt_tokens_total = sum_of(expo, "llamacpp:prompt_tokens_total");
+  snap.generation_tokens_total = sum_of(expo, "llamacpp:tokens_predicted_total");
+}
+
+}  // namespace
+
+std::string_view engine_name(Engine engine) {
+  switch (engine) {
+    case Engine::vllm:
+      return "vllm";
+    case Engine::sglang:
+      return "sglang";
+    case Engine::tgi:
+      return "tgi";
+    case Engine::llamacpp:
+      return "llamacpp";
+    case Engine::unknown:
+      return "unknown";
+  }
+  return "unknown";
+}
+
+Engine guess_engine(const Exposition& exposition) {
+  struct Prefix {
+    std::string_view prefix;
+    Engine engine;
+  };
+  static constexpr std::array<Prefix, 4> k_prefixes{{{"vllm:", Engine::vllm},
+                                                     {"sglang:", Engine::sglang},
+                                                     {"tgi_", Engine::tgi},
+                                                     {"llamacpp:", Engine::llamacpp}}};
+  std::array<size_t, k_prefixes.size()> counts{};
+  for (const auto& family : exposition.families) {
+    for (size_t i = 0; i < k_prefixes.size(); ++i) {
+      if (family.name.starts_with(k_prefixes[i].prefix)) ++counts[i];
+    }
+  }
+  Engine best = Engine::unknown;
+  size_t best_count = 0;
+  for (size_t i = 0; i < k_prefixes.size(); ++i) {
+    if (counts[i] > best_count) {
+      best_count = counts[i];
+      best = k_prefixes[i].engine;
+    }
+  }
+  return best;
+}
+
+MetricsSnapshot extract_snapshot(const Exposition& exposition) {
+  MetricsSnapshot snap;
+  snap.engine = guess_engine(exposition);
+  switch (snap.engine) {
+    case Engine::vllm:
+      extract_vllm(exposition, snap);
+      break;
+    case Engine::sglang:
+      extract_sglang(exposition, snap);
+      break;
+    case Engine::tgi:
+      extract_tgi(exposition, snap);
+      break;
+    case Engine::llamacpp:
+      extract_llamacpp(exposition, snap);
+      break;
+    case Engine::unknown:
+      break;
+  }
+  return snap;
+}
+
+Expected<SlotsSummary> parse_llamacpp_slots(std::string_view json_text) {
+  constexpr size_t k_max_slots = 65536;
+  const auto doc = nlohmann::json::parse(json_text, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) return fail(ErrorKind::input, "/slots: not valid JSON");
+  if (!doc.is_array()) return fail(ErrorKind::input, "/slots: expected a JSON array of slots");
+  if (doc.size() > k_max_slots) {
+    return fail(ErrorKind::input, "/slots: more than 65536 slots");
+  }
+  SlotsSummary summary;
+  for (const auto& slot : doc) {
+    if (!slot.is_object()) return fail(ErrorKind::input, "/slots: a slot is not an object");
+    bool busy = false;
+    if (const auto it = slot.find("is_processing"); it != slot.end() && it->is_boolean()) {
+      busy = it->get<bool>();
+    } else if (const auto st = slot.find("state"); st != slot.end() && st->is_number()) {
+      busy = st->get<double>() != 0.0;
+    } else {
+      return fail(ErrorKind::input, "/slots: a slot has neither is_processing nor state");
+    }
+    if (const auto ctx = slot.find("n_ctx"); ctx != slot.end() && ctx->is_number_unsigned()) {
+      uint64_t sum = 0;
+      if (!__builtin_add_overflow(summary.n_ctx_total_tokens, ctx->get<uint64_t>(), &sum)) {
+        summary.n_ctx_total_tokens = sum;
+      }
+    }
+    ++summary.slots_total;
+    if (busy) ++summary.slots_busy;
+  }
+  return summary;
+}
+
+}  // namespace kvprof::metrics

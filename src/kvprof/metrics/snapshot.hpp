@@ -1,0 +1,62 @@
+// The canonical snapshot of a serving engine's scheduler and KV cache, extracted from a parsed
+// /metrics scrape of vLLM, SGLang, TGI or llama.cpp (and llama.cpp's /slots JSON). A field the
+// server does not report stays absent, never 0.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+#include "kvprof/metrics/prometheus.hpp"
+#include "kvprof/util/error.hpp"
+
+namespace kvprof::metrics {
+
+enum class Engine { unknown, vllm, sglang, tgi, llamacpp };
+
+// "vllm", "sglang", "tgi", "llamacpp" or "unknown".
+std::string_view engine_name(Engine engine);
+
+// Returns the engine whose metric prefix ("vllm:", "sglang:", "tgi_", "llamacpp:") names the
+// most families; unknown when none does.
+Engine guess_engine(const Exposition& exposition);
+
+struct MetricsSnapshot {
+  Engine engine = Engine::unknown;
+  // Fraction of the KV cache in use, 0..1 (vLLM kv_cache_usage_perc, SGLang token_usage,
+  // llama.cpp kv_cache_usage_ratio); the mean over engines/ranks when several report.
+  std::optional<double> kv_cache_usage;
+  std::optional<double> kv_cache_used_tokens;  // SGLang num_used_tokens, llama.cpp kv_cache_tokens
+  std::optional<uint64_t>
+      kv_cache_capacity_tokens;            // vLLM blocks x block size, SGLang max_total_num_tokens
+  std::optional<uint64_t> num_gpu_blocks;  // vLLM cache_config_info
+  std::optional<uint64_t> block_size_tokens;  // vLLM cache_config_info
+  std::optional<double> num_requests_running;
+  std::optional<double> num_requests_waiting;
+  std::optional<double> num_preemptions_total;       // vLLM preemptions, SGLang retracted requests
+  std::optional<double> num_retracted_reqs;          // SGLang's gauge of the last retraction
+  std::optional<double> prefix_cache_queries_total;  // tokens queried (vLLM)
+  std::optional<double> prefix_cache_hits_total;     // tokens hit (vLLM)
+  std::optional<double> prompt_tokens_total;
+  std::optional<double> generation_tokens_total;
+  std::optional<double> batch_max_tokens;  // TGI tgi_batch_current_max_tokens
+  std::optional<double> slots_busy;        // llama.cpp /slots
+  std::optional<double> slots_total;       // llama.cpp /slots
+};
+
+// Extracts the canonical fields from `exposition` for the engine guess_engine() names. Counts are
+// summed over label sets (model_name, engine index, DP rank); fractions are averaged; NaN samples
+// are ignored.
+MetricsSnapshot extract_snapshot(const Exposition& exposition);
+
+struct SlotsSummary {
+  uint64_t slots_total = 0;
+  uint64_t slots_busy = 0;
+  uint64_t n_ctx_total_tokens = 0;  // sum of the slots' n_ctx
+};
+
+// Parses llama.cpp's GET /slots answer (a JSON array of slots with "is_processing" or an older
+// integer "state"); an input error when it is not such an array or holds over 65536 slots.
+Expected<SlotsSummary> parse_llamacpp_slots(std::string_view json_text);
+
+}  // namespace kvprof::metrics

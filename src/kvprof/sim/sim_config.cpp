@@ -1,0 +1,230 @@
+// SimConfig validation, fault-spec parsing, the step-time and memory models, and the mapping
+// from `kvprof serve-sim` flags to a SimConfig.
+#include "kvprof/sim/sim_config.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+
+#include "kvprof/gpu/gpu_catalog.hpp"
+#include "kvprof/util/strings.hpp"
+#include "kvprof/util/units.hpp"
+
+namespace kvprof::sim {
+
+namespace {
+
+constexpr uint32_t k_max_block_size = 1024;
+constexpr uint32_t k_max_blocks = 1U << 26;
+constexpr double k_max_fault_seconds = 3600.0;
+
+std::optional<double> parse_double(std::string_view text) {
+  double value = 0;
+  const auto* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (ec != std::errc() || ptr != end || !std::isfinite(value)) return std::nullopt;
+  return value;
+}
+
+}  // namespace
+
+std::string fault_kind_name(FaultKind kind) {
+  switch (kind) {
+    case FaultKind::none:
+      return "none";
+    case FaultKind::reset:
+      return "reset";
+    case FaultKind::status_500:
+      return "500";
+    case FaultKind::status_503:
+      return "503";
+    case FaultKind::status_429:
+      return "429";
+    case FaultKind::stall:
+      return "stall";
+    case FaultKind::malformed_sse:
+      return "malformed";
+    case FaultKind::slow_first_token:
+      return "slow_first_token";
+  }
+  return "none";
+}
+
+Expected<FaultSpec> parse_fault_spec(std::string_view text) {
+  const auto parts = split(text, ';');
+  FaultSpec spec;
+  const std::string kind = to_lower(trim(parts.empty() ? std::string_view{} : parts[0]));
+  if (kind == "none" || kind.empty()) {
+    spec.kind = FaultKind::none;
+  } else if (kind == "reset") {
+    spec.kind = FaultKind::reset;
+  } else if (kind == "500") {
+    spec.kind = FaultKind::status_500;
+  } else if (kind == "503") {
+    spec.kind = FaultKind::status_503;
+  } else if (kind == "429") {
+    spec.kind = FaultKind::status_429;
+  } else if (kind == "stall") {
+    spec.kind = FaultKind::stall;
+  } else if (kind == "malformed" || kind == "malformed_sse") {
+    spec.kind = FaultKind::malformed_sse;
+  } else if (kind == "slow_first_token" || kind == "slow-first-token") {
+    spec.kind = FaultKind::slow_first_token;
+  } else {
+    return fail(ErrorKind::input,
+                fmt::format("unknown fault '{}' (reset, 500, 503, 429, stall, malformed, "
+                            "slow_first_token)",
+                            kind));
+  }
+  for (size_t i = 1; i < parts.size(); ++i) {
+    const std::string part = trim(parts[i]);
+    if (part.empty()) continue;
+    const auto eq = part.find('=');
+    if (eq == std::string::npos)
+      return fail(ErrorKind::input, fmt::format("fault option '{}' has no '='", part));
+    const std::string key = to_lower(trim(std::string_view(part).substr(0, eq)));
+    const auto value = parse_double(trim(std::string_view(part).substr(eq + 1)));
+    if (!value || *value < 0) {
+      return fail(ErrorKind::input, fmt::format("fault option '{}' needs a number >= 0", part));
+    }
+    if (key == "after") {
+      if (*value > 1e6) return fail(ErrorKind::input, "fault option after= is at most 1000000");
+      spec.after_tokens = static_cast<uint32_t>(*value);
+    } else if (key == "seconds" || key == "retry_after") {
+      if (*value > k_max_fault_seconds) {
+        return fail(ErrorKind::input, "fault option seconds= is at most 3600");
+      }
+      spec.seconds = *value;
+    } else {
+      return fail(ErrorKind::input,
+                  fmt::format("unknown fault option '{}' (after, seconds, retry_after)", key));
+    }
+  }
+  return spec;
+}
+
+bool is_loopback_host(std::string_view host) {
+  if (iequals(host, "localhost") || host == "::1" || host == "[::1]") return true;
+  // 127.0.0.0/8 in dotted form.
+  const auto octets = split(host, '.');
+  if (octets.size() != 4 || octets[0] != "127") return false;
+  for (const auto& o : octets) {
+    if (o.empty() || o.size() > 3 || !std::all_of(o.begin(), o.end(), ::isdigit)) return false;
+    if (std::stoi(o) > 255) return false;
+  }
+  return true;
+}
+
+Expected<void> validate_sim_config(const SimConfig& c) {
+  auto bad = [](std::string msg) { return fail(ErrorKind::usage, std::move(msg)); };
+  if (!is_loopback_host(c.host)) {
+    return bad(fmt::format("serve-sim binds loopback addresses only, not '{}'", c.host));
+  }
+  if (c.model.empty() || c.model.size() > 256) return bad("model name must be 1..256 characters");
+  if (c.block_size == 0 || c.block_size > k_max_block_size) {
+    return bad(fmt::format("block size must be 1..{}", k_max_block_size));
+  }
+  if (c.num_gpu_blocks == 0 || c.num_gpu_blocks > k_max_blocks) {
+    return bad(fmt::format("num_gpu_blocks must be 1..{}", k_max_blocks));
+  }
+  if (c.max_num_seqs == 0) return bad("max_num_seqs must be at least 1");
+  if (c.max_num_batched_tokens == 0) return bad("max_num_batched_tokens must be at least 1");
+  if (c.max_model_len < 2) return bad("max_model_len must be at least 2");
+  const uint64_t capacity_tokens = uint64_t{c.num_gpu_blocks} * c.block_size;
+  if (c.max_model_len > capacity_tokens) {
+    return bad(fmt::format(
+        "max_model_len {} is larger than the KV cache holds ({} blocks x {} tokens = {} tokens); "
+        "lower --max-model-len or raise --num-gpu-blocks",
+        c.max_model_len, c.num_gpu_blocks, c.block_size, capacity_tokens));
+  }
+  if (!(c.step_base_ms >= 0 && c.step_base_ms <= 60000) || !(c.prefill_us_per_token >= 0) ||
+      !(c.decode_us_per_token >= 0) || !std::isfinite(c.prefill_us_per_token) ||
+      !std::isfinite(c.decode_us_per_token)) {
+    return bad("step time parameters must be finite and >= 0 (step_base_ms <= 60000)");
+  }
+  if (!(c.fault_rate >= 0 && c.fault_rate <= 1)) return bad("fault rate must be in [0, 1]");
+  if (c.fault_rate > 0 && c.fault.kind == FaultKind::none) {
+    return bad("--fault-rate needs --fault-kind");
+  }
+  if (!(c.live_state_min_interval_ms >= 0)) return bad("live_state_min_interval_ms must be >= 0");
+  return {};
+}
+
+double sim_step_ms(const SimConfig& c, uint32_t prefill_tokens, uint32_t decode_tokens) {
+  return c.step_base_ms +
+         (prefill_tokens * c.prefill_us_per_token + decode_tokens * c.decode_us_per_token) / 1000.0;
+}
+
+uint64_t sim_used_bytes(const SimConfig& c, uint32_t used_blocks, uint32_t step_tokens) {
+  const uint64_t kv_blocks =
+      c.kv_pool_mode == KvPoolMode::preallocated ? c.num_gpu_blocks : used_blocks;
+  return c.non_torch_bytes + c.weights_bytes + kv_blocks * c.kv_bytes_per_block +
+         c.cuda_graph_bytes + uint64_t{step_tokens} * c.activation_bytes_per_token;
+}
+
+Expected<SimConfig> sim_config_from_flags(const SimFlags& f) {
+  SimConfig c;
+  if (f.model.empty()) return fail(ErrorKind::usage, "--model is required");
+  if (!iequals(f.engine, "vllm")) {
+    return fail(ErrorKind::usage,
+                fmt::format("serve-sim simulates the vllm engine only, not '{}'", f.engine));
+  }
+  c.model = f.model;
+  c.host = f.host;
+  c.port = f.port;
+  if (!f.gpu.empty()) {
+    auto gpu = gpu::find_gpu(f.gpu);
+    if (!gpu) return std::unexpected(gpu.error());
+    c.total_bytes = gpu->memory_bytes;
+  }
+  c.block_size = f.block_size;
+  c.max_num_seqs = f.max_num_seqs;
+  if (f.weights_bytes) c.weights_bytes = *f.weights_bytes;
+  if (f.kv_bytes_per_block) c.kv_bytes_per_block = *f.kv_bytes_per_block;
+  if (f.activation_bytes_per_token) c.activation_bytes_per_token = *f.activation_bytes_per_token;
+  if (c.kv_bytes_per_block == 0) return fail(ErrorKind::usage, "--kv-bytes-per-block must be > 0");
+  c.max_num_batched_tokens = f.max_num_batched_tokens.value_or(8192);
+  if (f.num_gpu_blocks) {
+    c.num_gpu_blocks = *f.num_gpu_blocks;
+  } else {
+    // Placeholder sizing like vLLM's profile run: 90% of the GPU, minus the fixed parts and the
+    // peak activation of a full step, divided into KV blocks.
+    const double budget =
+        0.9 * static_cast<double>(c.total_bytes) -
+        static_cast<double>(c.weights_bytes + c.non_torch_bytes + c.cuda_graph_bytes) -
+        static_cast<double>(c.activation_bytes_per_token) * c.max_num_batched_tokens;
+    const double blocks = std::floor(budget / static_cast<double>(c.kv_bytes_per_block));
+    if (blocks < 1) {
+      return fail(ErrorKind::usage,
+                  fmt::format("no memory left for the KV cache on {} with {} of weights", f.gpu,
+                              format_bytes(c.weights_bytes)));
+    }
+    c.num_gpu_blocks = static_cast<uint32_t>(std::min<double>(blocks, k_max_blocks));
+  }
+  const uint64_t capacity_tokens = uint64_t{c.num_gpu_blocks} * std::max(1U, c.block_size);
+  c.max_model_len =
+      f.max_model_len.value_or(static_cast<uint32_t>(std::min<uint64_t>(8192, capacity_tokens)));
+  if (f.tokens_per_s) {
+    if (!(*f.tokens_per_s > 0)) return fail(ErrorKind::usage, "--tokens-per-s must be > 0");
+    c.step_base_ms = 1000.0 / *f.tokens_per_s;
+  }
+  c.live_state_path = f.live_state_path;
+  c.kv_pool_mode = f.kv_on_demand ? KvPoolMode::on_demand : KvPoolMode::preallocated;
+  if (!f.fault_kind.empty()) {
+    auto fault = parse_fault_spec(f.fault_kind);
+    if (!fault) return fail(ErrorKind::usage, "--fault-kind: " + fault.error().message);
+    c.fault = *fault;
+  }
+  c.fault_rate = f.fault_rate;
+  c.fault_seed = f.fault_seed;
+  if (c.fault.kind != FaultKind::none && !f.fault_kind.empty() && f.fault_rate == 0) {
+    c.fault_rate = 1.0;  // --fault-kind alone: every request
+  }
+  if (auto ok = validate_sim_config(c); !ok) return std::unexpected(ok.error());
+  return c;
+}
+
+}  // namespace kvprof::sim

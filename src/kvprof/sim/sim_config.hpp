@@ -1,0 +1,127 @@
+// Configuration of the SIMULATED OpenAI-compatible engine behind `kvprof serve-sim`: paged KV
+// cache sizes and scheduler limits (vLLM V1 names), the step-time model, the simulated GPU memory
+// figures written to the live-state file, and fault injection for tests.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "kvprof/util/error.hpp"
+
+namespace kvprof::sim {
+
+// What a fault does to one completion request.
+enum class FaultKind {
+  none,
+  reset,             // close the connection (TCP RST) after `after_tokens` tokens
+  status_500,        // answer 500 before generating
+  status_503,        // answer 503 before generating
+  status_429,        // answer 429 with Retry-After: `seconds` (rounded up)
+  stall,             // stop sending for `seconds` after `after_tokens` tokens, then go on
+  malformed_sse,     // after `after_tokens` tokens send a broken JSON event and a garbage line
+  slow_first_token,  // wait `seconds` before the first token is sent
+};
+
+struct FaultSpec {
+  FaultKind kind = FaultKind::none;
+  uint32_t after_tokens = 2;  // reset, stall, malformed_sse: tokens sent before the fault
+  double seconds = 1.0;       // stall length, first-token delay, Retry-After
+};
+
+// Parses a fault as written in --fault-kind or the X-Kvprof-Fault header: a kind ("reset",
+// "500", "503", "429", "stall", "malformed", "slow_first_token") followed by optional
+// ";after=N" and ";seconds=S" (";retry_after=S" for 429); input error otherwise.
+Expected<FaultSpec> parse_fault_spec(std::string_view text);
+
+// The canonical name of a fault kind ("reset", "500", ...; "none").
+std::string fault_kind_name(FaultKind kind);
+
+// How the KV pool shows in the simulated memory: all blocks at startup (what vLLM does), or
+// only the blocks in use (handy to watch the cache fill in tests and plots).
+enum class KvPoolMode { preallocated, on_demand };
+
+struct SimConfig {
+  std::string model = "kvprof-sim";  // served model name (/v1/models id, metrics model_name)
+  std::string host = "127.0.0.1";    // loopback only
+  uint16_t port = 0;                 // 0 = pick a free port
+  bool quiet = false;                // no startup log line on stderr
+
+  // Paged KV cache and scheduler limits, as vLLM V1 names them.
+  uint32_t num_gpu_blocks = 2048;
+  uint32_t block_size = 16;  // tokens per block
+  uint32_t max_num_seqs = 256;
+  uint32_t max_num_batched_tokens = 8192;  // token budget per step (chunked prefill)
+  uint32_t max_model_len = 8192;           // prompt + max_tokens limit per request
+  bool enable_prefix_caching = true;
+
+  // Step time: step_ms = step_base_ms + (prefill_tokens * prefill_us_per_token
+  //                                      + decode_tokens * decode_us_per_token) / 1000.
+  // A lone decoding sequence thus gets about 1000 / step_base_ms tokens/s.
+  double step_base_ms = 2.0;
+  double prefill_us_per_token = 2.0;
+  double decode_us_per_token = 10.0;
+
+  // Simulated GPU memory (bytes), written to the live-state file:
+  // used = non_torch + weights + KV pool + cuda graphs + activation of the current step.
+  uint64_t total_bytes = 80ULL << 30;  // what NVML reports as total
+  uint64_t reserved_bytes = 0;         // driver-reserved (NVML v2 "reserved")
+  uint64_t weights_bytes = 15ULL << 30;
+  uint64_t non_torch_bytes = 512ULL << 20;  // CUDA context, NCCL, cuBLAS workspaces
+  uint64_t cuda_graph_bytes = 512ULL << 20;
+  uint64_t activation_bytes_per_token = 64ULL << 10;  // per token scheduled in a step
+  uint64_t kv_bytes_per_block = 2ULL << 20;
+  KvPoolMode kv_pool_mode = KvPoolMode::preallocated;
+  std::string live_state_path;              // empty = no live-state file
+  double live_state_min_interval_ms = 5.0;  // rewrite at most this often
+
+  // Faults: every completion request gets `fault` with probability fault_rate, decided by a
+  // deterministic draw from (fault_seed, request number); X-Kvprof-Fault overrides per request.
+  FaultSpec fault;
+  double fault_rate = 0.0;
+  uint64_t fault_seed = 1;
+};
+
+// Returns a usage error naming the first impossible setting (no blocks, a non-loopback host,
+// max_model_len larger than the KV cache holds, ...).
+Expected<void> validate_sim_config(const SimConfig& config);
+
+// True for 127.0.0.0/8, ::1 and "localhost".
+bool is_loopback_host(std::string_view host);
+
+// The simulated duration of one engine step with these scheduled tokens, in ms.
+double sim_step_ms(const SimConfig& config, uint32_t prefill_tokens, uint32_t decode_tokens);
+
+// The bytes the simulated GPU shows in use with `used_blocks` KV blocks held and `step_tokens`
+// tokens in the step being executed (0 when idle).
+uint64_t sim_used_bytes(const SimConfig& config, uint32_t used_blocks, uint32_t step_tokens);
+
+// `kvprof serve-sim` flags; unset optionals take the defaults described in --help.
+struct SimFlags {
+  std::string model;            // served model name (required)
+  std::string gpu;              // catalog GPU; sets total_bytes (required)
+  std::string engine = "vllm";  // only "vllm" is simulated
+  std::string host = "127.0.0.1";
+  uint16_t port = 8000;
+  std::optional<uint32_t> num_gpu_blocks;  // default: fill 90% of the GPU after the fixed parts
+  uint32_t block_size = 16;
+  uint32_t max_num_seqs = 256;
+  std::optional<uint32_t> max_num_batched_tokens;  // default 8192
+  std::optional<uint32_t> max_model_len;           // default min(8192, KV capacity)
+  std::optional<double> tokens_per_s;              // decode tokens/s of a lone sequence
+  std::optional<uint64_t> weights_bytes;
+  std::optional<uint64_t> kv_bytes_per_block;
+  std::optional<uint64_t> activation_bytes_per_token;
+  std::string live_state_path;
+  bool kv_on_demand = false;
+  std::string fault_kind;  // empty = none
+  double fault_rate = 0.0;
+  uint64_t fault_seed = 1;
+};
+
+// Builds a SimConfig from command-line flags (the GPU from the catalog gives total_bytes;
+// missing sizes get placeholder defaults); usage/not_found errors for bad values.
+Expected<SimConfig> sim_config_from_flags(const SimFlags& flags);
+
+}  // namespace kvprof::sim

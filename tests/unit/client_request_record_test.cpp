@@ -1,0 +1,129 @@
+// Tests for src/kvprof/client/request_record.cpp: how ResponseSink classifies endings and times
+// tokens, driven directly without a transport.
+#include "kvprof/client/request_record.hpp"
+
+#include <gtest/gtest.h>
+
+namespace kvprof::client {
+namespace {
+
+struct Harness {
+  int64_t clock_ns = 0;
+  bool finished = false;
+  ResponseSink sink;
+  explicit Harness(uint32_t max_tokens = 2)
+      : sink(
+            make_record(max_tokens), [this] { return clock_ns; }, true,
+            [this](ResponseSink&) { finished = true; }) {}
+  static RequestRecord make_record(uint32_t max_tokens) {
+    RequestRecord r;
+    r.request_id = 1;
+    r.input_len = 3;
+    r.max_tokens = max_tokens;
+    r.intended_send_ns = 0;
+    r.actual_send_ns = 1'000'000;
+    return r;
+  }
+};
+
+const std::string k_tok = "data: {\"choices\":[{\"text\":\"a\"}]}\n\n";
+const std::string k_usage =
+    "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":2}}\n\n";
+
+TEST(ResponseSink, OkStreamTimesEveryToken) {
+  Harness h;
+  h.sink.on_status(200);
+  h.clock_ns = 10'000'000;
+  EXPECT_TRUE(h.sink.on_data(k_tok));
+  h.clock_ns = 25'000'000;
+  EXPECT_TRUE(h.sink.on_data(k_tok + k_usage + "data: [DONE]\n\n"));
+  h.clock_ns = 26'000'000;
+  h.sink.on_done({TransportOutcome::ok, ""});
+  const auto& r = h.sink.record();
+  EXPECT_TRUE(h.finished);
+  EXPECT_EQ(r.status, RequestStatus::ok);
+  EXPECT_EQ(r.failure, FailureKind::none);
+  EXPECT_DOUBLE_EQ(r.ttft_ms(), 10.0);
+  EXPECT_DOUBLE_EQ(r.e2e_ms(), 26.0);
+  ASSERT_EQ(r.chunks.size(), 2u);
+  EXPECT_EQ(r.chunks[1].t_ns, 25'000'000);
+  EXPECT_EQ(r.tokens_streamed, 2u);
+  ASSERT_TRUE(r.usage);
+  EXPECT_EQ(r.completion_tokens(), 2u);
+  EXPECT_TRUE(r.warning.empty());
+}
+
+TEST(ResponseSink, UsageDifferentFromAskedIsAWarning) {
+  Harness h(5);
+  h.sink.on_status(200);
+  h.sink.on_data(k_tok + k_usage + "data: [DONE]\n\n");
+  h.sink.on_done({TransportOutcome::ok, ""});
+  EXPECT_EQ(h.sink.record().status, RequestStatus::ok);
+  EXPECT_NE(h.sink.record().warning.find("completion_tokens 2 != max_tokens 5"), std::string::npos);
+}
+
+TEST(ResponseSink, HttpStatusesMapToKindsWithTheServerMessage) {
+  for (const auto& [status, kind] :
+       {std::pair{429, FailureKind::http_429}, std::pair{404, FailureKind::http_4xx},
+        std::pair{503, FailureKind::http_5xx}}) {
+    Harness h;
+    h.sink.on_status(status);
+    h.sink.on_data(R"({"error":{"message":"no such model"}})");
+    h.sink.on_done({TransportOutcome::ok, ""});
+    EXPECT_EQ(h.sink.record().status, RequestStatus::error);
+    EXPECT_EQ(h.sink.record().failure, kind) << status;
+    EXPECT_NE(h.sink.record().error_text.find("no such model"), std::string::npos);
+  }
+}
+
+TEST(ResponseSink, ErrorPayloadStopsTheStream) {
+  Harness h;
+  h.sink.on_status(200);
+  EXPECT_FALSE(h.sink.on_data(k_tok + "data: {\"error\":{\"message\":\"kv cache full\"}}\n\n"));
+  h.sink.on_done({TransportOutcome::aborted, ""});
+  EXPECT_EQ(h.sink.record().failure, FailureKind::server_error);
+  EXPECT_EQ(h.sink.record().error_text, "kv cache full");
+  EXPECT_EQ(h.sink.record().tokens_streamed, 1u);
+}
+
+TEST(ResponseSink, MalformedJsonOrMissingDoneIsMalformedSse) {
+  Harness bad;
+  bad.sink.on_status(200);
+  EXPECT_FALSE(bad.sink.on_data("data: {nope\n\n"));
+  bad.sink.on_done({TransportOutcome::aborted, ""});
+  EXPECT_EQ(bad.sink.record().failure, FailureKind::malformed_sse);
+
+  Harness cut;
+  cut.sink.on_status(200);
+  cut.sink.on_data(k_tok + "data: {\"choi");
+  cut.sink.on_done({TransportOutcome::ok, ""});
+  EXPECT_EQ(cut.sink.record().failure, FailureKind::malformed_sse);
+  EXPECT_NE(cut.sink.record().error_text.find("inside an event"), std::string::npos);
+}
+
+TEST(ResponseSink, TransportOutcomesMapToKinds) {
+  for (const auto& [outcome, kind] : {std::pair{TransportOutcome::connect, FailureKind::connect},
+                                      std::pair{TransportOutcome::reset, FailureKind::reset},
+                                      std::pair{TransportOutcome::timeout, FailureKind::timeout},
+                                      std::pair{TransportOutcome::other, FailureKind::other}}) {
+    Harness h;
+    h.sink.on_done({outcome, "why"});
+    EXPECT_EQ(h.sink.record().failure, kind);
+    EXPECT_EQ(h.sink.record().status, RequestStatus::error);
+    EXPECT_EQ(h.sink.record().error_text, "why");
+  }
+  Harness c;
+  c.sink.on_done({TransportOutcome::cancelled, ""});
+  EXPECT_EQ(c.sink.record().status, RequestStatus::cancelled);
+}
+
+TEST(ResponseSink, OversizedEventIsMalformed) {
+  Harness h;
+  h.sink.on_status(200);
+  EXPECT_FALSE(h.sink.on_data("data: " + std::string(SseParser::k_default_max_event_bytes, 'x')));
+  h.sink.on_done({TransportOutcome::aborted, ""});
+  EXPECT_EQ(h.sink.record().failure, FailureKind::malformed_sse);
+}
+
+}  // namespace
+}  // namespace kvprof::client

@@ -1,0 +1,142 @@
+// Tests of the built-in model catalog (data/models.json via src/kvprof/model/catalog.cpp):
+// uniqueness of ids and aliases, required entries, well-formed configs, lookup and search.
+#include "kvprof/model/catalog.hpp"
+
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+
+#include "kvprof/util/strings.hpp"
+
+namespace kvprof::model {
+namespace {
+
+TEST(ModelCatalog, HasAtLeastSeventyEntries) {
+  EXPECT_GE(model_catalog().size(), 70U);
+}
+
+TEST(ModelCatalog, IdsAndAliasesAreUniqueIgnoringCase) {
+  std::set<std::string> seen;
+  for (const auto& e : model_catalog()) {
+    EXPECT_TRUE(seen.insert(to_lower(e.id)).second) << "duplicate id " << e.id;
+    for (const auto& a : e.aliases) {
+      EXPECT_TRUE(seen.insert(to_lower(a)).second)
+          << "duplicate alias " << a << " (" << e.id << ")";
+    }
+  }
+}
+
+TEST(ModelCatalog, RequiredIdsArePresentExactly) {
+  const char* required[] = {
+      "codellama/CodeLlama-7b-hf",
+      "google/gemma-2-27b-it",
+      "google/gemma-2-2b-it",
+      "google/gemma-2-9b-it",
+      "ibm-granite/granite-3.1-2b-instruct",
+      "ibm-granite/granite-3.1-8b-instruct",
+      "ibm-granite/granite-vision-3.3-2b",
+      "meta-llama/Llama-3.1-8B-Instruct",
+      "microsoft/phi-2",
+      "mistralai/Mistral-Small-3.1-24B-Instruct-2503",
+      "moonshotai/Kimi-VL-A3B-Instruct",
+      "Qwen/Qwen1.5-MoE-A2.7B",
+      "Qwen/Qwen2.5-7B-Instruct",
+      "Qwen/Qwen2.5-72B-Instruct",
+      "RedHatAI/Meta-Llama-3.1-8B-Instruct-quantized.w8a8",
+      "RedHatAI/Meta-Llama-3.1-8B-Instruct-quantized.w4a16",
+      "RedHatAI/Llama-3.3-70B-Instruct-fp8-dynamic",
+      "RedHatAI/Qwen2.5-7B-Instruct-fp8-dynamic",
+      "RedHatAI/Qwen2.5-7B-Instruct-quantized.w8a8",
+  };
+  for (const char* id : required) {
+    const CatalogEntry* e = find_catalog_entry(id);
+    ASSERT_NE(e, nullptr) << id;
+    EXPECT_EQ(e->id, id);
+  }
+}
+
+TEST(ModelCatalog, EveryEntryCitesItsSourceAndHasAnHfConfig) {
+  for (const auto& e : model_catalog()) {
+    EXPECT_FALSE(e.source.empty()) << e.id;
+    EXPECT_FALSE(e.family.empty()) << e.id;
+    EXPECT_GT(e.params_b, 0.0) << e.id;
+    EXPECT_FALSE(e.tags.empty()) << e.id;
+    ASSERT_TRUE(e.config.is_object()) << e.id;
+    ASSERT_TRUE(e.config.contains("architectures")) << e.id;
+    EXPECT_TRUE(e.config["architectures"].is_array()) << e.id;
+    EXPECT_FALSE(e.config["architectures"].empty()) << e.id;
+    ASSERT_TRUE(e.config.contains("model_type")) << e.id;
+    EXPECT_TRUE(e.config["model_type"].is_string()) << e.id;
+  }
+}
+
+TEST(ModelCatalog, TagsComeFromTheKnownSet) {
+  const std::set<std::string> known{
+      "dense",     "moe", "mla", "gqa",  "mha",  "mqa",   "sliding", "hybrid",    "ssm", "vlm",
+      "quantized", "fp8", "awq", "gptq", "w8a8", "w4a16", "mxfp4",   "reasoning", "code"};
+  for (const auto& e : model_catalog()) {
+    for (const auto& t : e.tags)
+      EXPECT_TRUE(known.contains(t)) << e.id << " tag " << t;
+  }
+}
+
+TEST(ModelCatalog, QuantizedEntriesCarryAQuantizationConfig) {
+  for (const auto& e : model_catalog()) {
+    const bool tagged = std::find(e.tags.begin(), e.tags.end(), "quantized") != e.tags.end();
+    EXPECT_EQ(tagged, e.config.contains("quantization_config")) << e.id;
+  }
+  const CatalogEntry* v3 = find_catalog_entry("deepseek-v3");
+  ASSERT_NE(v3, nullptr);
+  EXPECT_EQ(v3->config["quantization_config"]["weight_block_size"], nlohmann::json({128, 128}));
+}
+
+TEST(ModelCatalog, EveryEntryParsesToAModel) {
+  for (const auto& e : model_catalog()) {
+    const auto spec = catalog_model(e.id);
+    ASSERT_TRUE(spec.has_value()) << e.id << ": " << spec.error().message;
+    EXPECT_GT(spec->n_layer, 0U) << e.id;
+    EXPECT_GT(spec->hidden_size, 0U) << e.id;
+    EXPECT_GT(spec->vocab_size, 0U) << e.id;
+    EXPECT_EQ(spec->id, e.id);
+  }
+}
+
+TEST(ModelCatalog, LookupIgnoresCaseAndAcceptsAliasesAndBareNames) {
+  const CatalogEntry* a = find_catalog_entry("QWEN/qwen2.5-7b-instruct");
+  const CatalogEntry* b = find_catalog_entry("qwen2.5-7b");
+  const CatalogEntry* c = find_catalog_entry("Qwen2.5-7B-Instruct");
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(a, c);
+  EXPECT_EQ(a->id, "Qwen/Qwen2.5-7B-Instruct");
+  for (const char* alias : {"llama-3.1-8b", "gemma-2-9b", "gpt-oss-20b", "deepseek-v3"}) {
+    EXPECT_NE(find_catalog_entry(alias), nullptr) << alias;
+  }
+}
+
+TEST(ModelCatalog, MisspeltIdGivesNotFoundWithHint) {
+  const auto spec = catalog_model("meta-llama/Llama-3.1-8B-Instuct");
+  ASSERT_FALSE(spec.has_value());
+  EXPECT_EQ(spec.error().kind, ErrorKind::not_found);
+  EXPECT_NE(spec.error().message.find("did you mean"), std::string::npos) << spec.error().message;
+  EXPECT_NE(spec.error().message.find("Llama-3.1-8B-Instruct"), std::string::npos)
+      << spec.error().message;
+}
+
+TEST(ModelCatalog, SearchFindsQwen3Models) {
+  const auto hits = search_catalog("qwen3");
+  EXPECT_GE(hits.size(), 8U);
+  for (const auto* e : hits) {
+    const std::string text = to_lower(e->id + " " + e->family);
+    EXPECT_NE(text.find("qwen3"), std::string::npos) << e->id;
+  }
+  bool found_moe = false;
+  for (const auto* e : hits)
+    found_moe = found_moe || e->id == "Qwen/Qwen3-30B-A3B";
+  EXPECT_TRUE(found_moe);
+  EXPECT_EQ(search_catalog("").size(), model_catalog().size());
+}
+
+}  // namespace
+}  // namespace kvprof::model

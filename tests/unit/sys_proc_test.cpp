@@ -1,0 +1,129 @@
+// /proc readers: smaps_rollup/status/net-tcp parsers on fixture text, the test's own memory
+// against getrusage, and the owner of a port this test listens on.
+#include "kvprof/sys/proc.hpp"
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <vector>
+
+namespace kvprof::sys {
+namespace {
+
+TEST(ProcParse, SmapsRollup) {
+  const HostMemory m = parse_smaps_rollup(
+      "55d0c0a00000-7ffc3f1fe000 ---p 00000000 00:00 0                          [rollup]\n"
+      "Rss:              123456 kB\n"
+      "Pss:              100000 kB\n"
+      "Pss_Anon:          90000 kB\n"
+      "Shared_Clean:       1000 kB\n");
+  EXPECT_EQ(m.rss_bytes.value(), 123456ULL * 1024);
+  EXPECT_EQ(m.pss_bytes.value(), 100000ULL * 1024);  // not Pss_Anon
+}
+
+TEST(ProcParse, StatusAndMalformedValues) {
+  EXPECT_EQ(parse_proc_status("Name:\tpython3\nVmPeak:\t 999 kB\nVmRSS:\t   2048 kB\n").rss_bytes,
+            2048ULL * 1024);
+  EXPECT_FALSE(parse_proc_status("VmRSS:\t  lots kB\n").rss_bytes.has_value());
+  EXPECT_FALSE(parse_proc_status("Name: kthreadd\n").rss_bytes.has_value());
+  EXPECT_FALSE(parse_smaps_rollup("Rss: 99999999999999999999999 kB\n").rss_bytes.has_value());
+}
+
+TEST(ProcParse, NetTcpListenSockets) {
+  const std::string text =
+      "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout "
+      "inode\n"
+      "   0: 0100007F:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1000        0 "
+      "4242 1 0000000000000000 100 0 0 10 0\n"
+      "   1: 0100007F:1F90 0100007F:D431 01 00000000:00000000 00:00000000 00000000  1000        0 "
+      "4343 1 0000000000000000 20 4 30 10 -1\n"
+      "   2: 00000000:0016 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 "
+      "17 1\n"
+      "   3: garbage\n"
+      "   4: 00000000:ZZZZ 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 "
+      "18 1\n";
+  const auto sockets = parse_proc_net_tcp(text);
+  ASSERT_EQ(sockets.size(), 2U);  // the established one, garbage and a bad port are skipped
+  EXPECT_EQ(sockets[0].port, 8080);
+  EXPECT_EQ(sockets[0].inode, 4242U);
+  EXPECT_EQ(sockets[1].port, 22);
+  const std::string v6 =
+      "  sl  local_address                         remote_address                        st "
+      "tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"
+      "   0: 00000000000000000000000000000000:1F91 00000000000000000000000000000000:0000 0A "
+      "00000000:00000000 00:00000000 00000000  1000        0 5555 1\n";
+  const auto s6 = parse_proc_net_tcp(v6);
+  ASSERT_EQ(s6.size(), 1U);
+  EXPECT_EQ(s6[0].port, 8081);
+  EXPECT_EQ(s6[0].inode, 5555U);
+}
+
+TEST(ProcSource, OwnProcessRssIsPlausible) {
+  // Touch 64 MiB so the numbers are well above noise.
+  std::vector<char> block(64 << 20, 1);
+  ProcSource source;
+  const HostMemory m = source.sample(::getpid()).value();
+  EXPECT_EQ(m.pid, ::getpid());
+  ASSERT_TRUE(m.rss_bytes.has_value());
+  EXPECT_GT(*m.rss_bytes, block.size());
+  rusage usage{};
+  ASSERT_EQ(::getrusage(RUSAGE_SELF, &usage), 0);
+  // The current RSS cannot exceed the high-water mark getrusage reports (KiB).
+  const uint64_t max_rss_bytes = static_cast<uint64_t>(usage.ru_maxrss) * 1024;
+  EXPECT_LE(*m.rss_bytes, max_rss_bytes + (4 << 20));
+  if (m.pss_bytes) {
+    EXPECT_LE(*m.pss_bytes, *m.rss_bytes);
+  }
+  EXPECT_GT(block[12345], 0);
+}
+
+TEST(ProcSource, MissingProcessIsNotFound) {
+  ProcSource source;
+  auto m = source.sample(0x3ffffffe);  // above pid_max
+  ASSERT_FALSE(m.has_value());
+  EXPECT_EQ(m.error().kind, ErrorKind::not_found);
+}
+
+TEST(ProcSource, FallsBackToStatusUnderAFakeProcRoot) {
+  const std::string root = ::testing::TempDir() + "/kvprof_fakeproc_" + std::to_string(::getpid());
+  ASSERT_EQ(::system(("mkdir -p " + root + "/77 && printf 'VmRSS:\\t 4096 kB\\n' > " + root +
+                      "/77/status")
+                         .c_str()),
+            0);
+  ProcSource source(root);
+  const HostMemory m = source.sample(77).value();
+  EXPECT_EQ(m.rss_bytes.value(), 4096U * 1024);
+  EXPECT_FALSE(m.pss_bytes.has_value());
+  EXPECT_EQ(::system(("rm -rf " + root).c_str()), 0);
+}
+
+TEST(FindListeningPid, FindsThisProcessForItsOwnSocket) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(::listen(fd, 4), 0);
+  socklen_t len = sizeof addr;
+  ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  const uint16_t port = ntohs(addr.sin_port);
+
+  auto pid = find_listening_pid(port);
+  ASSERT_TRUE(pid.has_value()) << pid.error().message;
+  EXPECT_EQ(*pid, ::getpid());
+  ::close(fd);
+
+  auto gone = find_listening_pid(port);
+  ASSERT_FALSE(gone.has_value());
+  EXPECT_EQ(gone.error().kind, ErrorKind::not_found);
+  EXPECT_EQ(gone.error().message, "no process listens on TCP port " + std::to_string(port));
+}
+
+}  // namespace
+}  // namespace kvprof::sys
