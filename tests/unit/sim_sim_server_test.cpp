@@ -196,12 +196,12 @@ TEST(SimServer, StreamsWellFormedSseWithFinalUsageChunk) {
   auto server = start_server(test_config());
   ASSERT_TRUE(server);
   Conn conn(server->port());
-  const auto tok = conn.request("POST", "/tokenize", R"({"prompt": "one two three four five"})");
+  const auto tok = conn.request("POST", "/tokenize", R"({"prompt": "one two six four five"})");
   ASSERT_EQ(tok.status, 200);
   EXPECT_EQ(json::parse(tok.body)["count"], 5);
 
   const auto r = conn.request("POST", "/v1/completions",
-                              completion_body("one two three four five", 7, true, true));
+                              completion_body("one two six four five", 7, true, true));
   ASSERT_EQ(r.status, 200);
   ASSERT_TRUE(r.complete);
   EXPECT_EQ(r.headers.at("content-type").rfind("text/event-stream", 0), 0u);

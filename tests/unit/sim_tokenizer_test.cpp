@@ -52,7 +52,7 @@ TEST(SimTokenizer, PromptAcceptsStringTokenIdsAndSingletonBatches) {
   EXPECT_EQ(sim_tokenize_prompt(nlohmann::json("one two"))->size(), 2u);
   EXPECT_EQ(*sim_tokenize_prompt(nlohmann::json::parse("[5, 6, 7]")),
             (std::vector<uint32_t>{5, 6, 7}));
-  EXPECT_EQ(sim_tokenize_prompt(nlohmann::json::parse(R"(["one two three"])"))->size(), 3u);
+  EXPECT_EQ(sim_tokenize_prompt(nlohmann::json::parse(R"(["one two six"])"))->size(), 3u);
   EXPECT_FALSE(sim_tokenize_prompt(nlohmann::json::parse(R"(["a", "b"])")).has_value());
   EXPECT_FALSE(sim_tokenize_prompt(nlohmann::json::parse("[-1]")).has_value());
   EXPECT_FALSE(sim_tokenize_prompt(nlohmann::json::parse("[1.5]")).has_value());

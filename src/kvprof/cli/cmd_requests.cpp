@@ -67,7 +67,7 @@ void register_requests_command(CLI::App& app) {
   cmd->callback([st] {
     const auto options = value_or_fatal(client::resolve(st->run));
     const auto requests = value_or_fatal(workload::read_workload(st->workload_path));
-    value_or_fatal(client::validate(options, requests));
+    if (auto ok = client::validate(options, requests); !ok) throw Fatal(ok.error());
     auto transport = client::make_curl_transport();
     if (!transport) throw Fatal({ErrorKind::internal, "libcurl could not be initialised"});
     client::RequestRunner runner(options, std::move(transport));

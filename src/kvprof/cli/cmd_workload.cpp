@@ -27,7 +27,7 @@ void register_workload_command(CLI::App& app) {
   cmd->callback([st] {
     const auto grid = value_or_fatal(workload::resolve(st->grid));
     const auto requests = value_or_fatal(workload::generate(grid));
-    value_or_fatal(workload::write_workload(st->path, requests));
+    if (auto ok = workload::write_workload(st->path, requests); !ok) throw Fatal(ok.error());
     const auto size = workload::grid_size(grid);
     nlohmann::json json = {{"schema_version", 1},
                            {"path", st->path},

@@ -1,8 +1,15 @@
 // The libcurl multi-interface Transport: all transfers of one thread share one CURLM, which
-// keeps HTTP/1.1 connections alive between requests; curl_multi_poll is the event loop.
+// keeps HTTP/1.1 connections alive between requests. The event loop is epoll driving
+// curl_multi_socket_action, so a wakeup costs O(ready sockets), not O(open streams) as
+// curl_multi_poll's would with thousands of streams.
 #include <curl/curl.h>
 #include <fmt/format.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <deque>
 #include <mutex>
@@ -61,11 +68,19 @@ std::string no_proxy_list() {
 
 class CurlTransport final : public Transport {
  public:
-  explicit CurlTransport(CURLM* multi, const CurlOptions& options)
-      : m_multi(multi), m_no_proxy(no_proxy_list()) {
+  CurlTransport(CURLM* multi, int epoll_fd, int wake_fd, const CurlOptions& options)
+      : m_multi(multi), m_epoll_fd(epoll_fd), m_wake_fd(wake_fd), m_no_proxy(no_proxy_list()) {
     if (options.max_connections > 0) {
       curl_multi_setopt(m_multi, CURLMOPT_MAXCONNECTS, static_cast<long>(options.max_connections));
     }
+    curl_multi_setopt(m_multi, CURLMOPT_SOCKETFUNCTION, &CurlTransport::socket_callback);
+    curl_multi_setopt(m_multi, CURLMOPT_SOCKETDATA, this);
+    curl_multi_setopt(m_multi, CURLMOPT_TIMERFUNCTION, &CurlTransport::timer_callback);
+    curl_multi_setopt(m_multi, CURLMOPT_TIMERDATA, this);
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.fd = m_wake_fd;
+    epoll_ctl(m_epoll_fd, EPOLL_CTL_ADD, m_wake_fd, &ev);
   }
 
   ~CurlTransport() override {
@@ -120,19 +135,78 @@ class CurlTransport final : public Transport {
   size_t poll(int timeout_ms) override {
     deliver_failed_starts();
     int running = 0;
-    curl_multi_perform(m_multi, &running);
-    bool any_done = collect_done();
-    if (!any_done) {
-      curl_multi_poll(m_multi, nullptr, 0, timeout_ms < 0 ? 0 : timeout_ms, nullptr);
-      curl_multi_perform(m_multi, &running);
-      collect_done();
+    if (m_timer_due) {  // transfers added since the last poll start on curl's timer
+      m_timer_due = false;
+      curl_multi_socket_action(m_multi, CURL_SOCKET_TIMEOUT, 0, &running);
+      if (collect_done()) return m_transfers.size();
     }
+    int wait_ms = timeout_ms < 0 ? 0 : timeout_ms;
+    if (m_timer_armed) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                            m_timer_deadline - std::chrono::steady_clock::now())
+                            .count();
+      wait_ms = std::clamp<int>(static_cast<int>(left) + 1, 0, wait_ms);
+    }
+    constexpr int k_max_events = 256;
+    epoll_event events[k_max_events];
+    const int n = epoll_wait(m_epoll_fd, events, k_max_events, wait_ms);
+    for (int i = 0; i < n; ++i) {
+      const int fd = events[i].data.fd;
+      if (fd == m_wake_fd) {
+        uint64_t count = 0;
+        [[maybe_unused]] const ssize_t drained = read(m_wake_fd, &count, sizeof count);
+        continue;
+      }
+      int flags = 0;
+      if (events[i].events & (EPOLLIN | EPOLLHUP | EPOLLRDHUP)) flags |= CURL_CSELECT_IN;
+      if (events[i].events & EPOLLOUT) flags |= CURL_CSELECT_OUT;
+      if (events[i].events & EPOLLERR) flags |= CURL_CSELECT_ERR;
+      curl_multi_socket_action(m_multi, fd, flags, &running);
+    }
+    if (m_timer_due || (m_timer_armed && std::chrono::steady_clock::now() >= m_timer_deadline)) {
+      m_timer_due = false;
+      m_timer_armed = false;
+      curl_multi_socket_action(m_multi, CURL_SOCKET_TIMEOUT, 0, &running);
+    }
+    collect_done();
     return m_transfers.size();
   }
 
-  void wakeup() override { curl_multi_wakeup(m_multi); }
+  void wakeup() override {
+    const uint64_t one = 1;
+    [[maybe_unused]] const ssize_t written = write(m_wake_fd, &one, sizeof one);
+  }
 
  private:
+  // libcurl tells which sockets to watch for what; mirror that in the epoll set.
+  static int socket_callback(CURL*, curl_socket_t fd, int what, void* self_ptr, void*) {
+    auto* self = static_cast<CurlTransport*>(self_ptr);
+    if (what == CURL_POLL_REMOVE) {
+      epoll_ctl(self->m_epoll_fd, EPOLL_CTL_DEL, fd, nullptr);
+      return 0;
+    }
+    epoll_event ev{};
+    ev.data.fd = fd;
+    if (what == CURL_POLL_IN || what == CURL_POLL_INOUT) ev.events |= EPOLLIN;
+    if (what == CURL_POLL_OUT || what == CURL_POLL_INOUT) ev.events |= EPOLLOUT;
+    if (epoll_ctl(self->m_epoll_fd, EPOLL_CTL_MOD, fd, &ev) != 0) {
+      epoll_ctl(self->m_epoll_fd, EPOLL_CTL_ADD, fd, &ev);
+    }
+    return 0;
+  }
+
+  // libcurl asks to be called back after `timeout_ms` (-1: no timer, 0: as soon as possible).
+  static int timer_callback(CURLM*, long timeout_ms, void* self_ptr) {
+    auto* self = static_cast<CurlTransport*>(self_ptr);
+    self->m_timer_armed = timeout_ms > 0;
+    self->m_timer_due = timeout_ms == 0;
+    if (timeout_ms > 0) {
+      self->m_timer_deadline =
+          std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    }
+    return 0;
+  }
+
   struct FailedStart {
     StreamSink* sink;
     std::string message;
@@ -237,6 +311,12 @@ class CurlTransport final : public Transport {
   }
 
   CURLM* m_multi;
+  int m_epoll_fd;
+  int m_wake_fd;
+  // libcurl's single timer: due now, or armed for a deadline.
+  bool m_timer_due = false;
+  bool m_timer_armed = false;
+  std::chrono::steady_clock::time_point m_timer_deadline;
   std::string m_no_proxy;
   uint64_t m_next_handle = 0;
   std::unordered_map<uint64_t, std::unique_ptr<Transfer>> m_transfers;
@@ -251,9 +331,16 @@ std::unique_ptr<Transport> make_curl_transport(const CurlOptions& options) {
   static bool ok = false;
   std::call_once(once, [] { ok = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK; });
   if (!ok) return nullptr;
+  const int epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+  const int wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   CURLM* multi = curl_multi_init();
-  if (multi == nullptr) return nullptr;
-  return std::make_unique<CurlTransport>(multi, options);
+  if (multi == nullptr || epoll_fd < 0 || wake_fd < 0) {
+    if (multi != nullptr) curl_multi_cleanup(multi);
+    if (epoll_fd >= 0) close(epoll_fd);
+    if (wake_fd >= 0) close(wake_fd);
+    return nullptr;
+  }
+  return std::make_unique<CurlTransport>(multi, epoll_fd, wake_fd, options);
 }
 
 }  // namespace kvprof::client

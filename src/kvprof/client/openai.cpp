@@ -1,8 +1,11 @@
 // OpenAI-compatible request bodies and streamed-chunk parsing.
 #include "kvprof/client/openai.hpp"
 
+#include "kvprof/client/chunk_scan.hpp"
+
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 namespace kvprof::client {
@@ -81,6 +84,18 @@ StreamChunk error_chunk(const json& error) {
   return chunk;
 }
 
+// Tokens a chunk carries: 1 for non-empty text, or the growth of a continuous usage count.
+uint32_t tokens_in_chunk(const StreamChunk& chunk, bool has_text_field,
+                         uint64_t completion_tokens_so_far) {
+  if (!has_text_field) return 0;
+  if (chunk.usage && chunk.usage->completion_tokens > completion_tokens_so_far) {
+    // Bounded, so a lying server cannot make one chunk stand for billions of tokens.
+    return static_cast<uint32_t>(std::min<uint64_t>(
+        chunk.usage->completion_tokens - completion_tokens_so_far, k_max_tokens_per_chunk));
+  }
+  return chunk.text.empty() ? 0 : 1;
+}
+
 }  // namespace
 
 std::string build_completions_body(std::span<const uint32_t> prompt_token_ids,
@@ -106,6 +121,17 @@ Expected<StreamChunk> parse_stream_event(const SseEvent& event, uint64_t complet
     StreamChunk done;
     done.kind = StreamChunk::Kind::done;
     return done;
+  }
+  if (event.type != "error") {
+    ScannedChunk fast;
+    if (scan_chunk(event.data, fast)) {
+      StreamChunk chunk;
+      chunk.text = std::move(fast.text);
+      chunk.finish_reason = std::move(fast.finish_reason);
+      if (fast.has_usage) chunk.usage = Usage{fast.prompt_tokens, fast.completion_tokens};
+      chunk.n_tokens = tokens_in_chunk(chunk, fast.has_text_field, completion_tokens_so_far);
+      return chunk;
+    }
   }
   json doc = json::parse(event.data, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded()) {
@@ -151,15 +177,7 @@ Expected<StreamChunk> parse_stream_event(const SseEvent& event, uint64_t complet
     }
     chunk.usage = usage;
   }
-  if (has_text_field) {
-    if (chunk.usage && chunk.usage->completion_tokens > completion_tokens_so_far) {
-      // Continuous usage: the cumulative count says how many tokens this chunk holds.
-      chunk.n_tokens =
-          static_cast<uint32_t>(chunk.usage->completion_tokens - completion_tokens_so_far);
-    } else if (!chunk.text.empty()) {
-      chunk.n_tokens = 1;
-    }
-  }
+  chunk.n_tokens = tokens_in_chunk(chunk, has_text_field, completion_tokens_so_far);
   return chunk;
 }
 

@@ -56,11 +56,14 @@ struct StreamChunk {
   int error_code = 0;         // for Kind::error: the "code" when numeric, else 0
 };
 
+// The most tokens one streamed chunk may stand for (continuous usage larger than this is capped).
+inline constexpr uint32_t k_max_tokens_per_chunk = 4096;
+
 // Parses one event. `data: [DONE]` gives Kind::done; `{"error": {...}}` or an "error" event type
 // gives Kind::error. A chunk with non-empty text counts 1 token, unless the server reports
 // usage.completion_tokens in every chunk (vLLM's continuous usage), where the count is the
-// difference from `completion_tokens_so_far`. Returns an input error when the data is not JSON
-// or not an object.
+// difference from `completion_tokens_so_far` (at most k_max_tokens_per_chunk). Returns an input
+// error when the data is not JSON or not an object.
 Expected<StreamChunk> parse_stream_event(const SseEvent& event,
                                          uint64_t completion_tokens_so_far = 0);
 

@@ -5,7 +5,7 @@ namespace kvprof::sim {
 
 uint64_t block_hash(uint64_t parent_hash, std::span<const uint32_t> token_ids) {
   // FNV-1a over the parent hash and the token ids, then a splitmix finaliser.
-  uint64_t h = 1469598103934665603ULL ^ parent_hash;
+  uint64_t h = 1469598103934665603ULL;
   auto mix_byte = [&h](uint8_t b) {
     h ^= b;
     h *= 1099511628211ULL;

@@ -11,8 +11,23 @@
 
 namespace kvprof::sim {
 
-SimServer::Impl::Impl(SimConfig config) : m_config(std::move(config)), m_engine(m_config) {
+SimServer::Impl::Impl(SimConfig config)
+    : m_config(std::move(config)),
+      m_engine(m_config),
+      m_live_writer(m_config.live_state_path, std::chrono::microseconds(static_cast<int64_t>(
+                                                  m_config.live_state_min_interval_ms * 1000.0))) {
   m_engine_stats = m_engine.stats();
+}
+
+Expected<void> SimServer::Impl::write_initial_live_state() {
+  if (m_config.live_state_path.empty()) return {};
+  const LiveMemory idle{m_config.total_bytes, m_config.reserved_bytes,
+                        sim_used_bytes(m_config, 0, 0), static_cast<uint32_t>(::getpid())};
+  m_live_writer.update(idle, std::chrono::steady_clock::now());
+  if (!m_live_writer.last_error().empty()) {
+    return fail(ErrorKind::io, "live-state file: " + m_live_writer.last_error());
+  }
+  return {};
 }
 
 Expected<void> SimServer::Impl::bind() {
@@ -92,7 +107,6 @@ void SimServer::Impl::engine_loop() {
     m_live_state_writes = writer.writes();
   };
   writer.update(memory_now(0), Clock::now());
-  writer.flush(Clock::now(), /*force=*/true);
   publish();
 
   for (;;) {
@@ -176,6 +190,7 @@ Expected<std::unique_ptr<SimServer>> SimServer::start(const SimConfig& config) {
   if (auto ok = validate_sim_config(config); !ok) return std::unexpected(ok.error());
   auto impl = std::make_unique<Impl>(config);
   if (auto ok = impl->bind(); !ok) return std::unexpected(ok.error());
+  if (auto ok = impl->write_initial_live_state(); !ok) return std::unexpected(ok.error());
   impl->run_threads();
   std::unique_ptr<SimServer> server(new SimServer(std::move(impl)));
   if (!config.quiet) {

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "kvprof/sim/engine.hpp"
+#include "kvprof/sim/live_state.hpp"
 #include "kvprof/sim/sim_server.hpp"
 
 namespace kvprof::sim {
@@ -45,6 +46,8 @@ class SimServer::Impl {
   explicit Impl(SimConfig config);
 
   Expected<void> bind();
+  // Writes the idle live-state file (when configured) so it exists once start() returns.
+  Expected<void> write_initial_live_state();
   void run_threads();
   void stop();
 
@@ -79,8 +82,9 @@ class SimServer::Impl {
   std::vector<uint64_t> m_aborts;
   bool m_stopping = false;
 
-  // Engine thread only.
+  // Engine thread only (after start).
   Engine m_engine;
+  LiveStateWriter m_live_writer;
   std::unordered_map<uint64_t, std::shared_ptr<Channel>> m_channels;
 
   // Counters (any thread).

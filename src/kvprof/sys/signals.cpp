@@ -29,7 +29,7 @@ void wake() {
   [[maybe_unused]] const ssize_t n = ::write(fd, &byte, 1);
 }
 
-extern "C" void on_stop_signal(int signo) {
+void handle_stop_signal(int signo) {
   const int saved_errno = errno;
   if (g_stop.exchange(true)) {
     // Second signal: the user insists; die the default way.
@@ -55,7 +55,7 @@ void install_stop_handlers() {
     }
     if (g_stop.load()) wake();
     struct sigaction action {};
-    action.sa_handler = on_stop_signal;
+    action.sa_handler = handle_stop_signal;
     sigemptyset(&action.sa_mask);
     action.sa_flags = SA_RESTART;
     ::sigaction(SIGINT, &action, nullptr);

@@ -70,4 +70,9 @@ T value_or_fatal(Expected<T> result) {
   return std::move(*result);
 }
 
+// Throws Fatal with the error of `result`, if any.
+inline void value_or_fatal(Expected<void> result) {
+  if (!result) throw Fatal(std::move(result.error()));
+}
+
 }  // namespace kvprof

@@ -1,0 +1,135 @@
+// Black-box tests of the kvprof binary's planning commands: exit codes, one-line errors, JSON.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace {
+
+struct Run {
+  int rc = -1;
+  std::string out;  // stdout and stderr
+};
+
+Run run(const std::string& args) {
+  const std::string cmd = std::string(KVPROF_BIN) + " " + args + " 2>&1";
+  Run r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) return r;
+  std::array<char, 4096> buf{};
+  size_t n = 0;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  const int status = pclose(p);
+  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+TEST(CliEstimate, DefaultRunPrintsTableAndVerdict) {
+  const auto r = run("estimate");
+  EXPECT_EQ(r.rc, 0) << r.out;
+  EXPECT_NE(r.out.find("meta-llama/Llama-3.1-8B-Instruct"), std::string::npos);
+  EXPECT_NE(r.out.find("GPU KV cache size:"), std::string::npos);
+  EXPECT_NE(r.out.find("Verdict:"), std::string::npos);
+}
+
+TEST(CliEstimate, JsonHasUnitsInNamesAndEngineFigures) {
+  const auto r = run("estimate -m qwen2.5-7b -g h100-sxm --max-model-len 8192 --context 8k "
+                     "--concurrency 1,32 --json");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j.at("schema_version"), 1);
+  const auto& pg = j.at("per_gpu");
+  for (const char* key : {"weights_bytes", "kv_cache_bytes", "activation_bytes", "cuda_graph_bytes",
+                          "non_torch_bytes", "total_bytes"}) {
+    EXPECT_TRUE(pg.contains(key)) << key;
+  }
+  EXPECT_EQ(j.at("kv_bytes_per_token"), 57344);  // 28 layers x 2 x 4 heads x 128 x 2 bytes
+  const auto& rep = j.at("engine_report");
+  EXPECT_EQ(rep.at("kv_cache_tokens").get<uint64_t>(), rep.at("num_gpu_blocks").get<uint64_t>() * 16);
+  EXPECT_GT(rep.at("max_concurrency").get<double>(), 100.0);
+  ASSERT_EQ(j.at("rows").size(), 2U);
+  EXPECT_EQ(j.at("rows")[1].at("concurrency"), 32);
+}
+
+TEST(CliEstimate, VllmShortFlagsAreAccepted) {
+  const auto r = run("estimate -m llama-3.1-70b -g H100 -tp 4 --json");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_EQ(nlohmann::json::parse(r.out).at("settings").at("tensor_parallel_size"), 4);
+}
+
+TEST(CliEstimate, OutputFileIsWritten) {
+  const auto path = std::filesystem::temp_directory_path() / "kvprof_cli_estimate.json";
+  std::filesystem::remove(path);
+  const auto r = run("estimate --json -o " + path.string());
+  ASSERT_EQ(r.rc, 0) << r.out;
+  std::ifstream in(path);
+  const auto j = nlohmann::json::parse(in);
+  EXPECT_EQ(j.at("kind"), "estimate");
+  std::filesystem::remove(path);
+}
+
+TEST(CliEstimate, BadInputsExitTwoWithOneLine) {
+  for (const char* args : {"estimate -m no-such-model", "estimate -g H1000",
+                           "estimate -m llama-3.1-8b -tp 3", "estimate --gpu-memory-utilization 2",
+                           "estimate --kv-cache-dtype fp7", "estimate --engine nope",
+                           "estimate -m /nonexistent/config.json", "estimate --bogus-flag"}) {
+    const auto r = run(args);
+    EXPECT_EQ(r.rc, 2) << args << ": " << r.out;
+    EXPECT_FALSE(r.out.empty()) << args;
+  }
+  const auto hint = run("estimate -g H1000");
+  EXPECT_NE(hint.out.find("did you mean"), std::string::npos) << hint.out;
+}
+
+TEST(CliEstimate, UnwritableOutputExitsOne) {
+  const auto r = run("estimate --json -o /nonexistent-dir/out.json");
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_NE(r.out.find("cannot write"), std::string::npos);
+}
+
+TEST(CliEstimate, MalformedConfigIsAClearInputError) {
+  const auto dir = std::filesystem::temp_directory_path() / "kvprof_cli_bad_config";
+  std::filesystem::create_directories(dir);
+  {
+    std::ofstream out(dir / "config.json");
+    out << "{\"num_hidden_layers\": 2, ";
+  }
+  const auto r = run("estimate -m " + (dir / "config.json").string());
+  EXPECT_EQ(r.rc, 2) << r.out;
+  EXPECT_NE(r.out.find("kvprof: error:"), std::string::npos) << r.out;
+  std::filesystem::remove_all(dir);
+}
+
+TEST(CliEstimate, RecommendListsOptions) {
+  const auto r = run("estimate -m llama-3.1-70b --max-model-len 8192 --recommend --json");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_FALSE(j.at("options").empty());
+  EXPECT_GE(j.at("options")[0].at("gpu_count").get<int>(), 1);
+}
+
+TEST(CliEstimate, ModelsAndGpusList) {
+  const auto models = run("models --search gemma --json");
+  ASSERT_EQ(models.rc, 0);
+  EXPECT_GE(nlohmann::json::parse(models.out).at("models").size(), 7U);
+  const auto gpus = run("gpus --json");
+  ASSERT_EQ(gpus.rc, 0);
+  EXPECT_GE(nlohmann::json::parse(gpus.out).at("gpus").size(), 17U);
+}
+
+TEST(CliHelp, EveryCommandHasHelp) {
+  const auto top = run("--help");
+  ASSERT_EQ(top.rc, 0);
+  for (const char* cmd : {"estimate", "models", "gpus", "env"}) {
+    const auto r = run(std::string(cmd) + " --help");
+    EXPECT_EQ(r.rc, 0) << cmd;
+    EXPECT_NE(r.out.find("--"), std::string::npos) << cmd;
+  }
+}
+
+}  // namespace

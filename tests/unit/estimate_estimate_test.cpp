@@ -1,0 +1,200 @@
+// The engine profiles end to end: verdicts, impossible settings, inverse questions, engines'
+// own budget rules, speculative decoding.
+#include "kvprof/estimate/estimate.hpp"
+
+#include <gtest/gtest.h>
+
+#include "kvprof/estimate/inverse.hpp"
+#include "kvprof/model/catalog.hpp"
+#include "kvprof/util/units.hpp"
+
+namespace kvprof::estimate {
+namespace {
+
+EstimateInput input(const char* model_id, const char* gpu_name, EngineKind engine = EngineKind::vllm) {
+  EstimateInput in;
+  in.model = model::catalog_model(model_id).value();
+  in.gpu = gpu::find_gpu(gpu_name).value();
+  in.settings.engine = engine;
+  return in;
+}
+
+TEST(Estimate, Llama8BOnH100FitsWithVllmDefaults) {
+  auto in = input("meta-llama/Llama-3.1-8B-Instruct", "H100");
+  in.settings.max_model_len = 8192;
+  const auto est = estimate(in).value();
+  EXPECT_EQ(est.verdict, Verdict::fits);
+  EXPECT_EQ(*est.settings.gpu_memory_utilization, 0.9);
+  EXPECT_EQ(*est.settings.max_num_seqs, 1024U);  // >= 70 GiB, not an A100
+  EXPECT_EQ(*est.settings.max_num_batched_tokens, 8192U);
+  // Components add up and the KV pool is what the blocks hold.
+  const auto& mb = est.per_gpu;
+  EXPECT_EQ(mb.total_bytes, mb.weights_bytes + mb.kv_cache_bytes + mb.activation_bytes +
+                                mb.cuda_graph_bytes + mb.non_torch_bytes + mb.cuda_context_bytes);
+  EXPECT_EQ(est.engine_report.kv_cache_tokens, est.engine_report.num_gpu_blocks * 16);
+  EXPECT_EQ(mb.kv_cache_bytes, est.engine_report.num_gpu_blocks * 16 * 131072);
+  EXPECT_NEAR(est.engine_report.max_concurrency,
+              static_cast<double>(est.engine_report.kv_cache_tokens) / 8192, 0.01);
+  ASSERT_FALSE(est.engine_report.log_lines.empty());
+}
+
+TEST(Estimate, A100GetsTheSmallBatchDefaults) {
+  auto in = input("meta-llama/Llama-3.1-8B-Instruct", "A100-80GB");
+  const auto est = estimate(in).value();
+  EXPECT_EQ(*est.settings.max_num_seqs, 256U);
+  EXPECT_EQ(*est.settings.max_num_batched_tokens, 2048U);
+}
+
+TEST(Estimate, HigherUtilizationGivesMoreKvTokens) {
+  auto in = input("Qwen/Qwen2.5-7B-Instruct", "H100");
+  in.settings.gpu_memory_utilization = 0.8;
+  const auto low = estimate(in).value();
+  in.settings.gpu_memory_utilization = 0.95;
+  const auto high = estimate(in).value();
+  const double extra_gib = 0.15 * bytes_to_gib(in.gpu.memory_bytes);
+  const double per_token = static_cast<double>(high.kv_bytes_per_token);
+  EXPECT_NEAR(static_cast<double>(high.engine_report.kv_cache_tokens - low.engine_report.kv_cache_tokens),
+              extra_gib * static_cast<double>(k_gib) / per_token, 64.0);
+}
+
+TEST(Estimate, SeventyBOnOneSmallGpuIsOom) {
+  auto in = input("meta-llama/Llama-3.1-70B-Instruct", "L4");
+  const auto est = estimate(in).value();
+  EXPECT_EQ(est.verdict, Verdict::oom);
+  EXPECT_FALSE(est.warnings.empty());
+}
+
+TEST(Estimate, MaxModelLenThatDoesNotFitIsReportedWithTheLargestThatDoes) {
+  auto in = input("meta-llama/Llama-3.1-8B-Instruct", "RTX-4090");
+  in.settings.max_model_len = 131072;
+  const auto est = estimate(in).value();
+  EXPECT_EQ(est.verdict, Verdict::oom);
+  ASSERT_FALSE(est.warnings.empty());
+  EXPECT_NE(est.warnings.back().find("largest max_model_len"), std::string::npos);
+}
+
+TEST(Estimate, TensorParallelMustDivideHeads) {
+  auto in = input("meta-llama/Llama-3.1-8B-Instruct", "H100");
+  in.settings.tensor_parallel_size = 3;
+  const auto r = estimate(in);
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().kind, ErrorKind::usage);
+  EXPECT_NE(r.error().message.find("num_attention_heads"), std::string::npos);
+}
+
+TEST(Estimate, UtilizationOutOfRangeIsUsageError) {
+  auto in = input("meta-llama/Llama-3.1-8B-Instruct", "H100");
+  in.settings.gpu_memory_utilization = 1.5;
+  EXPECT_EQ(estimate(in).error().kind, ErrorKind::usage);
+}
+
+TEST(Estimate, QuantizationFlagContradictingCheckpointIsUsageError) {
+  auto in = input("meta-llama/Llama-3.1-8B-Instruct", "H100");
+  in.settings.quantization = "awq";
+  EXPECT_EQ(estimate(in).error().kind, ErrorKind::usage);
+  in.settings.quantization = "fp8";  // runtime fp8 is fine and halves the linear layers
+  const auto fp8 = estimate(in).value();
+  in.settings.quantization = "";
+  const auto bf16 = estimate(in).value();
+  EXPECT_LT(fp8.per_gpu.weights_bytes, bf16.per_gpu.weights_bytes * 6 / 10);
+}
+
+TEST(Estimate, InverseQuestionsAgreeWithRows) {
+  auto in = input("meta-llama/Llama-3.1-8B-Instruct", "H100");
+  in.settings.max_model_len = 32768;
+  in.workload.context_tokens = {32768};
+  in.workload.concurrency = {1};
+  const auto est = estimate(in).value();
+  const uint64_t n = max_concurrency_at(est, 32768);
+  ASSERT_GT(n, 1U);
+  EXPECT_LE(est.request_kv_bytes(32768) * n, est.kv_capacity_bytes);
+  EXPECT_GT(est.request_kv_bytes(32768) * (n + 1), est.kv_capacity_bytes);
+  const uint64_t ctx = max_context_at(est, static_cast<uint32_t>(n), 1 << 20);
+  EXPECT_GE(ctx, 32768U);
+  EXPECT_LE(est.request_kv_bytes(ctx) * n, est.kv_capacity_bytes);
+  EXPECT_GT(est.request_kv_bytes(ctx + 16) * n, est.kv_capacity_bytes);
+}
+
+TEST(Estimate, RowsOverCapacityAreFlagged) {
+  auto in = input("meta-llama/Llama-3.1-8B-Instruct", "H100");
+  in.settings.max_model_len = 131072;
+  in.workload.context_tokens = {131072};
+  in.workload.concurrency = {1, 1000};
+  const auto est = estimate(in).value();
+  ASSERT_EQ(est.rows.size(), 2U);
+  EXPECT_EQ(est.rows[0].verdict, Verdict::fits);
+  EXPECT_EQ(est.rows[1].verdict, Verdict::oom);
+  EXPECT_LT(est.rows[1].margin_bytes, 0);
+  EXPECT_EQ(est.rows[1].risk, "critical");
+  EXPECT_EQ(est.verdict, Verdict::tight);
+}
+
+TEST(Estimate, RecommendFindsSmallestFirst) {
+  auto in = input("meta-llama/Llama-3.1-70B-Instruct", "H100");
+  in.settings.max_model_len = 8192;
+  const auto recs = recommend(in, 50);
+  ASSERT_FALSE(recs.empty());
+  for (size_t i = 1; i < recs.size(); ++i) EXPECT_LE(recs[i - 1].gpu_count, recs[i].gpu_count);
+  for (const auto& r : recs) {
+    EXPECT_NE(r.estimate.verdict, Verdict::oom);
+    // 70B in bf16 is 131 GiB: no single GPU under 141 GB holds it.
+    if (r.gpu_count == 1) {
+      EXPECT_GT(r.gpu.memory_bytes, 130 * k_gib);
+    }
+  }
+}
+
+TEST(Estimate, EnginesDifferButAgreeOnWeights) {
+  for (const auto engine : {EngineKind::sglang, EngineKind::trtllm, EngineKind::hf}) {
+    auto in = input("Qwen/Qwen2.5-7B-Instruct", "H100", engine);
+    in.settings.max_model_len = 8192;
+    const auto est = estimate(in).value();
+    EXPECT_NEAR(bytes_to_gib(est.per_gpu.weights_bytes), 14.2, 0.1) << engine_name(engine);
+    EXPECT_NE(est.verdict, Verdict::oom) << engine_name(engine);
+  }
+}
+
+TEST(Estimate, SglangDefaultFractionReservesAbout10GiBOnH100) {
+  auto in = input("Qwen/Qwen2.5-7B-Instruct", "H100", EngineKind::sglang);
+  const auto est = estimate(in).value();
+  const double reserved = (1.0 - *est.settings.gpu_memory_utilization) * bytes_to_gib(in.gpu.memory_bytes);
+  EXPECT_NEAR(reserved, 10.0, 0.1);
+  EXPECT_EQ(est.engine_report.kv_cache_tokens * est.kv_bytes_per_token, est.per_gpu.kv_cache_bytes);
+}
+
+TEST(Estimate, LlamaCppKvIsContextTimesLayers) {
+  auto in = input("meta-llama/Llama-3.1-8B-Instruct", "RTX-4090", EngineKind::llamacpp);
+  in.settings.max_model_len = 8192;
+  const auto est = estimate(in).value();
+  EXPECT_EQ(est.per_gpu.kv_cache_bytes, 8192ULL * 131072);  // f16 K and V, all layers
+  in.settings.kv_cache_dtype = KvCacheDtype::q8_0;
+  const auto q8 = estimate(in).value();
+  EXPECT_EQ(q8.per_gpu.kv_cache_bytes, 8192ULL * 131072 * 34 / 64);
+  in.settings.n_gpu_layers = 16;
+  const auto half = estimate(in).value();
+  EXPECT_LT(half.per_gpu.weights_bytes, est.per_gpu.weights_bytes * 6 / 10);
+}
+
+TEST(Estimate, RuntimeDraftLengthControlDoublesGraphSets) {
+  auto in = input("deepseek-ai/DeepSeek-R1-Distill-Llama-8B", "H100", EngineKind::trtllm);
+  in.settings.num_speculative_tokens = 4;
+  const auto always = estimate(in).value();
+  in.settings.spec_runtime_control = true;
+  const auto controlled = estimate(in).value();
+  EXPECT_EQ(controlled.per_gpu.cuda_graph_bytes, 2 * always.per_gpu.cuda_graph_bytes);
+}
+
+TEST(Estimate, DraftModelAddsWeightsAndShrinksKv) {
+  auto in = input("meta-llama/Llama-3.1-70B-Instruct", "H100");
+  in.settings.tensor_parallel_size = 4;
+  in.settings.max_model_len = 8192;
+  const auto plain = estimate(in).value();
+  in.draft = model::catalog_model("meta-llama/Llama-3.2-1B-Instruct").value();
+  in.settings.num_speculative_tokens = 4;
+  const auto spec = estimate(in).value();
+  EXPECT_GT(spec.per_gpu.draft_bytes, 0U);
+  EXPECT_LT(spec.engine_report.kv_cache_tokens, plain.engine_report.kv_cache_tokens);
+}
+
+}  // namespace
+}  // namespace kvprof::estimate

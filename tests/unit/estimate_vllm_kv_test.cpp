@@ -1,0 +1,96 @@
+// vLLM KV cache geometry and block accounting on configs whose startup logs are known.
+#include "kvprof/estimate/vllm_kv.hpp"
+
+#include <gtest/gtest.h>
+
+#include "kvprof/model/catalog.hpp"
+
+namespace kvprof::estimate {
+namespace {
+
+model::ModelSpec catalog(const char* id) {
+  auto m = model::catalog_model(id);
+  EXPECT_TRUE(m.has_value()) << id;
+  return *m;
+}
+
+TEST(EstimateKv, BytesPerTokenFollowHeadsDtypeAndTp) {
+  const auto m = catalog("meta-llama/Llama-3.1-8B-Instruct");
+  // 32 layers x (K + V) x 8 heads x 128 x 2 bytes.
+  EXPECT_EQ(kv_layout(m, 1, 1, 0, KvCacheDtype::auto_, model::DType::bf16).kv_bytes_per_token,
+            131072U);
+  EXPECT_EQ(kv_layout(m, 1, 1, 0, KvCacheDtype::fp8_e4m3, model::DType::bf16).kv_bytes_per_token,
+            65536U);
+  EXPECT_EQ(kv_layout(m, 2, 1, 0, KvCacheDtype::auto_, model::DType::bf16).kv_bytes_per_token,
+            65536U);
+  EXPECT_EQ(kv_layout(m, 1, 2, 1, KvCacheDtype::auto_, model::DType::bf16).kv_bytes_per_token,
+            65536U);
+}
+
+TEST(EstimateKv, KvHeadsReplicateBeyondTheirCount) {
+  const auto m = catalog("meta-llama/Llama-3.1-8B-Instruct");
+  const auto l16 = kv_layout(m, 16, 1, 0, KvCacheDtype::auto_, model::DType::bf16);
+  EXPECT_TRUE(l16.kv_heads_replicated);
+  EXPECT_EQ(l16.kv_heads_per_rank, 1U);
+  EXPECT_EQ(l16.kv_bytes_per_token, 32U * 2 * 128 * 2);
+}
+
+TEST(EstimateKv, MlaKeepsOneLatentPerTokenOnEveryRank) {
+  const auto m = catalog("deepseek-ai/DeepSeek-V3");
+  const auto l = kv_layout(m, 8, 1, 0, KvCacheDtype::auto_, model::DType::bf16);
+  EXPECT_EQ(l.kv_bytes_per_token, 61U * (512 + 64) * 2);
+}
+
+TEST(EstimateKv, UniformModelBlocksAndConcurrencyAsVllmLogs) {
+  // CodeLlama-7b, 61.66 GiB available, block 16: vLLM logged 7,891 blocks = 126,256 tokens and
+  // 15.41x for 8,192 tokens. Blocks are floor(available / (page x layers)).
+  const auto m = catalog("codellama/CodeLlama-7b-hf");
+  const auto layout = kv_layout(m, 1, 1, 0, KvCacheDtype::auto_, model::DType::bf16);
+  VllmKvParams p;
+  p.max_model_len = 8192;
+  const uint64_t block_bytes = 16ULL * layout.kv_bytes_per_token;
+  const auto cfg = vllm_kv_config({layout}, {static_cast<int64_t>(7891 * block_bytes + 100)}, p);
+  EXPECT_EQ(cfg.num_blocks, 7891U);
+  EXPECT_EQ(cfg.kv_cache_tokens, 126256U);
+  EXPECT_NEAR(cfg.max_concurrency, 15.41, 0.005);
+}
+
+TEST(EstimateKv, SlidingWindowGroupsLikeGemma2) {
+  // gemma-2-27b: 23 sliding (4096) + 23 full layers -> 2 groups; vLLM logged 7,335 blocks,
+  // 58,672 tokens (= 7335 // 2 * 16) and 7.16x for 8,192 tokens (sliding needs 513 blocks).
+  const auto m = catalog("google/gemma-2-27b-it");
+  const auto layout = kv_layout(m, 1, 1, 0, KvCacheDtype::auto_, model::DType::bf16);
+  VllmKvParams p;
+  p.max_model_len = 8192;
+  p.max_num_batched_tokens = 8192;
+  const uint64_t page = 16ULL * layout.layers.front().bytes_per_token;
+  const auto cfg = vllm_kv_config({layout}, {static_cast<int64_t>(7335 * page * 23 + 5)}, p);
+  ASSERT_EQ(cfg.groups.size(), 2U);
+  EXPECT_EQ(cfg.num_blocks, 7335U);
+  EXPECT_EQ(cfg.kv_cache_tokens, 58672U);
+  EXPECT_EQ(cfg.blocks_per_max_len_request, 512U + 513U);
+  EXPECT_NEAR(cfg.max_concurrency, 7.16, 0.005);
+}
+
+TEST(EstimateKv, PipelineStagesTakeTheSmallestBlockCount) {
+  const auto m = catalog("meta-llama/Llama-3.1-8B-Instruct");
+  const auto a = kv_layout(m, 1, 2, 0, KvCacheDtype::auto_, model::DType::bf16);
+  const auto b = kv_layout(m, 1, 2, 1, KvCacheDtype::auto_, model::DType::bf16);
+  VllmKvParams p;
+  p.max_model_len = 8192;
+  const auto cfg = vllm_kv_config({a, b}, {int64_t{10} << 30, int64_t{8} << 30}, p);
+  EXPECT_EQ(cfg.blocks_per_worker.size(), 2U);
+  EXPECT_EQ(cfg.num_blocks, cfg.blocks_per_worker[1]);
+  EXPECT_LT(cfg.blocks_per_worker[1], cfg.blocks_per_worker[0]);
+}
+
+TEST(EstimateKv, NoMemoryMeansNoBlocks) {
+  const auto m = catalog("meta-llama/Llama-3.1-8B-Instruct");
+  const auto l = kv_layout(m, 1, 1, 0, KvCacheDtype::auto_, model::DType::bf16);
+  VllmKvParams p;
+  p.max_model_len = 8192;
+  EXPECT_EQ(vllm_kv_config({l}, {-5}, p).num_blocks, 0U);
+}
+
+}  // namespace
+}  // namespace kvprof::estimate

@@ -1,0 +1,123 @@
+// Weight bytes per rank from configs: parameter counts the publishers state, TP/PP splits,
+// quantized layouts.
+#include "kvprof/estimate/weights.hpp"
+
+#include <gtest/gtest.h>
+
+#include "kvprof/model/catalog.hpp"
+
+namespace kvprof::estimate {
+namespace {
+
+model::ModelSpec catalog(const char* id) {
+  auto m = model::catalog_model(id);
+  EXPECT_TRUE(m.has_value()) << id;
+  return *m;
+}
+
+TEST(EstimateWeights, Llama31_8BParameterCountIsExact) {
+  const auto m = catalog("meta-llama/Llama-3.1-8B-Instruct");
+  WeightOptions o;
+  o.rope_cache = false;
+  const auto w = weights_per_rank(m, o);
+  // 8,030,261,248 parameters as published (safetensors metadata), bf16.
+  EXPECT_EQ(w.params_total, 8'030'261'248ULL);
+  EXPECT_EQ(w.total_bytes, 2 * 8'030'261'248ULL);
+}
+
+TEST(EstimateWeights, RopeCacheIsMaxPositionsTimesRotaryDim) {
+  const auto m = catalog("meta-llama/Llama-3.1-8B-Instruct");
+  WeightOptions with;
+  WeightOptions without;
+  without.rope_cache = false;
+  EXPECT_EQ(weights_per_rank(m, with).total_bytes - weights_per_rank(m, without).total_bytes,
+            131072ULL * 128 * 2);
+}
+
+TEST(EstimateWeights, TensorParallelHalvesShardedTensorsOnly) {
+  const auto m = catalog("meta-llama/Llama-3.1-8B-Instruct");
+  WeightOptions tp1;
+  tp1.rope_cache = false;
+  WeightOptions tp2 = tp1;
+  tp2.tp = 2;
+  const auto a = weights_per_rank(m, tp1);
+  const auto b = weights_per_rank(m, tp2);
+  EXPECT_EQ(b.attention_bytes * 2, a.attention_bytes);
+  EXPECT_EQ(b.mlp_bytes * 2, a.mlp_bytes);
+  EXPECT_EQ(b.embedding_bytes * 2, a.embedding_bytes);
+  // Norms are replicated: the rank holds a bit more than half.
+  EXPECT_GT(b.total_bytes * 2, a.total_bytes);
+  EXPECT_LT(b.total_bytes * 2 - a.total_bytes, 1ULL << 20);
+}
+
+TEST(EstimateWeights, PipelineSplitPutsEmbeddingFirstAndHeadLast) {
+  const auto m = catalog("meta-llama/Llama-3.1-8B-Instruct");
+  WeightOptions o;
+  o.pp = 2;
+  o.pp_rank = 0;
+  const auto first = weights_per_rank(m, o);
+  o.pp_rank = 1;
+  const auto last = weights_per_rank(m, o);
+  EXPECT_GT(first.embedding_bytes, 0U);
+  EXPECT_EQ(first.lm_head_bytes, 0U);
+  EXPECT_EQ(last.embedding_bytes, 0U);
+  EXPECT_GT(last.lm_head_bytes, 0U);
+  EXPECT_EQ(first.layers_on_rank + last.layers_on_rank, m.n_layer);
+}
+
+TEST(EstimateWeights, PipelineRemainderGoesBeforeTheLastRank) {
+  // vLLM: 33 layers over 2 stages -> 17 + 16; over 4 stages 8,8,9,8.
+  EXPECT_EQ(pp_layer_range(33, 2, 0), std::make_pair(0U, 17U));
+  EXPECT_EQ(pp_layer_range(33, 2, 1), std::make_pair(17U, 33U));
+  EXPECT_EQ(pp_layer_range(33, 4, 2), std::make_pair(16U, 25U));
+  EXPECT_EQ(pp_layer_range(32, 1, 0), std::make_pair(0U, 32U));
+}
+
+TEST(EstimateWeights, Int4GroupQuantizationBytes) {
+  model::Quantization q;
+  q.method = model::QuantMethod::gptq;
+  q.weight_bits = 4;
+  q.group_size = 128;
+  // 4096 x 4096: 8 MiB of nibbles + 32 groups x 4096 rows x 2-byte scales.
+  EXPECT_EQ(quantized_linear_bytes(4096, 4096, 1, q, model::DType::f16),
+            4096ULL * 4096 / 2 + 32ULL * 4096 * 2);
+  q.zero_point = true;
+  EXPECT_EQ(quantized_linear_bytes(4096, 4096, 1, q, model::DType::f16),
+            4096ULL * 4096 / 2 + 32ULL * 4096 * 2 + 32ULL * 4096 / 2);
+}
+
+TEST(EstimateWeights, Fp8BlockScales) {
+  model::Quantization q;
+  q.method = model::QuantMethod::fp8;
+  q.weight_bits = 8;
+  q.block_rows = 128;
+  q.block_cols = 128;
+  EXPECT_EQ(quantized_linear_bytes(7168, 2048, 1, q, model::DType::bf16),
+            7168ULL * 2048 + 56ULL * 16 * 4);
+}
+
+TEST(EstimateWeights, W8A8CheckpointKeepsEmbeddingsUnquantized) {
+  const auto full = catalog("meta-llama/Llama-3.1-8B-Instruct");
+  const auto w8 = catalog("RedHatAI/Meta-Llama-3.1-8B-Instruct-quantized.w8a8");
+  WeightOptions o;
+  o.rope_cache = false;
+  WeightOptions oq = o;
+  oq.quant = w8.quant;
+  const auto a = weights_per_rank(full, o);
+  const auto b = weights_per_rank(w8, oq);
+  EXPECT_EQ(a.embedding_bytes, b.embedding_bytes);
+  EXPECT_EQ(a.lm_head_bytes, b.lm_head_bytes);
+  EXPECT_LT(b.attention_bytes, a.attention_bytes * 51 / 100);
+  EXPECT_GT(b.attention_bytes, a.attention_bytes * 49 / 100);
+}
+
+TEST(EstimateWeights, MoeExpertsDominateMixtral) {
+  const auto m = catalog("mistralai/Mixtral-8x7B-v0.1");
+  WeightOptions o;
+  const auto w = weights_per_rank(m, o);
+  EXPECT_NEAR(static_cast<double>(w.params_total) / 1e9, 46.7, 0.3);
+  EXPECT_GT(w.expert_bytes, w.total_bytes * 9 / 10);
+}
+
+}  // namespace
+}  // namespace kvprof::estimate
