@@ -27,15 +27,16 @@ class VllmAccuracy : public ::testing::Test {
 
 TEST_F(VllmAccuracy, EveryRecordRuns) {
   ASSERT_EQ(s_results->size(), 29U);
-  for (const auto& r : *s_results) EXPECT_TRUE(r.error.empty()) << r.id << ": " << r.error;
+  for (const auto& r : *s_results)
+    EXPECT_TRUE(r.error.empty()) << r.id << ": " << r.error;
 }
 
 TEST_F(VllmAccuracy, WeightsWithinOnePercentEach) {
   for (const auto& r : *s_results) {
     for (const auto& f : r.figures) {
       if (f.figure == "weights_gib") {
-        EXPECT_LE(f.error_pct(), 1.0) << r.id << " " << r.model << ": vLLM " << f.actual
-                                      << " GiB, kvprof " << f.predicted;
+        EXPECT_LE(f.error_pct(), 1.0)
+            << r.id << " " << r.model << ": vLLM " << f.actual << " GiB, kvprof " << f.predicted;
       }
     }
   }

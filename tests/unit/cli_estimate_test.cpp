@@ -23,7 +23,8 @@ Run run(const std::string& args) {
   if (p == nullptr) return r;
   std::array<char, 4096> buf{};
   size_t n = 0;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0)
+    r.out.append(buf.data(), n);
   const int status = pclose(p);
   r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
@@ -38,8 +39,9 @@ TEST(CliEstimate, DefaultRunPrintsTableAndVerdict) {
 }
 
 TEST(CliEstimate, JsonHasUnitsInNamesAndEngineFigures) {
-  const auto r = run("estimate -m qwen2.5-7b -g h100-sxm --max-model-len 8192 --context 8k "
-                     "--concurrency 1,32 --json");
+  const auto r =
+      run("estimate -m qwen2.5-7b -g h100-sxm --max-model-len 8192 --context 8k "
+          "--concurrency 1,32 --json");
   ASSERT_EQ(r.rc, 0) << r.out;
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j.at("schema_version"), 1);
@@ -50,7 +52,8 @@ TEST(CliEstimate, JsonHasUnitsInNamesAndEngineFigures) {
   }
   EXPECT_EQ(j.at("kv_bytes_per_token"), 57344);  // 28 layers x 2 x 4 heads x 128 x 2 bytes
   const auto& rep = j.at("engine_report");
-  EXPECT_EQ(rep.at("kv_cache_tokens").get<uint64_t>(), rep.at("num_gpu_blocks").get<uint64_t>() * 16);
+  EXPECT_EQ(rep.at("kv_cache_tokens").get<uint64_t>(),
+            rep.at("num_gpu_blocks").get<uint64_t>() * 16);
   EXPECT_GT(rep.at("max_concurrency").get<double>(), 100.0);
   ASSERT_EQ(j.at("rows").size(), 2U);
   EXPECT_EQ(j.at("rows")[1].at("concurrency"), 32);

@@ -11,7 +11,8 @@
 namespace kvprof::estimate {
 namespace {
 
-EstimateInput input(const char* model_id, const char* gpu_name, EngineKind engine = EngineKind::vllm) {
+EstimateInput input(const char* model_id, const char* gpu_name,
+                    EngineKind engine = EngineKind::vllm) {
   EstimateInput in;
   in.model = model::catalog_model(model_id).value();
   in.gpu = gpu::find_gpu(gpu_name).value();
@@ -53,8 +54,9 @@ TEST(Estimate, HigherUtilizationGivesMoreKvTokens) {
   const auto high = estimate(in).value();
   const double extra_gib = 0.15 * bytes_to_gib(in.gpu.memory_bytes);
   const double per_token = static_cast<double>(high.kv_bytes_per_token);
-  EXPECT_NEAR(static_cast<double>(high.engine_report.kv_cache_tokens - low.engine_report.kv_cache_tokens),
-              extra_gib * static_cast<double>(k_gib) / per_token, 64.0);
+  EXPECT_NEAR(
+      static_cast<double>(high.engine_report.kv_cache_tokens - low.engine_report.kv_cache_tokens),
+      extra_gib * static_cast<double>(k_gib) / per_token, 64.0);
 }
 
 TEST(Estimate, SeventyBOnOneSmallGpuIsOom) {
@@ -134,7 +136,8 @@ TEST(Estimate, RecommendFindsSmallestFirst) {
   in.settings.max_model_len = 8192;
   const auto recs = recommend(in, 50);
   ASSERT_FALSE(recs.empty());
-  for (size_t i = 1; i < recs.size(); ++i) EXPECT_LE(recs[i - 1].gpu_count, recs[i].gpu_count);
+  for (size_t i = 1; i < recs.size(); ++i)
+    EXPECT_LE(recs[i - 1].gpu_count, recs[i].gpu_count);
   for (const auto& r : recs) {
     EXPECT_NE(r.estimate.verdict, Verdict::oom);
     // 70B in bf16 is 131 GiB: no single GPU under 141 GB holds it.
@@ -157,7 +160,8 @@ TEST(Estimate, EnginesDifferButAgreeOnWeights) {
 TEST(Estimate, SglangDefaultFractionReservesAbout10GiBOnH100) {
   auto in = input("Qwen/Qwen2.5-7B-Instruct", "H100", EngineKind::sglang);
   const auto est = estimate(in).value();
-  const double reserved = (1.0 - *est.settings.gpu_memory_utilization) * bytes_to_gib(in.gpu.memory_bytes);
+  const double reserved =
+      (1.0 - *est.settings.gpu_memory_utilization) * bytes_to_gib(in.gpu.memory_bytes);
   EXPECT_NEAR(reserved, 10.0, 0.1);
   EXPECT_EQ(est.engine_report.kv_cache_tokens * est.kv_bytes_per_token, est.per_gpu.kv_cache_bytes);
 }

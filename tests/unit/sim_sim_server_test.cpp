@@ -529,6 +529,14 @@ TEST(SimServer, LiveStateActivationDropsBackWhenIdle) {
   std::filesystem::remove(path);
 }
 
+TEST(SimServer, UnwritableLiveStateFileFailsStart) {
+  SimConfig c = test_config();
+  c.live_state_path = "/nonexistent-kvprof-dir/live";
+  const auto server = SimServer::start(c);
+  ASSERT_FALSE(server.has_value());
+  EXPECT_EQ(server.error().kind, ErrorKind::io);
+}
+
 TEST(SimServer, RefusesNonLoopbackAddresses) {
   SimConfig c = test_config();
   c.host = "0.0.0.0";

@@ -107,7 +107,8 @@ Expected<std::vector<RecordResult>> run_vllm_accuracy(const std::filesystem::pat
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     auto j = nlohmann::json::parse(line, nullptr, false);
     if (j.is_discarded() || !j.is_object()) {
-      return fail(ErrorKind::input, fmt::format("{}:{}: not a JSON object", jsonl.string(), line_no));
+      return fail(ErrorKind::input,
+                  fmt::format("{}:{}: not a JSON object", jsonl.string(), line_no));
     }
     out.push_back(run_one(j));
   }

@@ -21,9 +21,12 @@ namespace {
 // CLI11 reads those as bundled short flags, so they become their long forms first.
 std::vector<std::string> normalize_short_flags(int argc, char** argv) {
   static const std::pair<std::string_view, std::string_view> k_aliases[] = {
-      {"-tp", "--tensor-parallel-size"}, {"-pp", "--pipeline-parallel-size"},
-      {"-dp", "--data-parallel-size"},   {"-ngl", "--n-gpu-layers"},
-      {"-np", "--parallel"},             {"-fa", "--flash-attn"},
+      {"-tp", "--tensor-parallel-size"},
+      {"-pp", "--pipeline-parallel-size"},
+      {"-dp", "--data-parallel-size"},
+      {"-ngl", "--n-gpu-layers"},
+      {"-np", "--parallel"},
+      {"-fa", "--flash-attn"},
       {"-ub", "--ubatch-size"},
   };
   std::vector<std::string> args(argv, argv + argc);
@@ -65,7 +68,8 @@ int run(int argc, char** argv) {
   try {
     auto args = normalize_short_flags(argc, argv);
     std::vector<char*> raw;
-    for (auto& a : args) raw.push_back(a.data());
+    for (auto& a : args)
+      raw.push_back(a.data());
     app.parse(static_cast<int>(raw.size()), raw.data());
   } catch (const CLI::ParseError& e) {
     const int rc = app.exit(e);

@@ -67,7 +67,8 @@ estimate::EstimateInput build_input(const EstimateOptions& o) {
   if (!o.gpu_mem.empty()) {
     auto bytes = parse_bytes(o.gpu_mem);
     if (!bytes || *bytes == 0) {
-      throw Fatal({ErrorKind::usage, fmt::format("--gpu-mem: '{}' is not a memory size", o.gpu_mem)});
+      throw Fatal(
+          {ErrorKind::usage, fmt::format("--gpu-mem: '{}' is not a memory size", o.gpu_mem)});
     }
     in.gpu = o.gpu.empty() ? gpu::custom_gpu(*bytes) : value_or_fatal(gpu::find_gpu(o.gpu));
     in.gpu.memory_bytes = *bytes;
@@ -119,7 +120,8 @@ estimate::EstimateInput build_input(const EstimateOptions& o) {
   }
   for (const auto& c : split_list(o.contexts)) {
     auto n = parse_count(c);
-    if (!n || *n == 0) throw Fatal({ErrorKind::usage, fmt::format("--context: '{}' is not a token count", c)});
+    if (!n || *n == 0)
+      throw Fatal({ErrorKind::usage, fmt::format("--context: '{}' is not a token count", c)});
     in.workload.context_tokens.push_back(*n);
   }
   for (uint32_t c : o.concurrency) {
@@ -147,10 +149,14 @@ void register_estimate_command(CLI::App& app) {
   cmd->add_option("--engine", o->engine, "vllm | sglang | trtllm | llamacpp | hf")
       ->capture_default_str();
   auto* par = cmd->add_option_group("parallelism");
-  par->add_option("--tensor-parallel-size,--tp", o->tp, "Tensor parallel size (-tp)")->check(CLI::Range(1, 1024));
-  par->add_option("--pipeline-parallel-size,--pp", o->pp, "Pipeline parallel size (-pp)")->check(CLI::Range(1, 1024));
-  par->add_option("--data-parallel-size,--dp", o->dp, "Data parallel size (-dp)")->check(CLI::Range(1, 4096));
-  par->add_flag("--enable-expert-parallel", o->expert_parallel, "Split MoE experts over TP x DP ranks");
+  par->add_option("--tensor-parallel-size,--tp", o->tp, "Tensor parallel size (-tp)")
+      ->check(CLI::Range(1, 1024));
+  par->add_option("--pipeline-parallel-size,--pp", o->pp, "Pipeline parallel size (-pp)")
+      ->check(CLI::Range(1, 1024));
+  par->add_option("--data-parallel-size,--dp", o->dp, "Data parallel size (-dp)")
+      ->check(CLI::Range(1, 4096));
+  par->add_flag("--enable-expert-parallel", o->expert_parallel,
+                "Split MoE experts over TP x DP ranks");
   auto* eng = cmd->add_option_group("engine settings");
   eng->add_option("--gpu-memory-utilization,--mem-fraction-static,--free-gpu-memory-fraction",
                   o->memory_fraction,
@@ -158,41 +164,54 @@ void register_estimate_command(CLI::App& app) {
                   "free_gpu_memory_fraction");
   eng->add_option("--max-model-len,--ctx-size,--context-length", o->max_model_len,
                   "Max tokens per request (llama.cpp: n_ctx); default: the model's");
-  eng->add_option("--max-num-seqs,--max-running-requests", o->max_num_seqs, "Max sequences per batch");
+  eng->add_option("--max-num-seqs,--max-running-requests", o->max_num_seqs,
+                  "Max sequences per batch");
   eng->add_option("--max-num-batched-tokens,--chunked-prefill-size", o->max_num_batched_tokens,
                   "Token budget per step (profile-run size)");
   eng->add_option("--block-size", o->block_size, "KV block size in tokens (vLLM 16)");
-  eng->add_option("--dtype", o->dtype, "auto | bfloat16 | float16 | float32")->capture_default_str();
+  eng->add_option("--dtype", o->dtype, "auto | bfloat16 | float16 | float32")
+      ->capture_default_str();
   eng->add_option("-q,--quantization", o->quantization,
                   "Checkpoint method (awq, gptq_marlin, compressed-tensors, ...) or runtime fp8");
-  eng->add_option("--kv-cache-dtype", o->kv_cache_dtype, "auto | fp16 | bf16 | fp8 | fp8_e5m2 | q8_0 | q4_0")
+  eng->add_option("--kv-cache-dtype", o->kv_cache_dtype,
+                  "auto | fp16 | bf16 | fp8 | fp8_e5m2 | q8_0 | q4_0")
       ->capture_default_str();
   eng->add_flag("--enforce-eager", o->enforce_eager, "No CUDA graphs");
   eng->add_option("--kv-cache-memory", o->kv_cache_memory, "vLLM: fixed KV cache size, e.g. 20GiB");
-  eng->add_option("--num-gpu-blocks-override", o->num_gpu_blocks_override, "vLLM: force the block count");
-  eng->add_option("--n-gpu-layers,--ngl", o->n_gpu_layers, "llama.cpp -ngl: layers offloaded to the GPU");
-  eng->add_option("--flash-attn,--fa", o->flash_attn, "llama.cpp flash attention on|off")->capture_default_str();
+  eng->add_option("--num-gpu-blocks-override", o->num_gpu_blocks_override,
+                  "vLLM: force the block count");
+  eng->add_option("--n-gpu-layers,--ngl", o->n_gpu_layers,
+                  "llama.cpp -ngl: layers offloaded to the GPU");
+  eng->add_option("--flash-attn,--fa", o->flash_attn, "llama.cpp flash attention on|off")
+      ->capture_default_str();
   eng->add_option("--parallel,--np", o->n_parallel, "llama.cpp -np: slots")->capture_default_str();
   eng->add_option("--ubatch-size", o->n_ubatch, "llama.cpp -ub")->capture_default_str();
   auto* spec = cmd->add_option_group("speculative decoding");
-  spec->add_option("--speculative-model,--draft-model", o->speculative_model, "Draft model (catalog id or path)");
-  spec->add_option("--num-speculative-tokens,--max-draft-len", o->num_speculative_tokens, "Draft length");
+  spec->add_option("--speculative-model,--draft-model", o->speculative_model,
+                   "Draft model (catalog id or path)");
+  spec->add_option("--num-speculative-tokens,--max-draft-len", o->num_speculative_tokens,
+                   "Draft length");
   spec->add_flag("--spec-runtime-control", o->spec_runtime_control,
                  "Draft length switched at runtime: CUDA graphs for draft length 0 and k");
   auto* work = cmd->add_option_group("workload");
-  work->add_option("--context", o->contexts, "Tokens per request, e.g. 8k,32k (default: max-model-len)")
+  work->add_option("--context", o->contexts,
+                   "Tokens per request, e.g. 8k,32k (default: max-model-len)")
       ->delimiter(',');
-  work->add_option("--concurrency", o->concurrency, "Requests in flight, e.g. 1,8,64")->delimiter(',');
-  cmd->add_flag("--recommend", o->recommend, "List catalog GPUs x counts x TP that fit, smallest first");
+  work->add_option("--concurrency", o->concurrency, "Requests in flight, e.g. 1,8,64")
+      ->delimiter(',');
+  cmd->add_flag("--recommend", o->recommend,
+                "List catalog GPUs x counts x TP that fit, smallest first");
   add_output_options(cmd, o->out);
   cmd->callback([o] {
     const auto input = build_input(*o);
     if (o->recommend) {
       const auto recs = estimate::recommend(input, 12);
-      const uint64_t ctx = input.workload.context_tokens.empty()
-                               ? input.settings.max_model_len.value_or(input.model.max_position_embeddings)
-                               : input.workload.context_tokens.front();
-      emit(o->out, report::recommendations_json(recs, ctx), report::recommendations_text(recs, ctx));
+      const uint64_t ctx =
+          input.workload.context_tokens.empty()
+              ? input.settings.max_model_len.value_or(input.model.max_position_embeddings)
+              : input.workload.context_tokens.front();
+      emit(o->out, report::recommendations_json(recs, ctx),
+           report::recommendations_text(recs, ctx));
       if (recs.empty()) throw Fatal({ErrorKind::input, "no catalog GPU configuration fits"});
       return;
     }

@@ -16,8 +16,8 @@ void register_gpus_command(CLI::App& app) {
   add_output_options(cmd, *out);
   cmd->callback([out] {
     nlohmann::json json = {{"schema_version", 1}, {"gpus", nlohmann::json::array()}};
-    report::Table table({"gpu", "name (as the driver reports)", "usable", "bandwidth", "bf16",
-                         "fp8", "aliases"});
+    report::Table table(
+        {"gpu", "name (as the driver reports)", "usable", "bandwidth", "bf16", "fp8", "aliases"});
     for (const auto& g : gpu::gpu_catalog()) {
       json["gpus"].push_back({{"id", g.id},
                               {"name", g.name},
@@ -37,7 +37,8 @@ void register_gpus_command(CLI::App& app) {
                      g.tflops_fp8 > 0 ? fmt::format("{:.0f} TF", g.tflops_fp8) : "-",
                      fmt::format("{}", fmt::join(g.aliases, ", "))});
     }
-    emit(*out, json, table.render() + "usable = total memory as CUDA/NVML report it (GiB = 2^30)\n");
+    emit(*out, json,
+         table.render() + "usable = total memory as CUDA/NVML report it (GiB = 2^30)\n");
   });
 }
 

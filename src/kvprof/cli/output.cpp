@@ -47,8 +47,8 @@ void emit(const OutputOptions& options, const nlohmann::json& json, const std::s
   std::filesystem::rename(tmp, target, ec);
   if (ec) {
     std::filesystem::remove(tmp, ec);
-    throw Fatal({ErrorKind::io, fmt::format("cannot write '{}': {}", options.output_path,
-                                            ec.message())});
+    throw Fatal(
+        {ErrorKind::io, fmt::format("cannot write '{}': {}", options.output_path, ec.message())});
   }
 }
 

@@ -24,14 +24,15 @@ constexpr uint64_t k_runner_buffers_bytes = 50ULL << 20;
 
 uint64_t largest_dense_intermediate(const model::ModelSpec& m) {
   bool any_dense = false;
-  for (const auto& l : m.layers) any_dense = any_dense || !l.moe;
+  for (const auto& l : m.layers)
+    any_dense = any_dense || !l.moe;
   if (m.layers.empty()) any_dense = true;
   uint64_t inter = any_dense ? m.intermediate_size : 0;
   if (m.is_moe() && m.moe.n_shared_expert > 0) {
-    const uint64_t shared = static_cast<uint64_t>(m.moe.n_shared_expert) *
-                            (m.moe.shared_expert_intermediate_size > 0
-                                 ? m.moe.shared_expert_intermediate_size
-                                 : m.moe.expert_intermediate_size);
+    const uint64_t shared =
+        static_cast<uint64_t>(m.moe.n_shared_expert) * (m.moe.shared_expert_intermediate_size > 0
+                                                            ? m.moe.shared_expert_intermediate_size
+                                                            : m.moe.expert_intermediate_size);
     inter = std::max(inter, shared);
   }
   return inter;
@@ -83,7 +84,8 @@ uint64_t cuda_graph_bytes(const model::ModelSpec& m, uint32_t n_layers_on_rank, 
   double g = 0.28 + 0.0105 * n_layers_on_rank + 0.068 * (m.hidden_size / 1000.0);
   if (m.is_moe()) {
     uint32_t moe_layers = 0;
-    for (const auto& l : m.layers) moe_layers += l.moe ? 1 : 0;
+    for (const auto& l : m.layers)
+      moe_layers += l.moe ? 1 : 0;
     moe_layers = m.n_layer > 0 ? moe_layers * n_layers_on_rank / m.n_layer : 0;
     g += 0.005 * moe_layers * m.moe.n_expert_used;
   }

@@ -9,12 +9,12 @@
 namespace kvprof::estimate {
 
 struct ProfileRunShape {
-  uint32_t tokens = 8192;       // max_num_batched_tokens of the dummy forward
-  uint32_t requests = 1024;     // sequences whose logits the dummy sampler computes
+  uint32_t tokens = 8192;    // max_num_batched_tokens of the dummy forward
+  uint32_t requests = 1024;  // sequences whose logits the dummy sampler computes
   uint32_t tp = 1;
   bool first_pp_rank = true;
-  bool last_pp_rank = true;     // only the last rank computes logits and samples
-  bool pipeline = false;        // pp > 1: intermediate tensors are kept for send/receive
+  bool last_pp_rank = true;  // only the last rank computes logits and samples
+  bool pipeline = false;     // pp > 1: intermediate tensors are kept for send/receive
   model::DType compute_dtype = model::DType::bf16;
 };
 

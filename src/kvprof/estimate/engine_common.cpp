@@ -10,9 +10,12 @@ namespace kvprof::estimate {
 
 std::string_view verdict_name(Verdict v) {
   switch (v) {
-    case Verdict::fits: return "fits";
-    case Verdict::tight: return "tight";
-    case Verdict::oom: return "oom";
+    case Verdict::fits:
+      return "fits";
+    case Verdict::tight:
+      return "tight";
+    case Verdict::oom:
+      return "oom";
   }
   return "?";
 }
@@ -53,9 +56,8 @@ Expected<void> validate_parallelism(const model::ModelSpec& m, const EngineSetti
   }
   if (s.gpu_memory_utilization &&
       !(*s.gpu_memory_utilization > 0.0 && *s.gpu_memory_utilization <= 1.0)) {
-    return fail(ErrorKind::usage,
-                fmt::format("--gpu-memory-utilization {} must be in (0, 1]",
-                            *s.gpu_memory_utilization));
+    return fail(ErrorKind::usage, fmt::format("--gpu-memory-utilization {} must be in (0, 1]",
+                                              *s.gpu_memory_utilization));
   }
   if (s.max_model_len && *s.max_model_len == 0) {
     return fail(ErrorKind::usage, "--max-model-len must be at least 1");
@@ -76,16 +78,24 @@ model::DType resolve_compute_dtype(const model::ModelSpec& m, const EngineSettin
 std::string quant_name(const model::Quantization& q) {
   using model::QuantMethod;
   switch (q.method) {
-    case QuantMethod::none: return "none";
-    case QuantMethod::fp8: return q.from_checkpoint ? "fp8" : "fp8 (runtime)";
-    case QuantMethod::awq: return "awq";
-    case QuantMethod::gptq: return "gptq";
+    case QuantMethod::none:
+      return "none";
+    case QuantMethod::fp8:
+      return q.from_checkpoint ? "fp8" : "fp8 (runtime)";
+    case QuantMethod::awq:
+      return "awq";
+    case QuantMethod::gptq:
+      return "gptq";
     case QuantMethod::compressed_tensors:
       return q.format.empty() ? "compressed-tensors" : "compressed-tensors " + q.format;
-    case QuantMethod::bitsandbytes: return "bitsandbytes";
-    case QuantMethod::mxfp4: return "mxfp4";
-    case QuantMethod::nvfp4: return "nvfp4";
-    case QuantMethod::gguf: return "gguf " + q.format;
+    case QuantMethod::bitsandbytes:
+      return "bitsandbytes";
+    case QuantMethod::mxfp4:
+      return "mxfp4";
+    case QuantMethod::nvfp4:
+      return "nvfp4";
+    case QuantMethod::gguf:
+      return "gguf " + q.format;
   }
   return "?";
 }
@@ -100,8 +110,8 @@ Expected<model::Quantization> resolve_quantization(const model::ModelSpec& m,
   if (flag == "fp8" || flag == "fbgemm_fp8" || flag == "ptpc_fp8") {
     if (checkpoint_quantized) {
       if (matches(QuantMethod::fp8) || matches(QuantMethod::compressed_tensors)) return m.quant;
-      return fail(ErrorKind::usage, fmt::format("--quantization {} but the checkpoint is {}",
-                                                flag, quant_name(m.quant)));
+      return fail(ErrorKind::usage, fmt::format("--quantization {} but the checkpoint is {}", flag,
+                                                quant_name(m.quant)));
     }
     model::Quantization q;
     q.method = QuantMethod::fp8;
@@ -155,8 +165,8 @@ Expected<model::Quantization> resolve_quantization(const model::ModelSpec& m,
 }
 
 void finish_verdict(Estimate& est, bool engine_starts) {
-  est.headroom_bytes = static_cast<int64_t>(est.gpu.memory_bytes) -
-                       static_cast<int64_t>(est.per_gpu.total_bytes);
+  est.headroom_bytes =
+      static_cast<int64_t>(est.gpu.memory_bytes) - static_cast<int64_t>(est.per_gpu.total_bytes);
   if (!engine_starts || est.headroom_bytes < 0) {
     est.verdict = Verdict::oom;
     return;
@@ -187,9 +197,8 @@ void fill_rows(Estimate& est, const Workload& w, uint64_t capacity_bytes, bool p
       row.margin_bytes =
           static_cast<int64_t>(capacity_bytes) - static_cast<int64_t>(row.kv_needed_bytes);
       row.total_bytes = paged ? est.per_gpu.total_bytes : fixed + row.kv_needed_bytes;
-      const double used = capacity_bytes == 0
-                              ? 2.0
-                              : static_cast<double>(row.kv_needed_bytes) / capacity_bytes;
+      const double used =
+          capacity_bytes == 0 ? 2.0 : static_cast<double>(row.kv_needed_bytes) / capacity_bytes;
       row.risk = std::string(risk_level(used));
       if (est.settings.max_model_len && ctx > *est.settings.max_model_len) {
         row.verdict = Verdict::oom;
@@ -197,8 +206,7 @@ void fill_rows(Estimate& est, const Workload& w, uint64_t capacity_bytes, bool p
                                *est.settings.max_model_len);
       } else if (used > 1.0) {
         row.verdict = Verdict::oom;
-        row.note = paged ? "over the KV cache: requests queue or get preempted"
-                         : "out of memory";
+        row.note = paged ? "over the KV cache: requests queue or get preempted" : "out of memory";
       } else if (used > 0.9) {
         row.verdict = Verdict::tight;
         row.note = "over 90% of the KV cache";
@@ -207,7 +215,6 @@ void fill_rows(Estimate& est, const Workload& w, uint64_t capacity_bytes, bool p
     }
   }
 }
-
 
 Workload default_workload(const Workload& w, uint64_t max_model_len) {
   Workload out = w;

@@ -13,7 +13,9 @@
 namespace kvprof::estimate {
 namespace {
 
-uint64_t cdiv(uint64_t a, uint64_t b) { return b == 0 ? 0 : (a + b - 1) / b; }
+uint64_t cdiv(uint64_t a, uint64_t b) {
+  return b == 0 ? 0 : (a + b - 1) / b;
+}
 
 // Shared set-up: validation, dtype, quantization, weights and KV layout of rank 0.
 struct Common {
@@ -105,8 +107,9 @@ Expected<Estimate> estimate_sglang(const EstimateInput& in) {
   const int64_t free_after_load = static_cast<int64_t>(total) -
                                   static_cast<int64_t>(mb.cuda_context_bytes) -
                                   static_cast<int64_t>(mb.weights_bytes);
-  const int64_t rest = free_after_load - static_cast<int64_t>(std::llround(
-                                             total * (1.0 - *s.gpu_memory_utilization)));
+  const int64_t rest =
+      free_after_load -
+      static_cast<int64_t>(std::llround(total * (1.0 - *s.gpu_memory_utilization)));
   const uint64_t cell = c->layout.kv_bytes_per_token;
   const uint64_t tokens = rest > 0 && cell > 0 ? static_cast<uint64_t>(rest) / cell : 0;
   mb.kv_cache_bytes = tokens * cell;
@@ -117,9 +120,9 @@ Expected<Estimate> estimate_sglang(const EstimateInput& in) {
   shape.compute_dtype = est.compute_dtype;
   mb.activation_bytes = profile_run_peak(in.model, shape).peak_bytes;
   mb.non_torch_bytes = non_torch_bytes(s.tensor_parallel_size, true);
-  mb.cuda_graph_bytes =
-      s.enforce_eager ? 0 : cuda_graph_bytes(in.model, est.weights.layers_on_rank,
-                                             s.tensor_parallel_size, 1);
+  mb.cuda_graph_bytes = s.enforce_eager ? 0
+                                        : cuda_graph_bytes(in.model, est.weights.layers_on_rank,
+                                                           s.tensor_parallel_size, 1);
   sum_total(mb);
   auto& rep = est.engine_report;
   rep.available_kv_cache_bytes = mb.kv_cache_bytes;
@@ -134,8 +137,8 @@ Expected<Estimate> estimate_sglang(const EstimateInput& in) {
   rep.log_lines = {
       fmt::format("mem_fraction_static={:.3f}", *s.gpu_memory_utilization),
       fmt::format("Load weight end. mem usage={:.2f} GB", bytes_to_gib(mb.weights_bytes)),
-      fmt::format("KV Cache is allocated. #tokens: {}, K size: {:.2f} GB, V size: {:.2f} GB", tokens,
-                  bytes_to_gib(mb.kv_cache_bytes / 2), bytes_to_gib(mb.kv_cache_bytes / 2)),
+      fmt::format("KV Cache is allocated. #tokens: {}, K size: {:.2f} GB, V size: {:.2f} GB",
+                  tokens, bytes_to_gib(mb.kv_cache_bytes / 2), bytes_to_gib(mb.kv_cache_bytes / 2)),
       fmt::format("max_total_num_tokens={}, chunked_prefill_size={}, max_running_requests={}",
                   tokens, *s.max_num_batched_tokens, *s.max_num_seqs)};
   const Workload w = default_workload(in.workload, *s.max_model_len);
@@ -180,13 +183,13 @@ Expected<Estimate> estimate_trtllm(const EstimateInput& in) {
     d.quant = in.draft->quant;
     mb.draft_bytes = weights_per_rank(*in.draft, d).total_bytes;
   }
-  const int64_t free = static_cast<int64_t>(in.gpu.memory_bytes) -
-                       static_cast<int64_t>(mb.cuda_context_bytes + mb.weights_bytes +
-                                            mb.activation_bytes + mb.non_torch_bytes +
-                                            mb.cuda_graph_bytes + mb.draft_bytes);
+  const int64_t free =
+      static_cast<int64_t>(in.gpu.memory_bytes) -
+      static_cast<int64_t>(mb.cuda_context_bytes + mb.weights_bytes + mb.activation_bytes +
+                           mb.non_torch_bytes + mb.cuda_graph_bytes + mb.draft_bytes);
   const uint64_t block_bytes = *s.block_size * c->layout.kv_bytes_per_token;
-  const auto kv_budget = static_cast<uint64_t>(std::max<double>(
-      0.0, static_cast<double>(free) * *s.gpu_memory_utilization));
+  const auto kv_budget = static_cast<uint64_t>(
+      std::max<double>(0.0, static_cast<double>(free) * *s.gpu_memory_utilization));
   const uint64_t blocks = block_bytes == 0 ? 0 : kv_budget / block_bytes;
   mb.kv_cache_bytes = blocks * block_bytes;
   sum_total(mb);
@@ -241,7 +244,8 @@ Expected<Estimate> estimate_llamacpp(const EstimateInput& in) {
   const auto& wb = est.weights;
   const uint64_t layer_bytes = wb.attention_bytes + wb.mlp_bytes + wb.expert_bytes + wb.other_bytes;
   mb.weights_bytes = n_layer == 0 ? 0 : layer_bytes * gpu_layers / n_layer;
-  if (ngl > n_layer) mb.weights_bytes += wb.lm_head_bytes > 0 ? wb.lm_head_bytes : wb.embedding_bytes;
+  if (ngl > n_layer)
+    mb.weights_bytes += wb.lm_head_bytes > 0 ? wb.lm_head_bytes : wb.embedding_bytes;
   uint64_t kv = 0;
   for (const auto& l : c->layout.layers) {
     if (l.layer < n_layer - gpu_layers) continue;
@@ -256,8 +260,9 @@ Expected<Estimate> estimate_llamacpp(const EstimateInput& in) {
   mb.kv_cache_bytes = kv;
   const uint64_t ub = s.n_ubatch;
   const uint64_t ctx_per_seq = n_ctx / std::max<uint32_t>(s.n_parallel, 1);
-  uint64_t compute = ub * (static_cast<uint64_t>(m.vocab_size) * 4 + m.hidden_size * 4ULL * 6 +
-                           std::max(m.intermediate_size, m.moe.expert_intermediate_size) * 4ULL * 2);
+  uint64_t compute =
+      ub * (static_cast<uint64_t>(m.vocab_size) * 4 + m.hidden_size * 4ULL * 6 +
+            std::max(m.intermediate_size, m.moe.expert_intermediate_size) * 4ULL * 2);
   if (!s.flash_attn) compute += ub * ctx_per_seq * m.n_head * 4ULL * 2;
   mb.activation_bytes = gpu_layers > 0 ? compute : 0;
   mb.cuda_context_bytes = 300ULL << 20;
@@ -289,8 +294,9 @@ Expected<Estimate> estimate_llamacpp(const EstimateInput& in) {
   if (gpu_layers < n_layer) {
     est.notes.push_back(fmt::format("{} layers stay in host memory", n_layer - gpu_layers));
   }
-  est.notes.push_back("llama.cpp: KV for all n_ctx cells is allocated at start; compute buffer "
-                      "from n_ubatch (flash attention avoids the n_ctx x heads scores)");
+  est.notes.push_back(
+      "llama.cpp: KV for all n_ctx cells is allocated at start; compute buffer "
+      "from n_ubatch (flash attention avoids the n_ctx x heads scores)");
   if (est.confidence == "high") est.confidence = "medium";
   return est;
 }
@@ -318,8 +324,9 @@ Expected<Estimate> estimate_hf(const EstimateInput& in) {
       const double mlp = static_cast<double>(b) * ctx *
                          std::max(m.intermediate_size, m.moe.expert_intermediate_size) * d * 3.0;
       const double logits = static_cast<double>(b) * m.vocab_size * 4.0 * 2.0;
-      worst_act = std::max(worst_act, static_cast<uint64_t>(
-                                          std::max(scores / s.tensor_parallel_size, mlp) + logits));
+      worst_act =
+          std::max(worst_act,
+                   static_cast<uint64_t>(std::max(scores / s.tensor_parallel_size, mlp) + logits));
     }
   }
   mb.kv_cache_bytes = worst_kv;
@@ -347,11 +354,16 @@ Expected<Estimate> estimate(const EstimateInput& in) {
   }
   if (in.gpu.memory_bytes == 0) return fail(ErrorKind::usage, "the GPU has no memory");
   switch (in.settings.engine) {
-    case EngineKind::vllm: return estimate_vllm(in);
-    case EngineKind::sglang: return estimate_sglang(in);
-    case EngineKind::trtllm: return estimate_trtllm(in);
-    case EngineKind::llamacpp: return estimate_llamacpp(in);
-    case EngineKind::hf: return estimate_hf(in);
+    case EngineKind::vllm:
+      return estimate_vllm(in);
+    case EngineKind::sglang:
+      return estimate_sglang(in);
+    case EngineKind::trtllm:
+      return estimate_trtllm(in);
+    case EngineKind::llamacpp:
+      return estimate_llamacpp(in);
+    case EngineKind::hf:
+      return estimate_hf(in);
   }
   return fail(ErrorKind::internal, "unknown engine");
 }

@@ -18,15 +18,20 @@ namespace {
 // vLLM's batch defaults for `vllm serve`: GPUs with >= 70 GiB that are not A100s get 8192
 // batched tokens and 1024 sequences, others 2048 and 256 (engine/arg_utils.py).
 void apply_vllm_defaults(EngineSettings& s, const model::ModelSpec& m, const gpu::GpuSpec& g) {
-  const bool big = g.memory_bytes >= 70 * k_gib && to_lower(g.name).find("a100") == std::string::npos;
+  const bool big =
+      g.memory_bytes >= 70 * k_gib && to_lower(g.name).find("a100") == std::string::npos;
   if (!s.gpu_memory_utilization) s.gpu_memory_utilization = 0.9;
-  if (!s.max_model_len) s.max_model_len = m.max_position_embeddings > 0 ? m.max_position_embeddings : 4096;
+  if (!s.max_model_len)
+    s.max_model_len = m.max_position_embeddings > 0 ? m.max_position_embeddings : 4096;
   if (!s.max_num_batched_tokens) s.max_num_batched_tokens = big ? 8192 : 2048;
-  if (!s.max_num_seqs) s.max_num_seqs = std::min<uint32_t>(big ? 1024 : 256, *s.max_num_batched_tokens);
+  if (!s.max_num_seqs)
+    s.max_num_seqs = std::min<uint32_t>(big ? 1024 : 256, *s.max_num_batched_tokens);
   if (!s.block_size) s.block_size = 16;
 }
 
-std::string gib2(uint64_t bytes) { return fmt::format("{:.2f}", bytes_to_gib(bytes)); }
+std::string gib2(uint64_t bytes) {
+  return fmt::format("{:.2f}", bytes_to_gib(bytes));
+}
 
 std::string with_commas(uint64_t n) {
   std::string digits = std::to_string(n);
@@ -115,7 +120,8 @@ Expected<Estimate> estimate_vllm(const EstimateInput& in) {
     acts.push_back(profile_run_peak(m, shape));
     non_torch.push_back(non_torch_bytes(tp, last));
     const uint64_t extra = last ? draft_weights : 0;
-    int64_t avail = static_cast<int64_t>(requested) - static_cast<int64_t>(weights.back().total_bytes) -
+    int64_t avail = static_cast<int64_t>(requested) -
+                    static_cast<int64_t>(weights.back().total_bytes) -
                     static_cast<int64_t>(acts.back().peak_bytes) -
                     static_cast<int64_t>(non_torch.back()) - static_cast<int64_t>(extra);
     if (s.kv_cache_memory_bytes) avail = static_cast<int64_t>(*s.kv_cache_memory_bytes);
@@ -171,18 +177,18 @@ Expected<Estimate> estimate_vllm(const EstimateInput& in) {
   const uint64_t non_kv = weights[0].total_bytes + acts[0].peak_bytes + non_torch[0];
   rep.log_lines = {
       fmt::format("Model loading took {} GiB memory", gib2(weights[0].total_bytes)),
-      fmt::format("Memory profiling takes ... Total non KV cache memory: {}GiB; torch peak memory "
-                  "increase: {}GiB; non-torch forward increase memory: {}GiB; weights memory: {}GiB.",
-                  gib2(non_kv), gib2(acts[0].peak_bytes), gib2(non_torch[0]),
-                  gib2(weights[0].total_bytes)),
+      fmt::format(
+          "Memory profiling takes ... Total non KV cache memory: {}GiB; torch peak memory "
+          "increase: {}GiB; non-torch forward increase memory: {}GiB; weights memory: {}GiB.",
+          gib2(non_kv), gib2(acts[0].peak_bytes), gib2(non_torch[0]), gib2(weights[0].total_bytes)),
       fmt::format("Available KV cache memory: {} GiB", gib2(rep.available_kv_cache_bytes)),
       fmt::format("GPU KV cache size: {} tokens", with_commas(rep.kv_cache_tokens)),
       fmt::format("Maximum concurrency for {} tokens per request: {:.2f}x",
                   with_commas(rep.max_model_len), kv.max_concurrency),
   };
   if (!s.enforce_eager) {
-    rep.log_lines.push_back(
-        fmt::format("Graph capturing finished in ... secs, took {} GiB", gib2(mb.cuda_graph_bytes)));
+    rep.log_lines.push_back(fmt::format("Graph capturing finished in ... secs, took {} GiB",
+                                        gib2(mb.cuda_graph_bytes)));
   }
 
   // vLLM refuses to start when the budget is gone or one max-length request does not fit.

@@ -68,13 +68,14 @@ KvLayout kv_layout(const model::ModelSpec& m, uint32_t tp, uint32_t pp, uint32_t
           recurrent = static_cast<uint64_t>(s.d_inner / tp) * s.d_state;
         } else if (s.kind == model::SsmSpec::Kind::mamba2) {
           conv_dim = (s.d_inner + 2ULL * s.n_groups * s.d_state) / tp;
-          recurrent = static_cast<uint64_t>(std::max<uint32_t>(s.n_heads / tp, 1)) * s.head_dim *
-                      s.d_state;
+          recurrent =
+              static_cast<uint64_t>(std::max<uint32_t>(s.n_heads / tp, 1)) * s.head_dim * s.d_state;
         } else if (s.kind == model::SsmSpec::Kind::gated_delta_net) {
-          conv_dim = (2ULL * s.n_k_heads * s.k_head_dim +
-                      static_cast<uint64_t>(s.n_heads) * s.head_dim) / tp;
-          recurrent = static_cast<uint64_t>(std::max<uint32_t>(s.n_heads / tp, 1)) *
-                      s.k_head_dim * s.head_dim;
+          conv_dim =
+              (2ULL * s.n_k_heads * s.k_head_dim + static_cast<uint64_t>(s.n_heads) * s.head_dim) /
+              tp;
+          recurrent = static_cast<uint64_t>(std::max<uint32_t>(s.n_heads / tp, 1)) * s.k_head_dim *
+                      s.head_dim;
         }
         l.state_bytes = (conv_taps * conv_dim + recurrent) * state_elem;
         break;

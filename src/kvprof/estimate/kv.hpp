@@ -17,14 +17,14 @@ uint64_t kv_element_bytes_x32(KvCacheDtype kv, model::DType compute_dtype);
 struct KvLayerSpec {
   uint32_t layer = 0;
   model::AttentionKind kind = model::AttentionKind::full;
-  uint64_t bytes_per_token = 0;    // attention kinds: K+V (or MLA latent) bytes per token
-  uint32_t window_tokens = 0;      // sliding / chunked window
-  uint64_t state_bytes = 0;        // mamba / linear: conv + recurrent state per request
+  uint64_t bytes_per_token = 0;  // attention kinds: K+V (or MLA latent) bytes per token
+  uint32_t window_tokens = 0;    // sliding / chunked window
+  uint64_t state_bytes = 0;      // mamba / linear: conv + recurrent state per request
 };
 
 struct KvLayout {
-  std::vector<KvLayerSpec> layers;  // the layers on this rank that keep a cache or state
-  uint64_t kv_bytes_per_token = 0;  // sum over attention layers (window ignored)
+  std::vector<KvLayerSpec> layers;       // the layers on this rank that keep a cache or state
+  uint64_t kv_bytes_per_token = 0;       // sum over attention layers (window ignored)
   uint64_t state_bytes_per_request = 0;  // sum over SSM / linear layers
   uint32_t kv_heads_per_rank = 0;
   bool kv_heads_replicated = false;  // fewer KV heads than TP ranks

@@ -9,11 +9,16 @@ namespace kvprof::estimate {
 
 std::string_view engine_name(EngineKind e) {
   switch (e) {
-    case EngineKind::vllm: return "vllm";
-    case EngineKind::sglang: return "sglang";
-    case EngineKind::trtllm: return "trtllm";
-    case EngineKind::llamacpp: return "llamacpp";
-    case EngineKind::hf: return "hf";
+    case EngineKind::vllm:
+      return "vllm";
+    case EngineKind::sglang:
+      return "sglang";
+    case EngineKind::trtllm:
+      return "trtllm";
+    case EngineKind::llamacpp:
+      return "llamacpp";
+    case EngineKind::hf:
+      return "hf";
   }
   return "?";
 }
@@ -51,14 +56,22 @@ Expected<KvCacheDtype> parse_kv_cache_dtype(std::string_view text) {
 
 std::string_view kv_cache_dtype_name(KvCacheDtype t) {
   switch (t) {
-    case KvCacheDtype::auto_: return "auto";
-    case KvCacheDtype::f16: return "fp16";
-    case KvCacheDtype::bf16: return "bf16";
-    case KvCacheDtype::f32: return "fp32";
-    case KvCacheDtype::fp8_e4m3: return "fp8_e4m3";
-    case KvCacheDtype::fp8_e5m2: return "fp8_e5m2";
-    case KvCacheDtype::q8_0: return "q8_0";
-    case KvCacheDtype::q4_0: return "q4_0";
+    case KvCacheDtype::auto_:
+      return "auto";
+    case KvCacheDtype::f16:
+      return "fp16";
+    case KvCacheDtype::bf16:
+      return "bf16";
+    case KvCacheDtype::f32:
+      return "fp32";
+    case KvCacheDtype::fp8_e4m3:
+      return "fp8_e4m3";
+    case KvCacheDtype::fp8_e5m2:
+      return "fp8_e5m2";
+    case KvCacheDtype::q8_0:
+      return "q8_0";
+    case KvCacheDtype::q4_0:
+      return "q4_0";
   }
   return "?";
 }

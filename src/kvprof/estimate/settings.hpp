@@ -41,8 +41,8 @@ struct EngineSettings {
   std::optional<uint32_t> max_num_seqs;
   std::optional<uint32_t> max_num_batched_tokens;
   std::optional<uint32_t> block_size;
-  std::optional<model::DType> dtype;             // --dtype override (auto = checkpoint dtype)
-  std::string quantization;                      // --quantization (runtime or checkpoint method)
+  std::optional<model::DType> dtype;  // --dtype override (auto = checkpoint dtype)
+  std::string quantization;           // --quantization (runtime or checkpoint method)
   KvCacheDtype kv_cache_dtype = KvCacheDtype::auto_;
   bool enforce_eager = false;
   std::optional<uint64_t> kv_cache_memory_bytes;  // vLLM --kv-cache-memory

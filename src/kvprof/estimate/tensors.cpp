@@ -43,7 +43,8 @@ void add_attention(std::vector<LogicalTensor>& out, const ModelSpec& m, int32_t 
         static_cast<uint64_t>(m.n_head) * a.v_head_dim, layer, true);
     return;
   }
-  const uint64_t q_out = static_cast<uint64_t>(m.n_head) * m.head_dim * (m.attn_output_gate ? 2 : 1);
+  const uint64_t q_out =
+      static_cast<uint64_t>(m.n_head) * m.head_dim * (m.attn_output_gate ? 2 : 1);
   const uint64_t kv_out = static_cast<uint64_t>(m.n_head_kv) * m.head_dim;
   add(out, p + "q_proj", TensorRole::attention, Shard::column, q_out, h, layer, true);
   add(out, p + "k_proj", TensorRole::attention, Shard::kv_heads, kv_out, h, layer, true);
@@ -72,8 +73,7 @@ void add_ssm(std::vector<LogicalTensor>& out, const ModelSpec& m, int32_t layer)
     case model::SsmSpec::Kind::mamba1: {
       const uint64_t dt_rank = s.dt_rank > 0 ? s.dt_rank : (h + 15) / 16;
       add(out, p + "in_proj", TensorRole::ssm, Shard::column, 2ULL * s.d_inner, h, layer, true);
-      add(out, p + "conv1d", TensorRole::ssm, Shard::column, s.d_inner, s.d_conv + 1, layer,
-          false);
+      add(out, p + "conv1d", TensorRole::ssm, Shard::column, s.d_inner, s.d_conv + 1, layer, false);
       add(out, p + "x_proj", TensorRole::ssm, Shard::row, dt_rank + 2ULL * s.d_state, s.d_inner,
           layer, true);
       add(out, p + "dt_proj", TensorRole::ssm, Shard::column, s.d_inner, dt_rank + 1, layer, true);
@@ -138,8 +138,8 @@ void add_mlp(std::vector<LogicalTensor>& out, const ModelSpec& m, int32_t layer,
   if (e.router_bias) {
     add(out, p + "gate.bias", TensorRole::router, Shard::replicated, e.n_expert, 1, layer, false);
   }
-  add(out, p + "experts.gate_up_proj", TensorRole::expert, Shard::column, 2 * inter, h, layer,
-      true, e.n_expert);
+  add(out, p + "experts.gate_up_proj", TensorRole::expert, Shard::column, 2 * inter, h, layer, true,
+      e.n_expert);
   add(out, p + "experts.down_proj", TensorRole::expert, Shard::row, h, inter, layer, true,
       e.n_expert);
   if (e.expert_bias) {
@@ -199,7 +199,8 @@ std::vector<LogicalTensor> decoder_tensors(const ModelSpec& m) {
 
 uint64_t count_params(const std::vector<LogicalTensor>& tensors) {
   uint64_t n = 0;
-  for (const auto& t : tensors) n += t.elements();
+  for (const auto& t : tensors)
+    n += t.elements();
   return n;
 }
 

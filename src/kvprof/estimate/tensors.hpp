@@ -11,18 +11,18 @@
 namespace kvprof::estimate {
 
 enum class TensorRole : uint8_t {
-  embedding,   // token embedding table
-  lm_head,     // output projection (absent when tied)
-  position,    // learned absolute position table
-  attention,   // q/k/v/o and MLA projections
-  mlp,         // dense MLP projections
-  expert,      // routed expert projections (all experts of a layer in one entry)
+  embedding,  // token embedding table
+  lm_head,    // output projection (absent when tied)
+  position,   // learned absolute position table
+  attention,  // q/k/v/o and MLA projections
+  mlp,        // dense MLP projections
+  expert,     // routed expert projections (all experts of a layer in one entry)
   shared_expert,
-  router,      // MoE gate / router
-  norm,        // norms and their biases
-  ssm,         // mamba / gated delta net mixers
-  vision,      // parameters outside the text decoder
-  mtp,         // multi-token-prediction layers (not loaded by engines without speculation)
+  router,  // MoE gate / router
+  norm,    // norms and their biases
+  ssm,     // mamba / gated delta net mixers
+  vision,  // parameters outside the text decoder
+  mtp,     // multi-token-prediction layers (not loaded by engines without speculation)
 };
 
 // How a tensor is divided over tensor-parallel ranks.
@@ -38,11 +38,11 @@ struct LogicalTensor {
   std::string name;
   TensorRole role = TensorRole::attention;
   Shard shard = Shard::replicated;
-  uint64_t rows = 0;       // output features (or elements for vectors)
-  uint64_t cols = 1;       // input features (1 for vectors)
-  uint64_t count = 1;      // identical copies (experts of one layer)
-  int32_t layer = -1;      // decoder layer, -1 for embedding/head/final norm
-  bool linear = false;     // a matmul weight that checkpoint/runtime quantization applies to
+  uint64_t rows = 0;    // output features (or elements for vectors)
+  uint64_t cols = 1;    // input features (1 for vectors)
+  uint64_t count = 1;   // identical copies (experts of one layer)
+  int32_t layer = -1;   // decoder layer, -1 for embedding/head/final norm
+  bool linear = false;  // a matmul weight that checkpoint/runtime quantization applies to
   [[nodiscard]] uint64_t elements() const { return rows * cols * count; }
 };
 

@@ -13,9 +13,13 @@ namespace {
 
 using model::AttentionKind;
 
-uint64_t cdiv(uint64_t a, uint64_t b) { return b == 0 ? 0 : (a + b - 1) / b; }
+uint64_t cdiv(uint64_t a, uint64_t b) {
+  return b == 0 ? 0 : (a + b - 1) / b;
+}
 
-bool is_state(AttentionKind k) { return k == AttentionKind::mamba || k == AttentionKind::linear; }
+bool is_state(AttentionKind k) {
+  return k == AttentionKind::mamba || k == AttentionKind::linear;
+}
 
 using SpecKey = std::tuple<int, uint64_t, uint64_t, uint32_t>;
 
@@ -51,7 +55,8 @@ uint64_t vllm_blocks_per_request(const VllmKvConfig& cfg, uint64_t tokens, uint3
   if (cfg.uniform_type) {
     return cfg.groups.empty() ? 0 : cdiv(tokens, cfg.groups.front().spec.block_size);
   }
-  for (const auto& g : cfg.groups) blocks += max_usage_blocks(g.spec, tokens, mnbt);
+  for (const auto& g : cfg.groups)
+    blocks += max_usage_blocks(g.spec, tokens, mnbt);
   return blocks;
 }
 
@@ -127,19 +132,22 @@ VllmKvConfig vllm_kv_config(const std::vector<KvLayout>& workers,
     VllmKvGroup g;
     g.spec = specs.front();
     for (const auto& k : order) {
-      for (const auto* l : by_key[k]) g.layers.push_back(l->layer);
+      for (const auto* l : by_key[k])
+        g.layers.push_back(l->layer);
     }
     cfg.groups.push_back(std::move(g));
     for (size_t w = 0; w < n_workers; ++w) {
       uint64_t block_bytes = 0;
-      for (const auto& l : workers[w].layers) block_bytes += block_size * l.bytes_per_token;
+      for (const auto& l : workers[w].layers)
+        block_bytes += block_size * l.bytes_per_token;
       const int64_t avail = std::max<int64_t>(available_bytes[w], 0);
       cfg.blocks_per_worker[w] = block_bytes == 0 ? 0 : static_cast<uint64_t>(avail) / block_bytes;
     }
   } else {
     // 4. Hybrid: unify page sizes, split each type into groups of group_size layers.
     uint64_t page = 0;
-    for (const auto& s : specs) page = std::max(page, s.page_bytes);
+    for (const auto& s : specs)
+      page = std::max(page, s.page_bytes);
     for (auto& s : specs) {
       if (!is_state(s.kind) && s.page_bytes > 0 && s.page_bytes < page &&
           page % s.page_bytes == 0) {
@@ -163,7 +171,8 @@ VllmKvConfig vllm_kv_config(const std::vector<KvLayout>& workers,
       for (size_t i = 0; i < n_groups; ++i) {
         VllmKvGroup g;
         g.spec = specs[t];
-        for (size_t j = i; j < layers.size(); j += n_groups) g.layers.push_back(layers[j]->layer);
+        for (size_t j = i; j < layers.size(); j += n_groups)
+          g.layers.push_back(layers[j]->layer);
         cfg.groups.push_back(std::move(g));
       }
     }
@@ -172,7 +181,8 @@ VllmKvConfig vllm_kv_config(const std::vector<KvLayout>& workers,
       for (const auto& g : cfg.groups) {
         size_t n = 0;
         for (uint32_t id : g.layers) {
-          for (const auto& l : workers[w].layers) n += l.layer == id ? 1 : 0;
+          for (const auto& l : workers[w].layers)
+            n += l.layer == id ? 1 : 0;
         }
         worker_group_size = std::max(worker_group_size, n);
       }
@@ -189,14 +199,16 @@ VllmKvConfig vllm_kv_config(const std::vector<KvLayout>& workers,
   for (size_t w = 0; w < n_workers; ++w) {
     uint64_t block_bytes = cfg.pool_bytes_per_worker[w];
     if (block_bytes == 0) {
-      for (const auto& l : workers[w].layers) block_bytes += block_size * l.bytes_per_token;
+      for (const auto& l : workers[w].layers)
+        block_bytes += block_size * l.bytes_per_token;
     }
     cfg.pool_bytes_per_worker[w] = block_bytes * cfg.num_blocks;
   }
 
   // 6. What vLLM logs.
   uint32_t min_block = UINT32_MAX;
-  for (const auto& g : cfg.groups) min_block = std::min(min_block, g.spec.block_size);
+  for (const auto& g : cfg.groups)
+    min_block = std::min(min_block, g.spec.block_size);
   cfg.kv_cache_tokens = cfg.num_blocks / cfg.groups.size() * min_block;
   cfg.blocks_per_max_len_request =
       vllm_blocks_per_request(cfg, p.max_model_len, p.max_num_batched_tokens);

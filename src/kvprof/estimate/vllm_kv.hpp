@@ -16,8 +16,8 @@ struct VllmKvSpec {
   uint64_t bytes_per_token = 0;  // attention; 0 for state layers
   uint64_t state_bytes = 0;      // mamba / linear
   uint32_t window_tokens = 0;
-  uint32_t block_size = 16;      // tokens per block (state layers: max_model_len)
-  uint64_t page_bytes = 0;       // bytes per block per layer, after unification
+  uint32_t block_size = 16;  // tokens per block (state layers: max_model_len)
+  uint64_t page_bytes = 0;   // bytes per block per layer, after unification
 };
 
 struct VllmKvGroup {
@@ -27,7 +27,7 @@ struct VllmKvGroup {
 
 struct VllmKvConfig {
   std::vector<VllmKvGroup> groups;
-  bool uniform_type = false;       // one group whose layers have different page sizes
+  bool uniform_type = false;  // one group whose layers have different page sizes
   uint32_t attention_block_size = 16;
   uint64_t num_blocks = 0;
   uint64_t kv_cache_tokens = 0;

@@ -14,9 +14,13 @@ namespace {
 using model::DType;
 using model::QuantMethod;
 
-uint64_t ceil_div(uint64_t a, uint64_t b) { return b == 0 ? 0 : (a + b - 1) / b; }
+uint64_t ceil_div(uint64_t a, uint64_t b) {
+  return b == 0 ? 0 : (a + b - 1) / b;
+}
 
-uint64_t dtype_bytes_x8(DType t) { return model::dtype_bits(t); }  // bits = bytes * 8
+uint64_t dtype_bytes_x8(DType t) {
+  return model::dtype_bits(t);
+}  // bits = bytes * 8
 
 // Decoder layer of a tensor name like "model.layers.12.mlp..." or "blk.12.ffn_up"; -1 if none.
 int32_t layer_of(std::string_view name) {
@@ -44,8 +48,8 @@ bool entry_matches(std::string_view entry, const LogicalTensor& t) {
   const int32_t layer = layer_of(e);
   if (layer >= 0 && layer != t.layer) return false;
   if (e.find("shared_expert") != std::string::npos) return t.role == TensorRole::shared_expert;
-  if (e.find("router") != std::string::npos || e.ends_with("mlp.gate") ||
-      e.ends_with("gate$") || e.ends_with(".gate")) {
+  if (e.find("router") != std::string::npos || e.ends_with("mlp.gate") || e.ends_with("gate$") ||
+      e.ends_with(".gate")) {
     return t.role == TensorRole::router;
   }
   if (e.find("self_attn") != std::string::npos || e.find(".attn") != std::string::npos ||
@@ -81,8 +85,7 @@ struct LocalShape {
   uint64_t count = 1;
 };
 
-LocalShape local_shape(const LogicalTensor& t, const model::ModelSpec& m,
-                       const WeightOptions& o) {
+LocalShape local_shape(const LogicalTensor& t, const model::ModelSpec& m, const WeightOptions& o) {
   LocalShape s{t.rows, t.cols, t.count};
   const uint64_t tp = std::max<uint32_t>(o.tp, 1);
   if (t.role == TensorRole::expert && o.expert_shards > tp) {
@@ -194,15 +197,14 @@ LogicalTensor classify(const model::TensorInfo& info) {
   } else if (has("o_proj") || has("down_proj") || has("dense") || has("fc2") ||
              has("attn_output") || has("ffn_down") || has("out_proj") || has(".w2")) {
     t.role = has("o_proj") || has("attn_output") || has("dense.") ? TensorRole::attention
-                                                                    : TensorRole::mlp;
+                                                                  : TensorRole::mlp;
     t.shard = Shard::row;
   } else if (has("k_proj") || has("v_proj") || has("attn_k") || has("attn_v")) {
     t.role = TensorRole::attention;
     t.shard = Shard::kv_heads;
   } else if (has("proj") || has("attn") || has("fc1") || has("ffn") || has("mlp") ||
              has("query_key_value")) {
-    t.role = has("attn") || has("q_proj") || has("query") ? TensorRole::attention
-                                                          : TensorRole::mlp;
+    t.role = has("attn") || has("q_proj") || has("query") ? TensorRole::attention : TensorRole::mlp;
     t.shard = Shard::column;
   }
   return t;
@@ -218,7 +220,8 @@ WeightBreakdown weights_from_tensors(const model::ModelSpec& m, const WeightOpti
     LogicalTensor t = classify(info);
     if (t.layer >= static_cast<int32_t>(m.n_layer)) continue;  // MTP layers: not loaded
     uint64_t elements = 1;
-    for (uint64_t d : info.shape) elements *= d;
+    for (uint64_t d : info.shape)
+      elements *= d;
     w.params_total += elements;
     if (!on_this_rank(t.layer, t.role, range, o)) continue;
     uint64_t bytes = info.bytes;
@@ -226,13 +229,13 @@ WeightBreakdown weights_from_tensors(const model::ModelSpec& m, const WeightOpti
       case Shard::replicated:
         break;
       case Shard::kv_heads:
-        bytes = bytes * std::max<uint64_t>(1, m.n_head_kv / tp) / std::max<uint32_t>(m.n_head_kv, 1);
+        bytes =
+            bytes * std::max<uint64_t>(1, m.n_head_kv / tp) / std::max<uint32_t>(m.n_head_kv, 1);
         if (m.n_head_kv == 0) bytes = ceil_div(info.bytes, tp);
         break;
       default:
-        bytes = ceil_div(bytes, t.role == TensorRole::expert
-                                    ? std::max<uint64_t>(tp, o.expert_shards)
-                                    : tp);
+        bytes = ceil_div(
+            bytes, t.role == TensorRole::expert ? std::max<uint64_t>(tp, o.expert_shards) : tp);
         break;
     }
     w.params_on_rank += ceil_div(elements * bytes, std::max<uint64_t>(info.bytes, 1));
@@ -255,9 +258,11 @@ std::pair<uint32_t, uint32_t> pp_layer_range(uint32_t n_layer, uint32_t pp, uint
   pp = std::max<uint32_t>(pp, 1);
   std::vector<uint32_t> sizes(pp, n_layer / pp);
   const uint32_t remaining = n_layer % pp;
-  for (uint32_t i = 2; i < remaining + 2; ++i) sizes[pp - i] += 1;
+  for (uint32_t i = 2; i < remaining + 2; ++i)
+    sizes[pp - i] += 1;
   uint32_t begin = 0;
-  for (uint32_t r = 0; r < rank && r < pp; ++r) begin += sizes[r];
+  for (uint32_t r = 0; r < rank && r < pp; ++r)
+    begin += sizes[r];
   return {begin, begin + (rank < pp ? sizes[rank] : 0)};
 }
 
@@ -307,8 +312,8 @@ bool is_left_unquantized(const LogicalTensor& t, const model::Quantization& q) {
 
 WeightBreakdown weights_per_rank(const model::ModelSpec& m, const WeightOptions& o) {
   WeightBreakdown w;
-  const bool use_file = !m.tensors.empty() && (m.quant.method == QuantMethod::none ||
-                                               m.quant.from_checkpoint);
+  const bool use_file =
+      !m.tensors.empty() && (m.quant.method == QuantMethod::none || m.quant.from_checkpoint);
   if (use_file) {
     w = weights_from_tensors(m, o);
   } else {
@@ -319,10 +324,10 @@ WeightBreakdown weights_per_rank(const model::ModelSpec& m, const WeightOptions&
     for (const auto& t : tensors) {
       if (!on_this_rank(t.layer, t.role, range, o)) continue;
       const LocalShape s = local_shape(t, m, o);
-      const uint64_t bytes = is_left_unquantized(t, o.quant)
-                                 ? unquantized_bytes(s.rows * s.cols * s.count, o.compute_dtype)
-                                 : quantized_linear_bytes(s.rows, s.cols, s.count, o.quant,
-                                                          o.compute_dtype);
+      const uint64_t bytes =
+          is_left_unquantized(t, o.quant)
+              ? unquantized_bytes(s.rows * s.cols * s.count, o.compute_dtype)
+              : quantized_linear_bytes(s.rows, s.cols, s.count, o.quant, o.compute_dtype);
       w.params_on_rank += s.rows * s.cols * s.count;
       account(w, t.role, bytes);
     }

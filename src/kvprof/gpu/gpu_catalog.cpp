@@ -72,7 +72,8 @@ Expected<GpuSpec> find_gpu(std::string_view name) {
     }
   }
   std::vector<std::string> names;
-  for (const auto& g : gpu_catalog()) names.push_back(g.id);
+  for (const auto& g : gpu_catalog())
+    names.push_back(g.id);
   const auto hints = closest_matches(name, names);
   std::string msg = fmt::format("unknown GPU '{}'", name);
   if (!hints.empty()) msg += fmt::format("; did you mean {}?", fmt::join(hints, ", "));

@@ -12,19 +12,19 @@
 namespace kvprof::gpu {
 
 struct GpuSpec {
-  std::string id;                   // catalog id, e.g. "H100-SXM"
-  std::string name;                 // as NVML/nvidia-smi names it, e.g. "NVIDIA H100 80GB HBM3"
+  std::string id;    // catalog id, e.g. "H100-SXM"
+  std::string name;  // as NVML/nvidia-smi names it, e.g. "NVIDIA H100 80GB HBM3"
   std::vector<std::string> aliases;
   std::string vendor;               // "nvidia" or "amd"
   std::string arch;                 // "ampere", "ada", "hopper", "blackwell", "cdna3"
   uint32_t compute_capability = 0;  // 80, 89, 90, 100, 120 (0 for AMD)
-  uint64_t memory_bytes = 0;          // usable total the driver reports (CUDA total, NVML total - reserved)
+  uint64_t memory_bytes = 0;  // usable total the driver reports (CUDA total, NVML total - reserved)
   uint64_t memory_nominal_bytes = 0;  // marketed capacity (80 GB = 80e9 or 80 GiB as marketed)
-  double bandwidth_gb_s = 0;        // peak memory bandwidth, GB/s
-  double tflops_bf16 = 0;           // dense peak, TFLOP/s
-  double tflops_fp8 = 0;            // dense peak, 0 when the GPU has no fp8 tensor cores
-  double price_hint = 0;            // relative cost rank for sorting recommendations (0 = unknown)
-  std::string source;               // where the figures come from
+  double bandwidth_gb_s = 0;          // peak memory bandwidth, GB/s
+  double tflops_bf16 = 0;             // dense peak, TFLOP/s
+  double tflops_fp8 = 0;              // dense peak, 0 when the GPU has no fp8 tensor cores
+  double price_hint = 0;  // relative cost rank for sorting recommendations (0 = unknown)
+  std::string source;     // where the figures come from
 
   [[nodiscard]] bool supports_fp8() const { return tflops_fp8 > 0; }
 };

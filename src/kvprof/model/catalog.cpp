@@ -66,8 +66,10 @@ std::vector<const CatalogEntry*> search_catalog(std::string_view text) {
   for (const auto& e : model_catalog()) {
     bool hit = needle.empty() || to_lower(e.id).find(needle) != std::string::npos ||
                to_lower(e.family).find(needle) != std::string::npos;
-    for (const auto& a : e.aliases) hit = hit || to_lower(a).find(needle) != std::string::npos;
-    for (const auto& t : e.tags) hit = hit || to_lower(t) == needle;
+    for (const auto& a : e.aliases)
+      hit = hit || to_lower(a).find(needle) != std::string::npos;
+    for (const auto& t : e.tags)
+      hit = hit || to_lower(t) == needle;
     if (hit) out.push_back(&e);
   }
   return out;
@@ -79,7 +81,8 @@ Expected<ModelSpec> catalog_model(std::string_view name) {
     std::vector<std::string> names;
     for (const auto& e : model_catalog()) {
       names.push_back(e.id);
-      for (const auto& a : e.aliases) names.push_back(a);
+      for (const auto& a : e.aliases)
+        names.push_back(a);
     }
     const auto hints = closest_matches(name, names);
     std::string msg = fmt::format("unknown model '{}'", name);

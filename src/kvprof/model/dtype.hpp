@@ -21,7 +21,7 @@ enum class DType : uint8_t {
   i8,
   u8,
   boolean,
-  i4,     // packed, two per byte
+  i4,       // packed, two per byte
   f4_e2m1,  // MXFP4 / NVFP4 elements, two per byte
 };
 

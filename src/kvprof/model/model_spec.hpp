@@ -14,11 +14,12 @@ namespace kvprof::model {
 // How a decoder layer keeps context for a request.
 enum class AttentionKind : uint8_t {
   full,     // standard (MHA/GQA/MQA) attention over the whole context
-  sliding,  // attention over the last `window_tokens` tokens (Mistral v0.1, Gemma 2/3 local, gpt-oss)
+  sliding,  // attention over the last `window_tokens` tokens (Mistral v0.1, Gemma 2/3 local,
+            // gpt-oss)
   chunked,  // chunked local attention over blocks of `window_tokens` (Llama 4 iRoPE layers)
-  mla,      // multi-head latent attention (DeepSeek V2/V3, Kimi): one latent + rope vector per token
-  linear,   // linear attention / gated delta net (Qwen3-Next): constant state per request
-  mamba,    // Mamba / Mamba-2 SSM mixer (Jamba, Granite 4, Nemotron-H): constant state per request
+  mla,     // multi-head latent attention (DeepSeek V2/V3, Kimi): one latent + rope vector per token
+  linear,  // linear attention / gated delta net (Qwen3-Next): constant state per request
+  mamba,   // Mamba / Mamba-2 SSM mixer (Jamba, Granite 4, Nemotron-H): constant state per request
 };
 
 struct LayerSpec {
@@ -39,26 +40,26 @@ struct MlaSpec {
 
 // Mixture-of-experts dimensions; n_expert == 0 means a dense model.
 struct MoeSpec {
-  uint32_t n_expert = 0;                  // routed experts per MoE layer
-  uint32_t n_expert_used = 0;             // experts each token is routed to
-  uint32_t expert_intermediate_size = 0;  // per routed expert
-  uint32_t n_shared_expert = 0;           // always-on experts (DeepSeek, Llama 4, Qwen MoE)
+  uint32_t n_expert = 0;                         // routed experts per MoE layer
+  uint32_t n_expert_used = 0;                    // experts each token is routed to
+  uint32_t expert_intermediate_size = 0;         // per routed expert
+  uint32_t n_shared_expert = 0;                  // always-on experts (DeepSeek, Llama 4, Qwen MoE)
   uint32_t shared_expert_intermediate_size = 0;  // per shared expert
-  bool shared_expert_gate = false;        // Qwen2-MoE style sigmoid gate on the shared expert
-  bool router_bias = false;               // router has a bias vector (gpt-oss)
-  bool expert_bias = false;               // expert projections have biases (gpt-oss)
+  bool shared_expert_gate = false;  // Qwen2-MoE style sigmoid gate on the shared expert
+  bool router_bias = false;         // router has a bias vector (gpt-oss)
+  bool expert_bias = false;         // expert projections have biases (gpt-oss)
 };
 
 // State-space / linear-attention mixer dimensions (per layer, before tensor parallelism).
 struct SsmSpec {
   enum class Kind : uint8_t { none, mamba1, mamba2, gated_delta_net };
   Kind kind = Kind::none;
-  uint32_t d_inner = 0;   // mamba: expand * hidden_size; GDN: n_heads * head_dim
-  uint32_t d_state = 0;   // mamba state size (per channel for mamba1, per head dim for mamba2)
-  uint32_t d_conv = 0;    // causal conv kernel width
-  uint32_t n_groups = 0;  // mamba2 B/C groups
-  uint32_t n_heads = 0;   // mamba2 heads / GDN value heads
-  uint32_t head_dim = 0;  // mamba2 head dim / GDN value head dim
+  uint32_t d_inner = 0;     // mamba: expand * hidden_size; GDN: n_heads * head_dim
+  uint32_t d_state = 0;     // mamba state size (per channel for mamba1, per head dim for mamba2)
+  uint32_t d_conv = 0;      // causal conv kernel width
+  uint32_t n_groups = 0;    // mamba2 B/C groups
+  uint32_t n_heads = 0;     // mamba2 heads / GDN value heads
+  uint32_t head_dim = 0;    // mamba2 head dim / GDN value head dim
   uint32_t n_k_heads = 0;   // GDN key heads
   uint32_t k_head_dim = 0;  // GDN key head dim
   uint32_t dt_rank = 0;     // mamba1 dt projection rank
@@ -66,8 +67,9 @@ struct SsmSpec {
 
 enum class QuantMethod : uint8_t {
   none,
-  fp8,                 // fp8 weights (checkpoint "fp8" or runtime --quantization fp8), per-tensor/channel or block scales
-  awq,                 // 4-bit, group scales + zeros
+  fp8,  // fp8 weights (checkpoint "fp8" or runtime --quantization fp8), per-tensor/channel or block
+        // scales
+  awq,  // 4-bit, group scales + zeros
   gptq,                // 4/8-bit, group scales (+ zeros), optional act-order g_idx
   compressed_tensors,  // llm-compressor: w8a8 int8/fp8, w4a16, fp8-dynamic
   bitsandbytes,        // nf4 / int8
@@ -87,10 +89,10 @@ struct Quantization {
   uint32_t block_rows = 0;        // fp8 block-scale shape (e.g. 128x128); 0 = not block-wise
   uint32_t block_cols = 0;
   std::vector<std::string> ignored_modules;  // modules left unquantized ("lm_head", "re:.*gate$")
-  bool from_checkpoint = true;    // false when the engine quantizes at load (--quantization fp8)
+  bool from_checkpoint = true;  // false when the engine quantizes at load (--quantization fp8)
   DType kv_cache_dtype_hint = DType::bf16;  // checkpoint's kv_cache_scheme (fp8) when present
   bool has_kv_cache_scheme = false;
-  std::string format;             // free text as the config said it ("w4a16", "float-quantized", ...)
+  std::string format;  // free text as the config said it ("w4a16", "float-quantized", ...)
 };
 
 // One tensor as a checkpoint file declares it (safetensors header or GGUF tensor info).
@@ -119,7 +121,7 @@ struct ModelSpec {
   uint32_t head_dim = 0;           // explicit head_dim, else hidden_size / n_head
   uint32_t vocab_size = 0;
   uint64_t max_position_embeddings = 0;
-  uint32_t rotary_dim = 0;         // head_dim * partial_rotary_factor; 0 = no rotary (learned/NoPE)
+  uint32_t rotary_dim = 0;  // head_dim * partial_rotary_factor; 0 = no rotary (learned/NoPE)
   bool tie_word_embeddings = false;
   bool learned_positions = false;  // absolute position embedding table (GPT-2, OPT)
 
@@ -134,18 +136,18 @@ struct ModelSpec {
   bool attn_output_gate = false;   // gated attention output (Qwen3-Next): q projection doubled
   bool parallel_attn_mlp = false;  // attention and MLP share one input norm (Phi-2, GPT-J)
 
-  std::vector<LayerSpec> layers;   // one per decoder layer, size n_layer
+  std::vector<LayerSpec> layers;  // one per decoder layer, size n_layer
   MlaSpec mla;
   MoeSpec moe;
   SsmSpec ssm;
-  uint32_t n_mtp_layers = 0;       // multi-token-prediction layers in the checkpoint (DeepSeek V3)
+  uint32_t n_mtp_layers = 0;  // multi-token-prediction layers in the checkpoint (DeepSeek V3)
 
   // Parameters outside the text decoder (vision tower, projector, audio encoder), not counted
   // by the decoder formulas. Taken from the catalog or estimated from vision_config.
   uint64_t extra_params = 0;
 
   // Checkpoint.
-  DType dtype = DType::bf16;       // torch_dtype / dtype of unquantized weights
+  DType dtype = DType::bf16;  // torch_dtype / dtype of unquantized weights
   Quantization quant;
   std::vector<TensorInfo> tensors;  // exact tensors when read from files; empty otherwise
   uint64_t published_params = 0;    // parameter count the publisher states (display/cross-check)
@@ -156,7 +158,8 @@ struct ModelSpec {
   [[nodiscard]] bool is_moe() const { return moe.n_expert > 0; }
   [[nodiscard]] uint32_t count_layers(AttentionKind kind) const {
     uint32_t n = 0;
-    for (const auto& l : layers) n += l.attention == kind ? 1 : 0;
+    for (const auto& l : layers)
+      n += l.attention == kind ? 1 : 0;
     return n;
   }
 };

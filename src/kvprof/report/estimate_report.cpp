@@ -16,7 +16,9 @@ nlohmann::json opt(const std::optional<T>& v) {
   return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
 }
 
-std::string gib(uint64_t bytes) { return fmt::format("{:.2f}", bytes_to_gib(bytes)); }
+std::string gib(uint64_t bytes) {
+  return fmt::format("{:.2f}", bytes_to_gib(bytes));
+}
 
 std::string signed_gib(int64_t bytes) {
   return fmt::format("{:+.2f}", static_cast<double>(bytes) / static_cast<double>(k_gib));
@@ -24,7 +26,8 @@ std::string signed_gib(int64_t bytes) {
 
 std::string upper(std::string_view s) {
   std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  for (char& c : out)
+    c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   return out;
 }
 
@@ -35,28 +38,28 @@ nlohmann::json estimate_json(const Estimate& e) {
   const auto& mb = e.per_gpu;
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& r : e.rows) {
-    rows.push_back({{"context_tokens", r.context_tokens},
-                    {"concurrency", r.concurrency},
-                    {"kv_needed_bytes", r.kv_needed_bytes},
-                    {"kv_capacity_bytes", r.kv_capacity_bytes},
-                    {"total_bytes", r.total_bytes},
-                    {"margin_bytes", r.margin_bytes},
-                    {"verdict", estimate::verdict_name(r.verdict)},
-                    {"risk", r.risk},
-                    {"max_concurrency_at_context", estimate::max_concurrency_at(e, r.context_tokens)},
-                    {"max_context_at_concurrency",
-                     estimate::max_context_at(e, r.concurrency,
-                                              std::max<uint64_t>(e.engine_report.max_model_len,
-                                                                 r.context_tokens))},
-                    {"note", r.note}});
+    rows.push_back(
+        {{"context_tokens", r.context_tokens},
+         {"concurrency", r.concurrency},
+         {"kv_needed_bytes", r.kv_needed_bytes},
+         {"kv_capacity_bytes", r.kv_capacity_bytes},
+         {"total_bytes", r.total_bytes},
+         {"margin_bytes", r.margin_bytes},
+         {"verdict", estimate::verdict_name(r.verdict)},
+         {"risk", r.risk},
+         {"max_concurrency_at_context", estimate::max_concurrency_at(e, r.context_tokens)},
+         {"max_context_at_concurrency",
+          estimate::max_context_at(
+              e, r.concurrency,
+              std::max<uint64_t>(e.engine_report.max_model_len, r.context_tokens))},
+         {"note", r.note}});
   }
   const auto& rep = e.engine_report;
   return {
       {"schema_version", k_estimate_schema_version},
       {"kind", "estimate"},
       {"model", {{"id", e.model_id}, {"source", e.model_source}}},
-      {"gpu",
-       {{"id", e.gpu.id}, {"name", e.gpu.name}, {"memory_bytes", e.gpu.memory_bytes}}},
+      {"gpu", {{"id", e.gpu.id}, {"name", e.gpu.name}, {"memory_bytes", e.gpu.memory_bytes}}},
       {"engine", estimate::engine_name(s.engine)},
       {"settings",
        {{"tensor_parallel_size", s.tensor_parallel_size},
@@ -125,15 +128,16 @@ nlohmann::json estimate_json(const Estimate& e) {
 std::string estimate_text(const Estimate& e) {
   const auto& s = e.settings;
   const auto& mb = e.per_gpu;
-  std::string out = fmt::format(
-      "kvprof estimate: {} on {} x {} ({} GiB usable each), engine {}\n", e.model_id,
-      e.gpus_total, e.gpu.name, gib(e.gpu.memory_bytes), estimate::engine_name(s.engine));
+  std::string out = fmt::format("kvprof estimate: {} on {} x {} ({} GiB usable each), engine {}\n",
+                                e.model_id, e.gpus_total, e.gpu.name, gib(e.gpu.memory_bytes),
+                                estimate::engine_name(s.engine));
   out += fmt::format(
       "  tp={} pp={} dp={}  dtype={}  quantization={}  kv-cache-dtype={}  max-model-len={}",
       s.tensor_parallel_size, s.pipeline_parallel_size, s.data_parallel_size,
       model::dtype_name(e.compute_dtype), e.quantization,
       estimate::kv_cache_dtype_name(s.kv_cache_dtype), s.max_model_len.value_or(0));
-  if (s.gpu_memory_utilization) out += fmt::format("  memory-fraction={:.3g}", *s.gpu_memory_utilization);
+  if (s.gpu_memory_utilization)
+    out += fmt::format("  memory-fraction={:.3g}", *s.gpu_memory_utilization);
   out += "\n\n";
   Table parts({"per GPU", "GiB"});
   parts.add_row({"weights", gib(mb.weights_bytes)});
@@ -155,7 +159,8 @@ std::string estimate_text(const Estimate& e) {
   out += "\n\n";
   if (!e.engine_report.log_lines.empty()) {
     out += fmt::format("{} will log:\n", estimate::engine_name(s.engine));
-    for (const auto& line : e.engine_report.log_lines) out += "  " + line + "\n";
+    for (const auto& line : e.engine_report.log_lines)
+      out += "  " + line + "\n";
     out += "\n";
   }
   Table rows({"context", "concurrency", "KV needed GiB", "KV capacity GiB", "margin GiB",
@@ -170,7 +175,8 @@ std::string estimate_text(const Estimate& e) {
   out += fmt::format("\nVerdict: {} (headroom {} GiB, confidence {})\n",
                      upper(estimate::verdict_name(e.verdict)), signed_gib(e.headroom_bytes),
                      e.confidence);
-  for (const auto& w : e.warnings) out += "warning: " + w + "\n";
+  for (const auto& w : e.warnings)
+    out += "warning: " + w + "\n";
   return out;
 }
 
@@ -178,15 +184,16 @@ nlohmann::json recommendations_json(const std::vector<estimate::Recommendation>&
                                     uint64_t context_tokens) {
   nlohmann::json list = nlohmann::json::array();
   for (const auto& r : recs) {
-    list.push_back({{"gpu", r.gpu.id},
-                    {"gpu_name", r.gpu.name},
-                    {"gpu_count", r.gpu_count},
-                    {"tensor_parallel_size", r.tp},
-                    {"pipeline_parallel_size", r.pp},
-                    {"kv_cache_tokens", r.estimate.engine_report.kv_cache_tokens},
-                    {"max_concurrency_at_context", estimate::max_concurrency_at(r.estimate, context_tokens)},
-                    {"headroom_bytes", r.estimate.headroom_bytes},
-                    {"verdict", estimate::verdict_name(r.estimate.verdict)}});
+    list.push_back(
+        {{"gpu", r.gpu.id},
+         {"gpu_name", r.gpu.name},
+         {"gpu_count", r.gpu_count},
+         {"tensor_parallel_size", r.tp},
+         {"pipeline_parallel_size", r.pp},
+         {"kv_cache_tokens", r.estimate.engine_report.kv_cache_tokens},
+         {"max_concurrency_at_context", estimate::max_concurrency_at(r.estimate, context_tokens)},
+         {"headroom_bytes", r.estimate.headroom_bytes},
+         {"verdict", estimate::verdict_name(r.estimate.verdict)}});
   }
   return {{"schema_version", k_estimate_schema_version},
           {"kind", "recommendation"},

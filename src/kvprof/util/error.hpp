@@ -11,12 +11,12 @@ namespace kvprof {
 
 // What went wrong, which decides the exit code: usage and input errors exit 2, the rest 1.
 enum class ErrorKind {
-  usage,     // a wrong flag or an impossible setting
-  input,     // a malformed or unsupported file or value given by the user
-  not_found, // a named thing (model, GPU, file) does not exist
-  io,        // reading or writing a file failed
-  network,   // a server could not be reached or answered badly
-  driver,    // NVML or /proc failed
+  usage,      // a wrong flag or an impossible setting
+  input,      // a malformed or unsupported file or value given by the user
+  not_found,  // a named thing (model, GPU, file) does not exist
+  io,         // reading or writing a file failed
+  network,    // a server could not be reached or answered badly
+  driver,     // NVML or /proc failed
   interrupted,
   internal,
 };

@@ -8,15 +8,18 @@ namespace kvprof {
 
 std::string to_lower(std::string_view s) {
   std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (char& c : out)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return out;
 }
 
 std::string trim(std::string_view s) {
   size_t begin = 0;
   size_t end = s.size();
-  while (begin < end && std::isspace(static_cast<unsigned char>(s[begin]))) ++begin;
-  while (end > begin && std::isspace(static_cast<unsigned char>(s[end - 1]))) --end;
+  while (begin < end && std::isspace(static_cast<unsigned char>(s[begin])))
+    ++begin;
+  while (end > begin && std::isspace(static_cast<unsigned char>(s[end - 1])))
+    --end;
   return std::string(s.substr(begin, end - begin));
 }
 
@@ -35,8 +38,7 @@ std::vector<std::string> split(std::string_view s, char sep) {
 }
 
 bool iequals(std::string_view a, std::string_view b) {
-  return a.size() == b.size() &&
-         std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
            return std::tolower(static_cast<unsigned char>(x)) ==
                   std::tolower(static_cast<unsigned char>(y));
          });
@@ -45,7 +47,8 @@ bool iequals(std::string_view a, std::string_view b) {
 size_t edit_distance(std::string_view a, std::string_view b) {
   std::vector<size_t> prev(b.size() + 1);
   std::vector<size_t> cur(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (size_t j = 0; j <= b.size(); ++j)
+    prev[j] = j;
   for (size_t i = 1; i <= a.size(); ++i) {
     cur[0] = i;
     for (size_t j = 1; j <= b.size(); ++j) {
@@ -67,8 +70,8 @@ std::vector<std::string> closest_matches(std::string_view name,
     const std::string lc = to_lower(c);
     size_t score = edit_distance(needle, lc);
     // A candidate that contains the text (or the reverse) is a much better hint.
-    if (!needle.empty() && (lc.find(needle) != std::string::npos ||
-                            needle.find(lc) != std::string::npos)) {
+    if (!needle.empty() &&
+        (lc.find(needle) != std::string::npos || needle.find(lc) != std::string::npos)) {
       score = score / 4;
     }
     scored.emplace_back(score, c);

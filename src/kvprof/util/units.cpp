@@ -26,8 +26,8 @@ Expected<uint64_t> parse_bytes(std::string_view text) {
   const std::string original(text);
   std::string s = to_lower(trim(text));
   size_t unit_pos = 0;
-  while (unit_pos < s.size() && (std::isdigit(static_cast<unsigned char>(s[unit_pos])) ||
-                                 s[unit_pos] == '.')) {
+  while (unit_pos < s.size() &&
+         (std::isdigit(static_cast<unsigned char>(s[unit_pos])) || s[unit_pos] == '.')) {
     ++unit_pos;
   }
   if (unit_pos == 0) return fail(ErrorKind::input, fmt::format("'{}' is not a size", original));
@@ -58,9 +58,10 @@ Expected<uint64_t> parse_bytes(std::string_view text) {
   } else if (unit == "tb") {
     scale = 1e12;
   } else {
-    return fail(ErrorKind::input,
-                fmt::format("'{}': unknown size unit '{}' (use B, KiB, MiB, GiB, TiB, KB, MB, GB, TB)",
-                            original, unit));
+    return fail(
+        ErrorKind::input,
+        fmt::format("'{}': unknown size unit '{}' (use B, KiB, MiB, GiB, TiB, KB, MB, GB, TB)",
+                    original, unit));
   }
   const double bytes = value * scale;
   if (bytes > 1.8e19) return fail(ErrorKind::input, fmt::format("'{}' is too large", original));

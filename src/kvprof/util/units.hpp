@@ -15,8 +15,12 @@ inline constexpr uint64_t k_mib = 1ULL << 20;
 inline constexpr uint64_t k_gib = 1ULL << 30;
 
 // Returns bytes as GiB (2^30).
-inline double bytes_to_gib(uint64_t bytes) { return static_cast<double>(bytes) / k_gib; }
-inline double bytes_to_gib(double bytes) { return bytes / k_gib; }
+inline double bytes_to_gib(uint64_t bytes) {
+  return static_cast<double>(bytes) / k_gib;
+}
+inline double bytes_to_gib(double bytes) {
+  return bytes / k_gib;
+}
 
 // Returns GiB as bytes, rounded to the nearest byte; negative values clamp to 0.
 uint64_t gib_to_bytes(double gib);
