@@ -288,12 +288,24 @@ TEST(SimServer, RejectsTooLongRequestsAndOtherModelsLikeVllm) {
   EXPECT_GE(server->stats().rejected_total, 2u);
 }
 
+// The engine counts a request as finished just after its last chunk is sent, so a client can
+// see the response before the counters move: wait (bounded) for them.
+template <class Pred>
+bool eventually(Pred pred) {
+  for (int i = 0; i < 200; ++i) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return pred();
+}
+
 TEST(SimServer, MetricsFollowTheEngine) {
   auto server = start_server(test_config());
   ASSERT_TRUE(server);
   Conn conn(server->port());
   conn.request("POST", "/v1/completions", completion_body("p q r s", 5, true));
   conn.request("POST", "/v1/completions", completion_body("p q r s", 6, false));
+  ASSERT_TRUE(eventually([&] { return server->stats().engine.requests_finished_total >= 2; }));
   const auto m = conn.request("GET", "/metrics");
   ASSERT_EQ(m.status, 200);
   const std::string l = R"({engine="0",model_name="sim-model"})";
@@ -336,6 +348,9 @@ TEST(SimServer, ManyConcurrentStreamsAllCompleteAndPreemptionsShowInMetrics) {
     t.join();
   for (int i = 0; i < k_clients; ++i)
     EXPECT_EQ(tokens[i], 40) << "client " << i;
+  EXPECT_TRUE(eventually([&] {
+    return server->stats().engine.requests_finished_total >= static_cast<uint64_t>(k_clients);
+  }));
   const auto stats = server->stats();
   EXPECT_EQ(stats.engine.requests_finished_total, static_cast<uint64_t>(k_clients));
   EXPECT_GT(stats.engine.num_preemptions_total, 0u);
