@@ -6,5 +6,6 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 KVPROF_BUILD_DIR=build bash scripts/build.sh -DKVPROF_BUILD_TESTS=OFF -DKVPROF_BUILD_BENCH=OFF
 echo
-echo "== kvprof estimate (built-in default: Llama 3.1 8B on one H100, vLLM)"
-./build/src/kvprof estimate "$@"
+echo "== kvprof profile (built-in default: a SIMULATED vLLM server sized by the planner for"
+echo "   Llama 3.1 8B on one H100, driven through a small workload grid; results in results/)"
+./build/src/kvprof profile "$@"

@@ -12,34 +12,10 @@
 #include <vector>
 
 #include "kvprof/cli/commands.hpp"
+#include "kvprof/cli/estimate_options.hpp"
 #include "kvprof/util/error.hpp"
 
 namespace kvprof::cli {
-namespace {
-
-// vLLM, SGLang and llama.cpp spell some flags with one dash and several letters (-tp, -ngl);
-// CLI11 reads those as bundled short flags, so they become their long forms first.
-std::vector<std::string> normalize_short_flags(int argc, char** argv) {
-  static const std::pair<std::string_view, std::string_view> k_aliases[] = {
-      {"-tp", "--tensor-parallel-size"},
-      {"-pp", "--pipeline-parallel-size"},
-      {"-dp", "--data-parallel-size"},
-      {"-ngl", "--n-gpu-layers"},
-      {"-np", "--parallel"},
-      {"-fa", "--flash-attn"},
-      {"-ub", "--ubatch-size"},
-  };
-  std::vector<std::string> args(argv, argv + argc);
-  for (auto& a : args) {
-    for (const auto& [from, to] : k_aliases) {
-      if (a == from) a = to;
-    }
-  }
-  return args;
-}
-
-}  // namespace
-
 int run(int argc, char** argv) {
   CLI::App app{
       "kvprof: plan and measure the GPU memory of LLM serving deployments.\n"
@@ -50,7 +26,8 @@ int run(int argc, char** argv) {
       "  env        show this machine: OS, CPU, RAM, GPUs (NVML), inference engines\n"
       "  sample     record GPU (and host) memory over time into CSV traces\n"
       "  workload   generate workload.jsonl: the grid of request conditions\n"
-      "  requests   stream workload.jsonl to a server; request_trace.csv, TTFT/ITL/E2E",
+      "  requests   stream workload.jsonl to a server; request_trace.csv, TTFT/ITL/E2E\n"
+      "  profile    measure a live server (or the built-in simulator): memory, /metrics, latency",
       "kvprof"};
   app.set_version_flag("--version", std::string("kvprof ") + KVPROF_VERSION);
   app.require_subcommand(1);
@@ -64,9 +41,10 @@ int run(int argc, char** argv) {
   register_sample_command(app);
   register_workload_command(app);
   register_requests_command(app);
+  register_profile_command(app);
 
   try {
-    auto args = normalize_short_flags(argc, argv);
+    auto args = normalize_short_flags(std::vector<std::string>(argv, argv + argc));
     std::vector<char*> raw;
     for (auto& a : args)
       raw.push_back(a.data());

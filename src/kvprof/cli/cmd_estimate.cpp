@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "kvprof/cli/commands.hpp"
+#include "kvprof/cli/estimate_options.hpp"
 #include "kvprof/cli/output.hpp"
 #include "kvprof/estimate/estimate.hpp"
 #include "kvprof/estimate/inverse.hpp"
@@ -13,197 +14,24 @@
 #include "kvprof/util/units.hpp"
 
 namespace kvprof::cli {
-namespace {
-
-inline constexpr std::string_view k_default_model = "meta-llama/Llama-3.1-8B-Instruct";
-inline constexpr std::string_view k_default_gpu = "H100";
-
-struct EstimateOptions {
-  std::string model{k_default_model};
-  std::string gpu;
-  std::string gpu_mem;
-  std::string engine = "vllm";
-  uint32_t tp = 1;
-  uint32_t pp = 1;
-  uint32_t dp = 1;
-  bool expert_parallel = false;
-  std::optional<double> memory_fraction;
-  std::string max_model_len;
-  std::optional<uint32_t> max_num_seqs;
-  std::optional<uint32_t> max_num_batched_tokens;
-  std::optional<uint32_t> block_size;
-  std::string dtype = "auto";
-  std::string quantization;
-  std::string kv_cache_dtype = "auto";
-  bool enforce_eager = false;
-  std::string kv_cache_memory;
-  std::optional<uint32_t> num_gpu_blocks_override;
-  std::optional<uint32_t> n_gpu_layers;
-  std::string flash_attn = "on";
-  uint32_t n_parallel = 1;
-  uint32_t n_ubatch = 512;
-  std::string speculative_model;
-  uint32_t num_speculative_tokens = 0;
-  bool spec_runtime_control = false;
-  std::vector<std::string> contexts;
-  std::vector<uint32_t> concurrency;
-  bool recommend = false;
-  OutputOptions out;
-};
-
-std::vector<std::string> split_list(const std::vector<std::string>& items) {
-  std::vector<std::string> out;
-  for (const auto& item : items) {
-    for (auto& part : split(item, ',')) {
-      if (!trim(part).empty()) out.push_back(trim(part));
-    }
-  }
-  return out;
-}
-
-estimate::EstimateInput build_input(const EstimateOptions& o) {
-  estimate::EstimateInput in;
-  in.model = value_or_fatal(model::load_model(o.model));
-  if (!o.gpu_mem.empty()) {
-    auto bytes = parse_bytes(o.gpu_mem);
-    if (!bytes || *bytes == 0) {
-      throw Fatal(
-          {ErrorKind::usage, fmt::format("--gpu-mem: '{}' is not a memory size", o.gpu_mem)});
-    }
-    in.gpu = o.gpu.empty() ? gpu::custom_gpu(*bytes) : value_or_fatal(gpu::find_gpu(o.gpu));
-    in.gpu.memory_bytes = *bytes;
-  } else {
-    in.gpu = value_or_fatal(gpu::find_gpu(o.gpu.empty() ? std::string(k_default_gpu) : o.gpu));
-  }
-  auto& s = in.settings;
-  s.engine = value_or_fatal(estimate::parse_engine(o.engine));
-  s.tensor_parallel_size = o.tp;
-  s.pipeline_parallel_size = o.pp;
-  s.data_parallel_size = o.dp;
-  s.enable_expert_parallel = o.expert_parallel;
-  s.gpu_memory_utilization = o.memory_fraction;
-  if (!o.max_model_len.empty()) {
-    auto n = parse_count(o.max_model_len);
-    if (!n) throw Fatal({ErrorKind::usage, "--max-model-len: " + n.error().message});
-    s.max_model_len = *n;
-  }
-  s.max_num_seqs = o.max_num_seqs;
-  s.max_num_batched_tokens = o.max_num_batched_tokens;
-  s.block_size = o.block_size;
-  if (to_lower(o.dtype) != "auto") {
-    auto d = model::parse_dtype(o.dtype);
-    if (!d) {
-      throw Fatal({ErrorKind::usage,
-                   fmt::format("--dtype '{}' (use auto, bfloat16, float16, float32)", o.dtype)});
-    }
-    s.dtype = *d;
-  }
-  s.quantization = o.quantization;
-  s.kv_cache_dtype = value_or_fatal(estimate::parse_kv_cache_dtype(o.kv_cache_dtype));
-  s.enforce_eager = o.enforce_eager;
-  if (!o.kv_cache_memory.empty()) {
-    auto b = parse_bytes(o.kv_cache_memory);
-    if (!b) throw Fatal({ErrorKind::usage, "--kv-cache-memory: " + b.error().message});
-    s.kv_cache_memory_bytes = *b;
-  }
-  s.num_gpu_blocks_override = o.num_gpu_blocks_override;
-  s.n_gpu_layers = o.n_gpu_layers;
-  s.flash_attn = to_lower(o.flash_attn) != "off" && o.flash_attn != "0";
-  s.n_parallel = std::max<uint32_t>(o.n_parallel, 1);
-  s.n_ubatch = std::max<uint32_t>(o.n_ubatch, 1);
-  s.speculative_model = o.speculative_model;
-  s.num_speculative_tokens = o.num_speculative_tokens;
-  s.spec_runtime_control = o.spec_runtime_control;
-  if (!o.speculative_model.empty()) {
-    in.draft = value_or_fatal(model::load_model(o.speculative_model));
-    if (s.num_speculative_tokens == 0) s.num_speculative_tokens = 4;
-  }
-  for (const auto& c : split_list(o.contexts)) {
-    auto n = parse_count(c);
-    if (!n || *n == 0)
-      throw Fatal({ErrorKind::usage, fmt::format("--context: '{}' is not a token count", c)});
-    in.workload.context_tokens.push_back(*n);
-  }
-  for (uint32_t c : o.concurrency) {
-    if (c == 0) throw Fatal({ErrorKind::usage, "--concurrency must be at least 1"});
-    in.workload.concurrency.push_back(c);
-  }
-  return in;
-}
-
-}  // namespace
 
 void register_estimate_command(CLI::App& app) {
-  auto o = std::make_shared<EstimateOptions>();
+  struct State {
+    EstimateOptions options;
+    bool recommend = false;
+    OutputOptions out;
+  };
+  auto o = std::make_shared<State>();
   auto* cmd = app.add_subcommand(
       "estimate",
       "Predict per-GPU memory (weights, KV cache, activations, CUDA graphs, overhead), what the "
       "engine will log, whether it fits, max concurrency and context; --recommend GPUs");
-  cmd->add_option("-m,--model", o->model,
-                  "Catalog id or alias, config.json, model folder (safetensors headers) or .gguf")
-      ->envname("KVPROF_MODEL")
-      ->capture_default_str();
-  cmd->add_option("-g,--gpu", o->gpu, "GPU as people write it: H100, h100-sxm, A100-80GB, 4090 ...")
-      ->envname("KVPROF_GPU");
-  cmd->add_option("--gpu-mem", o->gpu_mem, "Usable memory of a GPU not in the catalog, e.g. 24GiB");
-  cmd->add_option("--engine", o->engine, "vllm | sglang | trtllm | llamacpp | hf")
-      ->capture_default_str();
-  auto* par = cmd->add_option_group("parallelism");
-  par->add_option("--tensor-parallel-size,--tp", o->tp, "Tensor parallel size (-tp)")
-      ->check(CLI::Range(1, 1024));
-  par->add_option("--pipeline-parallel-size,--pp", o->pp, "Pipeline parallel size (-pp)")
-      ->check(CLI::Range(1, 1024));
-  par->add_option("--data-parallel-size,--dp", o->dp, "Data parallel size (-dp)")
-      ->check(CLI::Range(1, 4096));
-  par->add_flag("--enable-expert-parallel", o->expert_parallel,
-                "Split MoE experts over TP x DP ranks");
-  auto* eng = cmd->add_option_group("engine settings");
-  eng->add_option("--gpu-memory-utilization,--mem-fraction-static,--free-gpu-memory-fraction",
-                  o->memory_fraction,
-                  "vLLM gpu_memory_utilization (0.9) / SGLang mem_fraction_static / TRT-LLM "
-                  "free_gpu_memory_fraction");
-  eng->add_option("--max-model-len,--ctx-size,--context-length", o->max_model_len,
-                  "Max tokens per request (llama.cpp: n_ctx); default: the model's");
-  eng->add_option("--max-num-seqs,--max-running-requests", o->max_num_seqs,
-                  "Max sequences per batch");
-  eng->add_option("--max-num-batched-tokens,--chunked-prefill-size", o->max_num_batched_tokens,
-                  "Token budget per step (profile-run size)");
-  eng->add_option("--block-size", o->block_size, "KV block size in tokens (vLLM 16)");
-  eng->add_option("--dtype", o->dtype, "auto | bfloat16 | float16 | float32")
-      ->capture_default_str();
-  eng->add_option("-q,--quantization", o->quantization,
-                  "Checkpoint method (awq, gptq_marlin, compressed-tensors, ...) or runtime fp8");
-  eng->add_option("--kv-cache-dtype", o->kv_cache_dtype,
-                  "auto | fp16 | bf16 | fp8 | fp8_e5m2 | q8_0 | q4_0")
-      ->capture_default_str();
-  eng->add_flag("--enforce-eager", o->enforce_eager, "No CUDA graphs");
-  eng->add_option("--kv-cache-memory", o->kv_cache_memory, "vLLM: fixed KV cache size, e.g. 20GiB");
-  eng->add_option("--num-gpu-blocks-override", o->num_gpu_blocks_override,
-                  "vLLM: force the block count");
-  eng->add_option("--n-gpu-layers,--ngl", o->n_gpu_layers,
-                  "llama.cpp -ngl: layers offloaded to the GPU");
-  eng->add_option("--flash-attn,--fa", o->flash_attn, "llama.cpp flash attention on|off")
-      ->capture_default_str();
-  eng->add_option("--parallel,--np", o->n_parallel, "llama.cpp -np: slots")->capture_default_str();
-  eng->add_option("--ubatch-size", o->n_ubatch, "llama.cpp -ub")->capture_default_str();
-  auto* spec = cmd->add_option_group("speculative decoding");
-  spec->add_option("--speculative-model,--draft-model", o->speculative_model,
-                   "Draft model (catalog id or path)");
-  spec->add_option("--num-speculative-tokens,--max-draft-len", o->num_speculative_tokens,
-                   "Draft length");
-  spec->add_flag("--spec-runtime-control", o->spec_runtime_control,
-                 "Draft length switched at runtime: CUDA graphs for draft length 0 and k");
-  auto* work = cmd->add_option_group("workload");
-  work->add_option("--context", o->contexts,
-                   "Tokens per request, e.g. 8k,32k (default: max-model-len)")
-      ->delimiter(',');
-  work->add_option("--concurrency", o->concurrency, "Requests in flight, e.g. 1,8,64")
-      ->delimiter(',');
+  add_estimate_options(cmd, o->options);
   cmd->add_flag("--recommend", o->recommend,
                 "List catalog GPUs x counts x TP that fit, smallest first");
   add_output_options(cmd, o->out);
   cmd->callback([o] {
-    const auto input = build_input(*o);
+    const auto input = build_estimate_input(o->options);
     if (o->recommend) {
       const auto recs = estimate::recommend(input, 12);
       const uint64_t ctx =

@@ -51,9 +51,11 @@ void run_serve_sim(ServeSimOptions& o) {
   config.quiet = true;  // the line below is the startup log
   auto server = value_or_fatal(sim::SimServer::start(config));
 
-  std::printf("serve-sim (SIMULATED %s engine) listening on %s model=%s blocks=%u block_size=%u\n",
-              f.engine.c_str(), server->base_url().c_str(), config.model.c_str(),
-              config.num_gpu_blocks, config.block_size);
+  std::printf(
+      "serve-sim (SIMULATED %s engine) listening on %s model=%s blocks=%u block_size=%u "
+      "sized by %s\n",
+      f.engine.c_str(), server->base_url().c_str(), config.model.c_str(), config.num_gpu_blocks,
+      config.block_size, config.sizing.c_str());
   std::fflush(stdout);
   std::fprintf(stderr,
                "kvprof serve-sim: no GPU and no model are used; max_num_seqs=%u "
@@ -99,10 +101,11 @@ void register_serve_sim_command(CLI::App& app) {
   cmd->add_option("--port", f.port, "Port; 0 picks a free one (printed on stdout)")
       ->capture_default_str();
   cmd->add_option("--num-gpu-blocks", o->num_gpu_blocks,
-                  "KV cache blocks (default: what fits in 90% of the GPU)");
-  cmd->add_option("--block-size", f.block_size, "Tokens per KV block")->capture_default_str();
-  cmd->add_option("--max-num-seqs", f.max_num_seqs, "Most requests running at once")
-      ->capture_default_str();
+                  "KV cache blocks (default: the planner's vLLM figure for --model on --gpu, "
+                  "else what fits in 90% of the GPU)");
+  cmd->add_option("--block-size", f.block_size, "Tokens per KV block (default: vLLM's, 16)");
+  cmd->add_option("--max-num-seqs", f.max_num_seqs,
+                  "Most requests running at once (default: vLLM's for the GPU)");
   cmd->add_option("--max-num-batched-tokens", o->max_num_batched_tokens,
                   "Token budget per step (chunked prefill; default 8192)");
   cmd->add_option("--max-model-len", o->max_model_len,
@@ -119,6 +122,7 @@ void register_serve_sim_command(CLI::App& app) {
                   "File rewritten with the simulated GPU memory (read by the fake NVML library)");
   cmd->add_flag("--kv-on-demand", f.kv_on_demand,
                 "Count only KV blocks in use as used memory (vLLM preallocates all of them)");
+  cmd->add_flag("--no-metrics", f.no_metrics, "Answer 404 for /metrics (a server without it)");
   cmd->add_option("--fault-kind", f.fault_kind,
                   "Fault to inject: reset, 500, 503, 429, stall, malformed, slow_first_token, "
                   "with optional ;after=N ;seconds=S");

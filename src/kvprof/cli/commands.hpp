@@ -13,5 +13,6 @@ void register_serve_sim_command(CLI::App& app);
 void register_sample_command(CLI::App& app);
 void register_workload_command(CLI::App& app);
 void register_requests_command(CLI::App& app);
+void register_profile_command(CLI::App& app);
 
 }  // namespace kvprof::cli

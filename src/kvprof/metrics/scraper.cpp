@@ -275,6 +275,7 @@ void MetricsScraper::record(const ScrapeRecord& rec) {
       ++m_stats.n_failed;
     }
   }
+  if (m_options.on_record) m_options.on_record(rec);
   m_cv.notify_all();
 }
 

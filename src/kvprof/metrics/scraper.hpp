@@ -34,6 +34,8 @@ struct ScraperOptions {
       nullptr;  // shared "stop": the thread ends when it turns true
   // Receives each warning (one line, no prefix); default: "kvprof: warning: ..." on stderr.
   std::function<void(const std::string&)> on_warning;
+  // Called on the scraper thread with every scrape record, after it is written; must be quick.
+  std::function<void(const ScrapeRecord&)> on_record;
 };
 
 // The highest values seen over the successful scrapes; a field no scrape reported stays absent.

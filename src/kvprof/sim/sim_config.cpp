@@ -10,6 +10,7 @@
 #include <cmath>
 
 #include "kvprof/gpu/gpu_catalog.hpp"
+#include "kvprof/sim/sim_sizing.hpp"
 #include "kvprof/util/strings.hpp"
 #include "kvprof/util/units.hpp"
 
@@ -180,18 +181,26 @@ Expected<SimConfig> sim_config_from_flags(const SimFlags& f) {
     if (!gpu) return std::unexpected(gpu.error());
     c.total_bytes = gpu->memory_bytes;
   }
-  c.block_size = f.block_size;
-  c.max_num_seqs = f.max_num_seqs;
+  const auto planned = estimate_for_sim(f);
+  if (!planned) return std::unexpected(planned.error());
+  if (*planned) {
+    if (auto ok = apply_estimate(**planned, c); !ok) return std::unexpected(ok.error());
+    c.sizing = fmt::format("vLLM estimate of {} on {}", (*planned)->model_id, (*planned)->gpu.id);
+  }
+  if (f.block_size) c.block_size = *f.block_size;
+  if (f.max_num_seqs) c.max_num_seqs = *f.max_num_seqs;
   if (f.weights_bytes) c.weights_bytes = *f.weights_bytes;
   if (f.kv_bytes_per_block) c.kv_bytes_per_block = *f.kv_bytes_per_block;
   if (f.activation_bytes_per_token) c.activation_bytes_per_token = *f.activation_bytes_per_token;
   if (c.kv_bytes_per_block == 0) return fail(ErrorKind::usage, "--kv-bytes-per-block must be > 0");
-  c.max_num_batched_tokens = f.max_num_batched_tokens.value_or(8192);
+  if (f.max_num_batched_tokens) c.max_num_batched_tokens = *f.max_num_batched_tokens;
+  const bool resize = !*planned || f.weights_bytes || f.kv_bytes_per_block ||
+                      f.activation_bytes_per_token || f.block_size;
   if (f.num_gpu_blocks) {
     c.num_gpu_blocks = *f.num_gpu_blocks;
-  } else {
-    // Placeholder sizing like vLLM's profile run: 90% of the GPU, minus the fixed parts and the
-    // peak activation of a full step, divided into KV blocks.
+  } else if (resize) {
+    // Like vLLM's profile run: 90% of the GPU, minus the fixed parts and the peak activation of
+    // a full step, divided into KV blocks.
     const double budget =
         0.9 * static_cast<double>(c.total_bytes) -
         static_cast<double>(c.weights_bytes + c.non_torch_bytes + c.cuda_graph_bytes) -
@@ -203,16 +212,19 @@ Expected<SimConfig> sim_config_from_flags(const SimFlags& f) {
                               format_bytes(c.weights_bytes)));
     }
     c.num_gpu_blocks = static_cast<uint32_t>(std::min<double>(blocks, k_max_blocks));
+    if (*planned) c.sizing += " (resized by explicit flags)";
   }
   const uint64_t capacity_tokens = uint64_t{c.num_gpu_blocks} * std::max(1U, c.block_size);
-  c.max_model_len =
-      f.max_model_len.value_or(static_cast<uint32_t>(std::min<uint64_t>(8192, capacity_tokens)));
+  const uint64_t default_len = *planned ? c.max_model_len : 8192;
+  c.max_model_len = f.max_model_len.value_or(
+      static_cast<uint32_t>(std::min<uint64_t>(default_len, capacity_tokens)));
   if (f.tokens_per_s) {
     if (!(*f.tokens_per_s > 0)) return fail(ErrorKind::usage, "--tokens-per-s must be > 0");
     c.step_base_ms = 1000.0 / *f.tokens_per_s;
   }
   c.live_state_path = f.live_state_path;
   c.kv_pool_mode = f.kv_on_demand ? KvPoolMode::on_demand : KvPoolMode::preallocated;
+  c.serve_metrics = !f.no_metrics;
   if (!f.fault_kind.empty()) {
     auto fault = parse_fault_spec(f.fault_kind);
     if (!fault) return fail(ErrorKind::usage, "--fault-kind: " + fault.error().message);

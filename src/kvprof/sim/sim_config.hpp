@@ -55,6 +55,7 @@ struct SimConfig {
   uint32_t max_num_batched_tokens = 8192;  // token budget per step (chunked prefill)
   uint32_t max_model_len = 8192;           // prompt + max_tokens limit per request
   bool enable_prefix_caching = true;
+  bool serve_metrics = true;  // false: GET /metrics answers 404 (tests of a missing endpoint)
 
   // Step time: step_ms = step_base_ms + (prefill_tokens * prefill_us_per_token
   //                                      + decode_tokens * decode_us_per_token) / 1000.
@@ -81,6 +82,10 @@ struct SimConfig {
   FaultSpec fault;
   double fault_rate = 0.0;
   uint64_t fault_seed = 1;
+
+  // How the sizes were chosen, for logs and manifests ("vLLM estimate of MODEL on GPU" or
+  // "placeholder sizes").
+  std::string sizing = "placeholder sizes";
 };
 
 // Returns a usage error naming the first impossible setting (no blocks, a non-loopback host,
@@ -104,9 +109,11 @@ struct SimFlags {
   std::string engine = "vllm";  // only "vllm" is simulated
   std::string host = "127.0.0.1";
   uint16_t port = 8000;
-  std::optional<uint32_t> num_gpu_blocks;  // default: fill 90% of the GPU after the fixed parts
-  uint32_t block_size = 16;
-  uint32_t max_num_seqs = 256;
+  // Sizes default to a vLLM estimate of `model` on `gpu` when the model is a catalog id or model
+  // file; otherwise to placeholders (15 GiB weights, 2 MiB blocks, 90% of the GPU).
+  std::optional<uint32_t> num_gpu_blocks;
+  std::optional<uint32_t> block_size;              // default: the estimate's, else 16
+  std::optional<uint32_t> max_num_seqs;            // default: the estimate's, else 256
   std::optional<uint32_t> max_num_batched_tokens;  // default 8192
   std::optional<uint32_t> max_model_len;           // default min(8192, KV capacity)
   std::optional<double> tokens_per_s;              // decode tokens/s of a lone sequence
@@ -115,13 +122,15 @@ struct SimFlags {
   std::optional<uint64_t> activation_bytes_per_token;
   std::string live_state_path;
   bool kv_on_demand = false;
-  std::string fault_kind;  // empty = none
+  bool no_metrics = false;  // GET /metrics answers 404
+  std::string fault_kind;   // empty = none
   double fault_rate = 0.0;
   uint64_t fault_seed = 1;
 };
 
-// Builds a SimConfig from command-line flags (the GPU from the catalog gives total_bytes;
-// missing sizes get placeholder defaults); usage/not_found errors for bad values.
+// Builds a SimConfig from command-line flags: the GPU from the catalog gives total_bytes; sizes
+// come from the planner's vLLM estimate when the model is known (see sim_sizing.hpp), else
+// placeholders; explicit flags win. Usage/not_found errors for bad values.
 Expected<SimConfig> sim_config_from_flags(const SimFlags& flags);
 
 }  // namespace kvprof::sim

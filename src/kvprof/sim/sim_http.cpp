@@ -189,7 +189,7 @@ asio::awaitable<void> SimServer::Impl::session(tcp::socket socket) {
           {"simulated", true},
           {"engine", "vllm"}};
       reply = respond(200, "application/json", v.dump());
-    } else if (target == "/metrics" && get) {
+    } else if (target == "/metrics" && get && m_config.serve_metrics) {
       EngineStats stats;
       {
         std::lock_guard lock(m_stats_mu);
@@ -221,7 +221,8 @@ asio::awaitable<void> SimServer::Impl::session(tcp::socket socket) {
       continue;
     } else {
       const bool known = target == "/health" || target == "/v1/models" || target == "/version" ||
-                         target == "/metrics" || target == "/tokenize" || is_completion || is_chat;
+                         (target == "/metrics" && m_config.serve_metrics) ||
+                         target == "/tokenize" || is_completion || is_chat;
       reply = known ? respond(405, "application/json", R"({"detail":"Method Not Allowed"})")
                     : respond(404, "application/json", R"({"detail":"Not Found"})");
     }

@@ -9,7 +9,8 @@
 
 namespace kvprof {
 
-// What went wrong, which decides the exit code: usage and input errors exit 2, the rest 1.
+// What went wrong, which decides the exit code: usage and input errors exit 2, a run that
+// finished with some failed requests 3, an interrupted one 130, the rest 1.
 enum class ErrorKind {
   usage,      // a wrong flag or an impossible setting
   input,      // a malformed or unsupported file or value given by the user
@@ -18,6 +19,7 @@ enum class ErrorKind {
   network,    // a server could not be reached or answered badly
   driver,     // NVML or /proc failed
   interrupted,
+  partial,  // the work finished, but part of it failed (e.g. some requests ended in errors)
   internal,
 };
 
@@ -39,13 +41,16 @@ inline std::unexpected<Error> fail(ErrorKind kind, std::string message) {
   return std::unexpected(Error{kind, std::move(message)});
 }
 
-// The exit code for an error kind: 2 for usage/input/not_found, 130 for interrupted, 1 otherwise.
+// The exit code for an error kind: 2 for usage/input/not_found, 3 for partial, 130 for
+// interrupted, 1 otherwise.
 inline int exit_code_for(ErrorKind kind) {
   switch (kind) {
     case ErrorKind::usage:
     case ErrorKind::input:
     case ErrorKind::not_found:
       return 2;
+    case ErrorKind::partial:
+      return 3;
     case ErrorKind::interrupted:
       return 130;
     default:

@@ -1,0 +1,249 @@
+// `kvprof profile`: measure a live OpenAI-compatible server (or, with no --endpoint, the built-in
+// SIMULATED vLLM server) through a workload grid; GPU memory through NVML, the server's /metrics
+// and every request's timing on one clock, into results/<run_id>/.
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <memory>
+
+#include "kvprof/cli/commands.hpp"
+#include "kvprof/cli/estimate_options.hpp"
+#include "kvprof/client/cli_options.hpp"
+#include "kvprof/gpu/nvml.hpp"
+#include "kvprof/profile/profiler.hpp"
+#include "kvprof/profile/server_probe.hpp"
+#include "kvprof/sim/sim_memory_source.hpp"
+#include "kvprof/sim/sim_server.hpp"
+#include "kvprof/sim/sim_sizing.hpp"
+#include "kvprof/sys/signals.hpp"
+#include "kvprof/workload/cli_options.hpp"
+
+namespace kvprof::cli {
+
+namespace {
+
+struct ProfileCliState {
+  workload::GridCliValues grid;
+  client::RunCliValues run;
+  std::vector<unsigned> gpus;
+  uint32_t gpu_interval_ms = 20;
+  uint32_t process_interval_ms = 500;
+  int host_pid = 0;
+  bool no_host_mem = false;
+  uint32_t metrics_interval_ms = 100;
+  std::string output_dir = "results";
+  std::string run_tag;
+  double baseline_s = 1.0;
+  uint32_t warmup_requests = 2;
+  double post_warmup_s = 0.5;
+  std::string estimate_with;
+  std::string sim_gpu = "H100";
+  double sim_tokens_per_s = 0;
+  bool json = false;
+  bool quiet = false;
+  CLI::App* cmd = nullptr;
+};
+
+// The small grid the built-in default runs when no grid option was given.
+bool grid_given(const CLI::App* cmd) {
+  for (const char* name : {"--input-lens", "--output-lens", "--concurrencies", "--prefix-modes",
+                           "--n-per-condition", "--request-rate"}) {
+    if (cmd->get_option(name)->count() > 0) return true;
+  }
+  return false;
+}
+
+nlohmann::json user_configuration(const ProfileCliState& st) {
+  return {{"input_lens", st.grid.input_lens},
+          {"output_lens", st.grid.output_lens},
+          {"concurrencies", st.grid.concurrencies},
+          {"prefix_modes", st.grid.prefix_modes},
+          {"n_per_condition", st.grid.n_per_condition},
+          {"endpoint", st.run.endpoint.empty() ? "(built-in simulator)" : st.run.endpoint},
+          {"model", st.run.model},
+          {"estimate_with", st.estimate_with},
+          {"sim_gpu", st.run.endpoint.empty() ? st.sim_gpu : ""}};
+}
+
+void run_profile_command(ProfileCliState& st) {
+  const bool simulate = st.run.endpoint.empty();
+  profile::ProfileConfig config;
+  if (simulate && !grid_given(st.cmd)) {
+    st.grid.input_lens = {"512", "2048"};
+    st.grid.output_lens = {"32"};
+    st.grid.concurrencies = {"1", "8", "32"};
+  }
+  config.grid = value_or_fatal(workload::resolve(st.grid));
+  config.configuration = user_configuration(st);
+  config.gpus = st.gpus;
+  config.gpu_interval_ms = st.gpu_interval_ms;
+  config.process_interval_ms = st.process_interval_ms;
+  if (st.host_pid > 0) config.host_pid = st.host_pid;
+  config.host_pid_auto = !st.no_host_mem;
+  config.metrics_interval_ms = st.metrics_interval_ms;
+  if (simulate && st.cmd->get_option("--metrics-interval-ms")->count() == 0) {
+    config.metrics_interval_ms = 20;  // the simulator's conditions last a fraction of a second
+  }
+  config.output_dir = st.output_dir;
+  config.run_tag = st.run_tag;
+  config.baseline_s = st.baseline_s;
+  config.warmup_requests = st.warmup_requests;
+  config.post_warmup_s = st.post_warmup_s;
+  config.estimate_flags = st.estimate_with;
+
+  profile::ProfileDeps deps;
+  std::unique_ptr<sim::SimServer> server;
+  std::unique_ptr<gpu::MemorySource> memory;
+  EstimateOptions est_defaults;
+  if (simulate) {
+    // The built-in default: a SIMULATED vLLM server sized by the planner, in this process.
+    sim::SimFlags flags;
+    flags.model = st.run.model.empty() ? std::string(k_default_model) : st.run.model;
+    flags.gpu = st.sim_gpu;
+    flags.port = 0;
+    if (st.sim_tokens_per_s > 0) flags.tokens_per_s = st.sim_tokens_per_s;
+    auto sim_config = value_or_fatal(sim::sim_config_from_flags(flags));
+    sim_config.quiet = true;
+    server = value_or_fatal(sim::SimServer::start(sim_config));
+    st.run.endpoint = server->base_url();
+    st.run.model = flags.model;
+    config.simulation = sim_config.sizing;
+    memory = std::make_unique<sim::SimMemorySource>(*server, flags.gpu);
+    deps.memory_source = "simulated";
+    est_defaults.gpu = flags.gpu;
+    if (st.estimate_with.empty()) {
+      config.estimate = value_or_fatal(sim::estimate_for_sim(flags));
+      if (config.estimate) {
+        config.estimate_flags = fmt::format(
+            "--model {} --gpu {} (the plan that sized the simulator)", flags.model, flags.gpu);
+      }
+    }
+  } else {
+    auto nvml = gpu::NvmlSource::open();
+    if (nvml) {
+      memory = std::move(*nvml);
+      deps.memory_source = "nvml";
+    } else {
+      deps.memory_note = nvml.error().message;
+    }
+  }
+  config.run = value_or_fatal(client::resolve(st.run));
+  if (!st.estimate_with.empty()) {
+    est_defaults.model = config.run.model;
+    if (est_defaults.model.empty()) {
+      const auto info =
+          value_or_fatal(profile::probe_server(config.run.endpoint, config.run.api_key));
+      if (!info.models.empty()) est_defaults.model = info.models.front();
+    }
+    if (est_defaults.gpu.empty() && memory) {
+      if (auto d = memory->device_info(st.gpus.empty() ? 0 : st.gpus.front()); d && d->name) {
+        if (gpu::find_gpu(*d->name)) est_defaults.gpu = *d->name;
+      }
+    }
+    auto input = value_or_fatal(parse_estimate_flags(st.estimate_with, est_defaults));
+    config.estimate = value_or_fatal(estimate::estimate(input));
+  }
+
+  deps.memory = memory.get();
+  sys::install_stop_handlers();
+  deps.should_stop = [] { return sys::stop_requested(); };
+  if (!st.quiet) {
+    deps.on_progress = [](const std::string& line) {
+      std::fprintf(stderr, "kvprof: %s\n", line.c_str());
+    };
+  }
+  auto outcome = profile::run_profile(config, deps);
+  if (server) server->stop();
+  if (!outcome) throw Fatal(outcome.error());
+  if (st.json) {
+    std::printf("%s\n", outcome->summary.dump(2).c_str());
+  } else {
+    std::fputs(outcome->text.c_str(), stdout);
+  }
+  std::fflush(stdout);
+  const auto& t = outcome->totals;
+  if (outcome->interrupted) {
+    throw Fatal(
+        {ErrorKind::interrupted, fmt::format("interrupted; {} of {} requests done, summary in {}",
+                                             t.n_ok, t.n_requests, outcome->run_dir.string())});
+  }
+  if (t.n_ok == 0)
+    throw Fatal({ErrorKind::network, "no request succeeded (see request_trace.csv)"});
+  if (t.n_errors > 0) {
+    throw Fatal({ErrorKind::partial, fmt::format("{} of {} requests failed (see request_trace.csv)",
+                                                 t.n_errors, t.n_requests)});
+  }
+}
+
+}  // namespace
+
+void register_profile_command(CLI::App& app) {
+  auto st = std::make_shared<ProfileCliState>();
+  st->run.endpoint.clear();  // empty: the built-in simulator
+  auto* cmd = app.add_subcommand(
+      "profile",
+      "Measure a live OpenAI-compatible server through a workload grid: GPU memory (NVML), the "
+      "server's /metrics and every request's timing on one clock, into results/<run_id>/ "
+      "(summary.json, manifest.json, traces). Without --endpoint: the built-in SIMULATED vLLM "
+      "server on a small grid. Exit codes: 0 ok, 1 failure, 2 bad usage, 3 some requests "
+      "failed, 130 interrupted (summary still written)");
+  st->cmd = cmd;
+  workload::add_grid_options(cmd, st->grid);
+  client::add_run_options(cmd, st->run);
+  cmd->get_option("--endpoint")
+      ->description(
+          "Server base URL (http://host:port or .../v1); default: the built-in "
+          "SIMULATED server");
+  cmd->get_option("--model")->description(
+      "Model name to request (default: the server's first model; with the simulator: a catalog "
+      "model to simulate, default " +
+      std::string(k_default_model) + ")");
+  auto* sampling = cmd->add_option_group("sampling");
+  sampling->add_option("--gpus", st->gpus, "GPU indices to sample, e.g. 0,1 (default: all)")
+      ->envname("KVPROF_GPU_INDICES")
+      ->delimiter(',');
+  sampling->add_option("--gpu-interval-ms", st->gpu_interval_ms, "GPU memory sample period")
+      ->envname("KVPROF_GPU_INTERVAL_MS")
+      ->check(CLI::Range(1, 60000))
+      ->capture_default_str();
+  sampling
+      ->add_option("--process-interval-ms", st->process_interval_ms,
+                   "Per-process GPU memory period (0 = off)")
+      ->capture_default_str();
+  sampling->add_option("--pid", st->host_pid,
+                       "Sample this process's host memory (default: the endpoint's listening "
+                       "process when it is on this machine)");
+  sampling->add_flag("--no-host-mem", st->no_host_mem, "Do not sample host memory");
+  sampling->add_option("--metrics-interval-ms", st->metrics_interval_ms, "/metrics scrape period")
+      ->check(CLI::Range(10, 60000))
+      ->capture_default_str();
+  auto* phases = cmd->add_option_group("phases");
+  phases->add_option("--baseline-s", st->baseline_s, "Idle seconds measured before any request")
+      ->check(CLI::Range(0.0, 3600.0))
+      ->capture_default_str();
+  phases
+      ->add_option("--warmup-requests", st->warmup_requests,
+                   "Small requests sent before the grid (not in the trace)")
+      ->capture_default_str();
+  phases->add_option("--post-warmup-s", st->post_warmup_s, "Idle seconds measured after warmup")
+      ->check(CLI::Range(0.0, 3600.0))
+      ->capture_default_str();
+  cmd->add_option("--estimate-with", st->estimate_with,
+                  "Compare with the plan for these engine flags, e.g. \"-tp 2 "
+                  "--gpu-memory-utilization 0.9 --gpu H100\" (model and GPU default to the "
+                  "profiled ones)");
+  cmd->add_option("--output-dir", st->output_dir, "Where results/<run_id>/ goes")
+      ->envname("KVPROF_OUTPUT_DIR")
+      ->capture_default_str();
+  cmd->add_option("--run-tag", st->run_tag, "Appended to the run id")->envname("KVPROF_RUN_TAG");
+  auto* simg = cmd->add_option_group("built-in simulator (no --endpoint)");
+  simg->add_option("--sim-gpu", st->sim_gpu, "Catalog GPU the simulator pretends to be")
+      ->capture_default_str();
+  simg->add_option("--sim-tokens-per-s", st->sim_tokens_per_s,
+                   "Decode speed of a lone sequence in the simulator (default 500)");
+  cmd->add_flag("--json", st->json, "Print summary.json instead of the table");
+  cmd->add_flag("-q,--quiet", st->quiet, "No progress lines on stderr");
+  cmd->callback([st] { run_profile_command(*st); });
+}
+
+}  // namespace kvprof::cli

@@ -1,0 +1,66 @@
+// The options of `kvprof estimate`, named like the engines' own flags, shared with
+// `kvprof profile --estimate-with "FLAGS"`.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kvprof/estimate/estimate.hpp"
+#include "kvprof/util/error.hpp"
+
+namespace kvprof::cli {
+
+inline constexpr std::string_view k_default_model = "meta-llama/Llama-3.1-8B-Instruct";
+inline constexpr std::string_view k_default_gpu = "H100";
+
+struct EstimateOptions {
+  std::string model{k_default_model};
+  std::string gpu;
+  std::string gpu_mem;
+  std::string engine = "vllm";
+  uint32_t tp = 1;
+  uint32_t pp = 1;
+  uint32_t dp = 1;
+  bool expert_parallel = false;
+  std::optional<double> memory_fraction;
+  std::string max_model_len;
+  std::optional<uint32_t> max_num_seqs;
+  std::optional<uint32_t> max_num_batched_tokens;
+  std::optional<uint32_t> block_size;
+  std::string dtype = "auto";
+  std::string quantization;
+  std::string kv_cache_dtype = "auto";
+  bool enforce_eager = false;
+  std::string kv_cache_memory;
+  std::optional<uint32_t> num_gpu_blocks_override;
+  std::optional<uint32_t> n_gpu_layers;
+  std::string flash_attn = "on";
+  uint32_t n_parallel = 1;
+  uint32_t n_ubatch = 512;
+  std::string speculative_model;
+  uint32_t num_speculative_tokens = 0;
+  bool spec_runtime_control = false;
+  std::vector<std::string> contexts;
+  std::vector<uint32_t> concurrency;
+};
+
+// Adds the model, GPU, engine, parallelism, engine-settings, speculative-decoding and workload
+// options to `cmd`, bound to `o`.
+void add_estimate_options(CLI::App* cmd, EstimateOptions& o);
+
+// The estimator input `o` describes; throws Fatal (usage / not_found / input) for bad values.
+estimate::EstimateInput build_estimate_input(const EstimateOptions& o);
+
+// Parses engine flags given as one string ("-tp 2 --gpu-memory-utilization 0.85 --model X")
+// on top of `defaults`; a usage error naming a bad flag, or the error build_estimate_input gives.
+Expected<estimate::EstimateInput> parse_estimate_flags(std::string_view flags,
+                                                       EstimateOptions defaults);
+
+// Rewrites the engines' one-dash multi-letter flags (-tp, -pp, -dp, -ngl, -np, -fa, -ub) to the
+// long forms CLI11 understands.
+std::vector<std::string> normalize_short_flags(std::vector<std::string> args);
+
+}  // namespace kvprof::cli

@@ -1,0 +1,387 @@
+// The profile orchestrator (see profiler.hpp).
+#include "kvprof/profile/profiler.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <mutex>
+#include <thread>
+
+#include "kvprof/client/trace_writer.hpp"
+#include "kvprof/gpu/sampler.hpp"
+#include "kvprof/metrics/scraper.hpp"
+#include "kvprof/profile/manifest.hpp"
+#include "kvprof/profile/server_probe.hpp"
+#include "kvprof/sys/proc.hpp"
+#include "kvprof/util/units.hpp"
+#include "kvprof/workload/workload_io.hpp"
+
+namespace kvprof::profile {
+
+namespace fs = std::filesystem;
+
+std::string make_run_id(const std::string& tag, double unix_s) {
+  const auto t = static_cast<std::time_t>(unix_s);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y%m%d_%H%M%S", &tm);
+  std::string id = buf;
+  std::string clean;
+  for (char c : tag.substr(0, 64)) {
+    const bool ok = std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
+    clean += ok ? c : '_';
+  }
+  if (!clean.empty()) id += "_" + clean;
+  return id;
+}
+
+namespace {
+
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+double now_unix_s() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// Sleeps `seconds` in small steps; returns early (true) when `stop` says so.
+bool idle_wait(double seconds, const std::function<bool()>& stop) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (std::chrono::steady_clock::now() < end) {
+    if (stop()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return stop();
+}
+
+// The TCP port of an http://HOST:PORT URL on a loopback host; nullopt otherwise.
+std::optional<uint16_t> loopback_port(const std::string& url) {
+  const std::string root = server_root(url);
+  const auto scheme = root.find("://");
+  const std::string hostport = scheme == std::string::npos ? root : root.substr(scheme + 3);
+  const auto colon = hostport.rfind(':');
+  const std::string host = colon == std::string::npos ? hostport : hostport.substr(0, colon);
+  if (host != "127.0.0.1" && host != "localhost" && host != "[::1]") return std::nullopt;
+  if (colon == std::string::npos) return uint16_t{80};
+  try {
+    const int port = std::stoi(hostport.substr(colon + 1));
+    if (port > 0 && port < 65536) return static_cast<uint16_t>(port);
+  } catch (...) {
+  }
+  return std::nullopt;
+}
+
+// Thread-safe warning list that also reports each warning as progress.
+class Warnings {
+ public:
+  explicit Warnings(const ProfileDeps& deps) : m_deps(deps) {}
+  void add(const std::string& w) {
+    std::lock_guard lock(m_mutex);
+    if (m_list.size() < 100) m_list.push_back(w);
+    if (m_deps.on_progress) m_deps.on_progress("warning: " + w);
+  }
+  std::vector<std::string> list() const {
+    std::lock_guard lock(m_mutex);
+    return m_list;
+  }
+
+ private:
+  const ProfileDeps& m_deps;
+  mutable std::mutex m_mutex;
+  std::vector<std::string> m_list;
+};
+
+std::optional<size_t> gpu_position(const CapturePoint& cp, unsigned gpu) {
+  for (size_t i = 0; i < cp.per_gpu.size(); ++i) {
+    if (cp.per_gpu[i].gpu == gpu) return i;
+  }
+  return std::nullopt;
+}
+
+// The measured breakdown of the busiest GPU, and its comparison with the estimate.
+void analyse_memory(const ProfileConfig& config, const std::vector<MemoryPoint>& memory,
+                    const std::vector<MetricsPoint>& metrics, Window load, Window post_warmup,
+                    ProfileReport& report) {
+  if (report.peak.empty()) return;
+  const size_t busiest = static_cast<size_t>(
+      std::max_element(report.peak.used_bytes.begin(), report.peak.used_bytes.end()) -
+      report.peak.used_bytes.begin());
+  BreakdownInput in;
+  in.gpu = report.peak.per_gpu[busiest].gpu;
+  in.peak_bytes = report.peak.used_bytes[busiest];
+  if (auto i = gpu_position(report.baseline, in.gpu))
+    in.baseline_bytes = report.baseline.used_bytes[*i];
+  if (auto i = gpu_position(report.post_warmup, in.gpu)) {
+    in.post_warmup_bytes = report.post_warmup.used_bytes[*i];
+  }
+  in.num_gpu_blocks = report.server_during_load.num_gpu_blocks;
+  if (!in.num_gpu_blocks)
+    in.num_gpu_blocks = metrics_in(metrics, {INT64_MIN, INT64_MAX}).num_gpu_blocks;
+  if (config.estimate) {
+    const auto& e = *config.estimate;
+    if (e.engine_report.num_gpu_blocks > 0) {
+      in.kv_bytes_per_block = e.per_gpu.kv_cache_bytes / e.engine_report.num_gpu_blocks;
+    }
+    in.fixed_overhead_bytes =
+        e.per_gpu.cuda_context_bytes + e.per_gpu.non_torch_bytes + e.per_gpu.cuda_graph_bytes;
+  }
+  in.kv_growth_bytes_per_usage = fit_kv_growth(memory, metrics, in.gpu, load);
+  in.peak_kv_cache_usage = report.server_during_load.peak_kv_cache_usage;
+  in.post_warmup_kv_cache_usage = metrics_in(metrics, post_warmup).mean_kv_cache_usage;
+  report.breakdown = measure_breakdown(in);
+  if (config.estimate) {
+    report.comparison =
+        compare_with_estimate(*report.breakdown, report.server_during_load, *config.estimate);
+  }
+}
+
+}  // namespace
+
+Expected<ProfileOutcome> run_profile(const ProfileConfig& config_in, const ProfileDeps& deps) {
+  ProfileConfig config = config_in;
+  const auto progress = [&](const std::string& line) {
+    if (deps.on_progress) deps.on_progress(line);
+  };
+  const auto stop = [&] { return deps.should_stop && deps.should_stop(); };
+  auto requests = workload::generate(config.grid);
+  if (!requests) return std::unexpected(requests.error());
+
+  auto server = probe_server(config.run.endpoint, config.run.api_key);
+  if (!server) return std::unexpected(server.error());
+  if (config.run.model.empty()) {
+    if (server->models.empty()) {
+      return fail(ErrorKind::usage, "the server lists no model; pass --model");
+    }
+    config.run.model = server->models.front();
+  }
+  if (auto ok = client::validate(config.run, *requests); !ok) return std::unexpected(ok.error());
+  const auto make_transport = [&] {
+    return deps.make_transport ? deps.make_transport() : client::make_curl_transport();
+  };
+
+  ProfileReport report;
+  report.started_unix_s = now_unix_s();
+  report.run_id = make_run_id(config.run_tag, report.started_unix_s);
+  report.endpoint = config.run.endpoint;
+  report.model = config.run.model;
+  report.server = *server;
+  report.simulated = !config.simulation.empty() || server->simulated;
+  report.memory_source = deps.memory ? deps.memory_source : "none";
+  report.estimate_flags = config.estimate_flags;
+  auto dir = create_run_dir(config.output_dir, report.run_id);
+  if (!dir) return std::unexpected(dir.error());
+  report.run_dir = dir->string();
+  report.files = {{"workload", "workload.jsonl"},
+                  {"request_trace", "request_trace.csv"},
+                  {"gpu_mem_trace", "gpu_mem_trace.csv"},
+                  {"metrics_trace", "metrics_trace.csv"},
+                  {"summary", "summary.json"},
+                  {"manifest", "manifest.json"}};
+  Warnings warnings(deps);
+  const auto conditions = workload::conditions_of(*requests);
+  progress(fmt::format("run {}: {} requests in {} conditions against {} ({}) -> {}", report.run_id,
+                       requests->size(), conditions.size(), config.run.endpoint, config.run.model,
+                       report.run_dir));
+  if (auto ok = workload::write_workload(*dir / "workload.jsonl", *requests); !ok) {
+    return std::unexpected(ok.error());
+  }
+  std::string driver_version, cuda_version;
+  if (deps.memory) {
+    const auto d = deps.memory->driver_info();
+    driver_version = d.driver_version.value_or("");
+    if (d.cuda_driver_version) cuda_version = gpu::format_cuda_version(*d.cuda_driver_version);
+  }
+  const auto write_manifest = [&](const std::string& status) {
+    return write_json_file(*dir / "manifest.json",
+                           manifest_json(config, report, status, driver_version, cuda_version));
+  };
+  if (auto ok = write_manifest("running"); !ok) return std::unexpected(ok.error());
+
+  // Samplers on one clock, into the timeline and the traces.
+  Timeline timeline;
+  const int64_t t_begin = now_ns();
+  gpu::SamplerOptions so;
+  so.gpus = config.gpus;
+  so.interval_ms = config.gpu_interval_ms;
+  so.process_interval_ms = config.process_interval_ms;
+  so.host_interval_ms = config.host_interval_ms;
+  so.on_device_sample = [&timeline](const gpu::DeviceSample& s) { timeline.add_memory(s); };
+  if (deps.memory) so.gpu_trace_path = (*dir / "gpu_mem_trace.csv").string();
+  if (config.host_pid) {
+    so.host_pid = config.host_pid;
+  } else if (config.host_pid_auto) {
+    if (auto port = loopback_port(config.run.endpoint)) {
+      if (auto pid = sys::find_listening_pid(*port); pid && *pid != getpid()) so.host_pid = *pid;
+    }
+  }
+  if (so.host_pid) {
+    so.host_trace_path = (*dir / "host_mem_trace.csv").string();
+    report.files["host_mem_trace"] = "host_mem_trace.csv";
+  }
+  std::unique_ptr<gpu::Sampler> sampler;
+  if (deps.memory || so.host_pid) {
+    sampler = std::make_unique<gpu::Sampler>(deps.memory, so);
+    if (auto ok = sampler->start(); !ok) {
+      if (ok.error().kind == ErrorKind::io) return std::unexpected(ok.error());
+      return std::unexpected(ok.error().with_context("GPU sampler"));
+    }
+    if (deps.memory) {
+      for (unsigned g : sampler->gpus()) {
+        auto info = deps.memory->device_info(g);
+        report.gpus.push_back(info ? *info : gpu::DeviceInfo{g, std::nullopt, std::nullopt});
+      }
+    }
+  }
+  if (!deps.memory) {
+    warnings.add("GPU memory not sampled: " +
+                 (deps.memory_note.empty() ? std::string("no memory source") : deps.memory_note));
+    std::FILE* f = std::fopen((*dir / "gpu_mem_trace.csv").c_str(), "w");
+    if (f == nullptr)
+      return fail(ErrorKind::io, "cannot write gpu_mem_trace.csv in " + report.run_dir);
+    std::fprintf(f, "%s\n", gpu::k_gpu_trace_header);
+    std::fclose(f);
+  }
+
+  metrics::ScraperOptions mo;
+  auto metrics_url = metrics::metrics_url_from_base(config.run.endpoint);
+  if (!metrics_url) return std::unexpected(metrics_url.error());
+  mo.metrics_url = *metrics_url;
+  mo.interval_ms = config.metrics_interval_ms;
+  mo.csv_path = *dir / "metrics_trace.csv";
+  mo.on_record = [&timeline](const metrics::ScrapeRecord& r) { timeline.add_metrics(r); };
+  mo.on_warning = [&warnings](const std::string& w) { warnings.add(w); };
+  auto scraper = metrics::MetricsScraper::start(mo);
+  if (!scraper) return std::unexpected(scraper.error());
+
+  // Baseline, warmup, post-warmup.
+  progress(fmt::format("baseline: {:.1f} s without load", config.baseline_s));
+  idle_wait(config.baseline_s, stop);
+  const Window baseline_window{t_begin, now_ns()};
+  if (!stop() && config.warmup_requests > 0) {
+    workload::GridOptions wg;
+    wg.input_lens = {std::min<uint32_t>(128, config.grid.input_lens.front())};
+    wg.output_lens = {8};
+    wg.concurrencies = {1};
+    wg.prefix_modes = {workload::PrefixMode::low};
+    wg.n_per_condition = config.warmup_requests;
+    wg.count_mode = workload::CountMode::exact;
+    wg.prompt_format = config.grid.prompt_format;
+    wg.seed = config.grid.seed + 1;
+    auto warm = workload::generate(wg);
+    if (!warm) return std::unexpected(warm.error());
+    progress(fmt::format("warmup: {} requests", warm->size()));
+    client::RequestRunner warm_runner(config.run, make_transport());
+    auto warm_result = warm_runner.run(*warm, stop);
+    if (warm_result && !warm_result->conditions.empty() &&
+        warm_result->conditions.front().n_ok < warm->size()) {
+      warnings.add(fmt::format("{} of {} warmup requests failed",
+                               warm->size() - warm_result->conditions.front().n_ok, warm->size()));
+    }
+  }
+  const int64_t t_post_warmup = now_ns();
+  idle_wait(config.post_warmup_s, stop);
+  const Window post_warmup_window{t_post_warmup, now_ns()};
+
+  // The grid.
+  client::RequestRunner runner(config.run, make_transport());
+  auto trace = client::TraceWriter::open(*dir / "request_trace.csv", runner.start_clock());
+  if (!trace) return std::unexpected(trace.error());
+  runner.set_on_record([&trace](const client::RequestRecord& r) { return trace->write(r); });
+  std::vector<Window> windows;
+  auto* sampler_ptr = sampler.get();
+  auto* scraper_ptr = scraper->get();
+  runner.set_progress([&](const client::Progress& p) {
+    if (p.done == 0) {
+      windows.push_back({now_ns(), 0});
+      return;
+    }
+    if (p.done != p.total || windows.empty()) return;
+    windows.back().end_ns = now_ns();
+    std::string mem = "-";
+    if (sampler_ptr != nullptr && deps.memory) {
+      uint64_t used = 0;
+      for (const auto& g : sampler_ptr->gpu_peaks()) {
+        if (g.latest && g.latest->memory.used_bytes) used += *g.latest->memory.used_bytes;
+      }
+      mem = format_bytes(used);
+    }
+    const auto last = scraper_ptr->last_ok();
+    const std::string kv = last && last->snapshot.kv_cache_usage
+                               ? fmt::format("{:.1f}%", *last->snapshot.kv_cache_usage * 100)
+                               : "-";
+    progress(fmt::format(
+        "[{}/{}] {}: {}/{} done, {} errors, {:.1f} s, GPU used {}, KV {}", p.condition_index + 1,
+        p.n_conditions, p.condition_id, p.done, p.total, p.errors,
+        static_cast<double>(windows.back().end_ns - windows.back().begin_ns) / 1e9, mem, kv));
+  });
+  const int64_t t_load = now_ns();
+  auto result = runner.run(*requests, stop);
+  const int64_t t_load_end = now_ns();
+  for (auto& w : windows) {
+    if (w.end_ns == 0) w.end_ns = t_load_end;
+  }
+  // One more scrape and sample so the end of the load is in the traces.
+  const uint64_t scrapes = (*scraper)->stats().n_scrapes;
+  (*scraper)->wait_for_scrapes(scrapes + 1, config.metrics_interval_ms * 2 + 500);
+  const Window load_window{t_load, now_ns()};
+  (*scraper)->stop();
+  if (sampler) {
+    if (auto ok = sampler->stop(); !ok) warnings.add("sampler: " + ok.error().message);
+  }
+
+  // Analysis.
+  const auto memory = timeline.memory();
+  const auto scraped = timeline.metrics();
+  report.baseline = capture_point("baseline", memory, baseline_window, false);
+  report.post_warmup = capture_point("post_warmup", memory, post_warmup_window, false);
+  report.peak = capture_point("peak", memory, load_window, true);
+  report.server_during_load = metrics_in(scraped, load_window);
+  if (!scraped.empty()) {
+    report.engine_type = std::string(metrics::engine_name(scraped.back().snapshot.engine));
+  }
+  if (result) {
+    report.interrupted = result->stopped;
+    report.max_in_flight = result->max_in_flight;
+    for (size_t i = 0; i < result->conditions.size(); ++i) {
+      const Window w = i < windows.size() ? windows[i] : load_window;
+      report.conditions.push_back(
+          {result->conditions[i], w, memory_in(memory, w), metrics_in(scraped, w)});
+    }
+  }
+  analyse_memory(config, memory, scraped, load_window, post_warmup_window, report);
+  if (sampler) {
+    report.host = sampler->host_peak();
+    report.sampler = sampler->stats();
+  }
+  report.scraper = (*scraper)->stats();
+  report.ended_unix_s = now_unix_s();
+  for (const auto& w : warnings.list())
+    report.warnings.push_back(w);
+
+  ProfileOutcome out;
+  out.run_dir = *dir;
+  out.interrupted = report.interrupted || stop();
+  report.interrupted = out.interrupted;
+  out.summary = summary_json(report);
+  out.text = summary_text(report);
+  out.totals = request_totals(report);
+  const auto summary_ok = write_json_file(*dir / "summary.json", out.summary);
+  const auto manifest_ok = write_manifest(!result           ? "failed"
+                                          : out.interrupted ? "interrupted"
+                                                            : "completed");
+  if (!result) return std::unexpected(result.error());
+  if (!summary_ok) return std::unexpected(summary_ok.error());
+  if (!manifest_ok) return std::unexpected(manifest_ok.error());
+  out.report = std::move(report);
+  return out;
+}
+
+}  // namespace kvprof::profile

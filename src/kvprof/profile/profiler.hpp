@@ -1,0 +1,81 @@
+// run_profile: drives an OpenAI-compatible server through a workload grid while the GPU sampler,
+// the host sampler and the /metrics scraper record on one clock, then writes results/<run_id>/:
+// workload.jsonl, request_trace.csv, gpu_mem_trace.csv, host_mem_trace.csv (when a host process
+// is sampled), metrics_trace.csv, summary.json and manifest.json.
+//
+// Phases: probe the server (a clear error within ~5 s when it is down) -> baseline window (no
+// load) -> warmup requests -> post-warmup window -> the grid, condition by condition -> analysis.
+// A stop request (Ctrl-C) ends the grid early; everything measured is still analysed and written,
+// with "interrupted": true.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "kvprof/client/runner.hpp"
+#include "kvprof/client/transport.hpp"
+#include "kvprof/estimate/result.hpp"
+#include "kvprof/gpu/memory_source.hpp"
+#include "kvprof/profile/report.hpp"
+#include "kvprof/util/error.hpp"
+#include "kvprof/workload/workload.hpp"
+
+namespace kvprof::profile {
+
+struct ProfileConfig {
+  workload::GridOptions grid;
+  client::RunOptions run;      // endpoint; model empty = the server's first model
+  std::vector<unsigned> gpus;  // GPUs to sample; empty = all
+  uint32_t gpu_interval_ms = 20;
+  uint32_t process_interval_ms = 500;
+  std::optional<pid_t> host_pid;  // sample this process's host memory
+  bool host_pid_auto = true;      // else: the pid listening on a loopback endpoint's port
+  uint32_t host_interval_ms = 100;
+  uint32_t metrics_interval_ms = 100;
+  std::filesystem::path output_dir = "results";
+  std::string run_tag;                         // appended to the run id
+  double baseline_s = 1.0;                     // idle window before any request
+  uint32_t warmup_requests = 2;                // small requests before the grid (not in the trace)
+  double post_warmup_s = 0.5;                  // idle window after the warmup
+  std::optional<estimate::Estimate> estimate;  // compare the measurement with this plan
+  std::string estimate_flags;                  // how it was asked for (manifest, summary)
+  std::string simulation;        // non-empty when the server is the built-in simulator: its sizing
+  nlohmann::json configuration;  // what the user asked for, for the manifest (no secrets)
+};
+
+struct ProfileDeps {
+  gpu::MemorySource* memory = nullptr;  // null: no GPU sampling
+  std::string memory_source = "none";   // "nvml", "simulated", "none"
+  std::string memory_note;              // why there is no source, for the summary
+  std::function<std::unique_ptr<client::Transport>()> make_transport;  // default: libcurl
+  std::function<bool()> should_stop;                                   // e.g. Ctrl-C
+  std::function<void(const std::string&)> on_progress;  // one line per event; null = quiet
+};
+
+struct ProfileOutcome {
+  std::filesystem::path run_dir;
+  ProfileReport report;
+  nlohmann::json summary;
+  std::string text;  // the terminal summary
+  bool interrupted = false;
+  RequestTotals totals;
+};
+
+// Runs the profile. Errors: usage (bad grid or options), network (server unreachable before
+// anything is written), io (the run directory or a trace cannot be written: what was written
+// stays readable). Request failures are not errors: they are in the trace and the totals.
+Expected<ProfileOutcome> run_profile(const ProfileConfig& config, const ProfileDeps& deps);
+
+// A fresh run id: UTC "YYYYmmdd_HHMMSS" plus "_<tag>" (tag reduced to [A-Za-z0-9._-]).
+std::string make_run_id(const std::string& tag, double unix_s);
+
+}  // namespace kvprof::profile

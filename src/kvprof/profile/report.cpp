@@ -1,0 +1,367 @@
+// summary.json and the terminal summary of a profile run (see report.hpp).
+#include "kvprof/profile/report.hpp"
+
+#include <fmt/format.h>
+
+#include <ctime>
+
+#include "kvprof/report/table.hpp"
+#include "kvprof/util/units.hpp"
+
+namespace kvprof::profile {
+
+namespace {
+
+using nlohmann::json;
+
+json opt_json(const std::optional<double>& v) {
+  return v ? json(*v) : json(nullptr);
+}
+json opt_json(const std::optional<uint64_t>& v) {
+  return v ? json(*v) : json(nullptr);
+}
+
+double gib(uint64_t bytes) {
+  return bytes_to_gib(bytes);
+}
+
+std::string iso_time(double unix_s) {
+  const auto t = static_cast<std::time_t>(unix_s);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+json window_json(const Window& w) {
+  return {{"start_mono_ns", w.begin_ns}, {"end_mono_ns", w.end_ns}};
+}
+
+json gpu_stats_json(const GpuWindowStats& g, const std::vector<gpu::DeviceInfo>& gpus,
+                    uint64_t used_bytes) {
+  json j = {{"gpu", g.gpu},
+            {"used_bytes", used_bytes},
+            {"used_gb", gib(used_bytes)},
+            {"min_used_bytes", g.min_used_bytes},
+            {"max_used_bytes", g.max_used_bytes},
+            {"mean_used_bytes", g.mean_used_bytes},
+            {"n_samples", g.n_samples},
+            {"total_bytes", opt_json(g.total_bytes)}};
+  for (const auto& d : gpus) {
+    if (d.index != g.gpu) continue;
+    j["name"] = d.name ? json(*d.name) : json(nullptr);
+    j["uuid"] = d.uuid ? json(*d.uuid) : json(nullptr);
+  }
+  return j;
+}
+
+json capture_json(const CapturePoint& cp, const std::vector<gpu::DeviceInfo>& gpus) {
+  if (cp.empty()) return nullptr;
+  json per_gpu = json::array();
+  for (size_t i = 0; i < cp.per_gpu.size(); ++i) {
+    per_gpu.push_back(gpu_stats_json(cp.per_gpu[i], gpus, cp.used_bytes[i]));
+  }
+  return {{"total_bytes", cp.sum_bytes},
+          {"total_gb", gib(cp.sum_bytes)},
+          {"per_gpu_details", per_gpu},
+          {"stats",
+           {{"sum_bytes", cp.sum_bytes},
+            {"max_bytes", cp.max_bytes},
+            {"mean_bytes", cp.mean_bytes},
+            {"stddev_bytes", cp.stddev_bytes}}},
+          {"window", window_json(cp.window)}};
+}
+
+json component_json(const Component& c) {
+  return {{"bytes", opt_json(c.bytes)},
+          {"confidence", confidence_name(c.confidence)},
+          {"method", c.method}};
+}
+
+json breakdown_json(const MeasuredBreakdown& b) {
+  const auto gb = [](const Component& c) { return c.bytes ? json(gib(*c.bytes)) : json(nullptr); };
+  return {{"gpu", b.gpu},
+          {"total_measured_bytes", b.total_measured_bytes},
+          {"total_measured_gb", gib(b.total_measured_bytes)},
+          {"model_weights_bytes", opt_json(b.weights.bytes)},
+          {"model_weights_gb", gb(b.weights)},
+          {"kv_cache_bytes", opt_json(b.kv_cache.bytes)},
+          {"kv_cache_gb", gb(b.kv_cache)},
+          {"activations_bytes", opt_json(b.activations.bytes)},
+          {"activations_gb", gb(b.activations)},
+          {"framework_overhead_bytes", opt_json(b.overhead.bytes)},
+          {"framework_overhead_gb", gb(b.overhead)},
+          {"confidence_levels",
+           {{"overall", confidence_name(b.overall)},
+            {"weights", confidence_name(b.weights.confidence)},
+            {"kv_cache", confidence_name(b.kv_cache.confidence)},
+            {"activations", confidence_name(b.activations.confidence)},
+            {"overhead", confidence_name(b.overhead.confidence)}}},
+          {"components",
+           {{"weights", component_json(b.weights)},
+            {"kv_cache", component_json(b.kv_cache)},
+            {"activations", component_json(b.activations)},
+            {"overhead", component_json(b.overhead)}}}};
+}
+
+json server_json(const MetricsWindowStats& s) {
+  return {{"n_scrapes", s.n_scrapes},
+          {"peak_kv_cache_usage", opt_json(s.peak_kv_cache_usage)},
+          {"mean_kv_cache_usage", opt_json(s.mean_kv_cache_usage)},
+          {"peak_kv_cache_used_tokens", opt_json(s.peak_kv_cache_used_tokens)},
+          {"peak_num_requests_running", opt_json(s.peak_num_requests_running)},
+          {"peak_num_requests_waiting", opt_json(s.peak_num_requests_waiting)},
+          {"preemptions", opt_json(s.preemptions)},
+          {"num_gpu_blocks", opt_json(s.num_gpu_blocks)},
+          {"block_size_tokens", opt_json(s.block_size_tokens)},
+          {"kv_cache_capacity_tokens", opt_json(s.kv_cache_capacity_tokens)}};
+}
+
+json condition_json(const ConditionReport& c) {
+  json j = client::to_json(c.requests);
+  std::optional<uint64_t> peak, mean, peak_gpu;
+  for (const auto& g : c.memory) {
+    peak = peak.value_or(0) + g.max_used_bytes;
+    mean = mean.value_or(0) + g.mean_used_bytes;
+    peak_gpu = std::max(peak_gpu.value_or(0), g.max_used_bytes);
+  }
+  j["window"] = window_json(c.window);
+  j["peak_used_bytes"] = opt_json(peak);
+  j["mean_used_bytes"] = opt_json(mean);
+  j["peak_gpu_used_bytes"] = opt_json(peak_gpu);
+  j["server"] = server_json(c.server);
+  j["peak_kv_cache_usage"] = opt_json(c.server.peak_kv_cache_usage);
+  j["preemptions"] = opt_json(c.server.preemptions);
+  return j;
+}
+
+}  // namespace
+
+RequestTotals request_totals(const ProfileReport& report) {
+  RequestTotals t;
+  for (const auto& c : report.conditions) {
+    const auto& s = c.requests;
+    t.n_requests += s.n_requests;
+    t.n_ok += s.n_ok;
+    t.n_errors += s.n_errors;
+    t.n_cancelled += s.n_cancelled;
+    t.output_tokens += s.output_tokens;
+    for (const auto& [kind, n] : s.errors_by_kind)
+      t.errors_by_kind[kind] += n;
+  }
+  return t;
+}
+
+json summary_json(const ProfileReport& r) {
+  const RequestTotals totals = request_totals(r);
+  double e2e_sum_ms = 0, duration_s = 0;
+  for (const auto& c : r.conditions) {
+    e2e_sum_ms += c.requests.e2e_ms.mean * static_cast<double>(c.requests.e2e_ms.n);
+    duration_s += c.requests.duration_s;
+  }
+  json gpus = json::array();
+  for (const auto& d : r.gpus) {
+    gpus.push_back({{"index", d.index},
+                    {"name", d.name ? json(*d.name) : json(nullptr)},
+                    {"uuid", d.uuid ? json(*d.uuid) : json(nullptr)}});
+  }
+  json conditions = json::array();
+  for (const auto& c : r.conditions)
+    conditions.push_back(condition_json(c));
+  json comparison = nullptr;
+  if (!r.comparison.empty()) {
+    comparison = {{"estimate_flags", r.estimate_flags}, {"rows", json::array()}};
+    for (const auto& row : r.comparison) {
+      comparison["rows"].push_back(
+          {{"component", row.name},
+           {"unit", row.unit},
+           {"measured", opt_json(row.measured)},
+           {"estimated", opt_json(row.estimated)},
+           {"error_pct", opt_json(row.error_pct)},
+           {"measured_confidence", confidence_name(row.measured_confidence)}});
+    }
+  }
+  json host = nullptr;
+  if (r.host) {
+    host = {{"pid", r.host->pid},
+            {"peak_rss_bytes", opt_json(r.host->peak_rss_bytes)},
+            {"peak_pss_bytes", opt_json(r.host->peak_pss_bytes)},
+            {"samples", r.host->samples},
+            {"exited", r.host->exited}};
+  }
+  const bool have_mem = !r.baseline.empty() && !r.peak.empty();
+  return {
+      {"schema_version", k_summary_schema_version},
+      {"profiler_version", KVPROF_VERSION},
+      {"run_id", r.run_id},
+      {"interrupted", r.interrupted},
+      {"simulated", r.simulated},
+      {"metadata",
+       {{"started_at", iso_time(r.started_unix_s)},
+        {"ended_at", iso_time(r.ended_unix_s)},
+        {"started_unix_s", r.started_unix_s},
+        {"duration_s", r.ended_unix_s - r.started_unix_s},
+        {"endpoint", r.endpoint},
+        {"run_dir", r.run_dir}}},
+      {"model_info", {{"name", r.model}}},
+      {"engine_metadata",
+       {{"engine_type", r.engine_type},
+        {"engine_version", r.server.version.empty() ? json(nullptr) : json(r.server.version)},
+        {"simulated", r.server.simulated}}},
+      {"memory_source", r.memory_source},
+      {"gpus", gpus},
+      {"memory_measurements",
+       {{"baseline", capture_json(r.baseline, r.gpus)},
+        {"post_warmup", capture_json(r.post_warmup, r.gpus)},
+        {"peak", capture_json(r.peak, r.gpus)},
+        {"memory_increase_bytes", have_mem ? json(static_cast<int64_t>(r.peak.sum_bytes) -
+                                                  static_cast<int64_t>(r.baseline.sum_bytes))
+                                           : json(nullptr)},
+        {"memory_increase_gb",
+         have_mem ? json(gib(r.peak.sum_bytes) - gib(r.baseline.sum_bytes)) : json(nullptr)}}},
+      {"memory_breakdown", r.breakdown ? breakdown_json(*r.breakdown) : json(nullptr)},
+      {"estimate_comparison", comparison},
+      {"server_metrics",
+       [&] {
+         json s = server_json(r.server_during_load);
+         s["n_scrapes_total"] = r.scraper.n_scrapes;
+         s["n_scrapes_ok"] = r.scraper.n_ok;
+         s["last_error"] = r.scraper.last_error;
+         return s;
+       }()},
+      {"requests",
+       {{"n_requests", totals.n_requests},
+        {"n_ok", totals.n_ok},
+        {"n_errors", totals.n_errors},
+        {"n_cancelled", totals.n_cancelled},
+        {"output_tokens", totals.output_tokens},
+        {"errors_by_kind", totals.errors_by_kind},
+        {"max_in_flight", r.max_in_flight}}},
+      {"latency_stats",
+       {{"mean_latency_ms", totals.n_ok > 0 ? e2e_sum_ms / static_cast<double>(totals.n_ok) : 0.0},
+        {"tokens_per_second",
+         duration_s > 0 ? static_cast<double>(totals.output_tokens) / duration_s : 0.0}}},
+      {"conditions", conditions},
+      {"host_memory", host},
+      {"sampler",
+       {{"device_rows", r.sampler.device_rows},
+        {"process_rows", r.sampler.process_rows},
+        {"host_rows", r.sampler.host_rows},
+        {"missed_ticks", r.sampler.missed_ticks},
+        {"failed_queries", r.sampler.failed_queries}}},
+      {"warnings", r.warnings},
+      {"files", r.files},
+  };
+}
+
+namespace {
+
+std::string gib_text(std::optional<uint64_t> bytes) {
+  return bytes ? fmt::format("{:.2f}", gib(*bytes)) : "-";
+}
+
+std::string condition_table(const ProfileReport& r) {
+  report::Table t({"condition", "ok/sent", "errors", "out tok/s", "TTFT p50/p99 ms",
+                   "E2E p50/p99 ms", "peak GiB", "KV peak", "preempt"});
+  for (const auto& c : r.conditions) {
+    const auto& s = c.requests;
+    std::string errors;
+    for (const auto& [kind, n] : s.errors_by_kind)
+      errors += fmt::format("{}{} {}", errors.empty() ? "" : ", ", n, kind);
+    std::optional<uint64_t> peak;
+    for (const auto& g : c.memory)
+      peak = peak.value_or(0) + g.max_used_bytes;
+    t.add_row({s.condition_id, fmt::format("{}/{}", s.n_ok, s.n_requests),
+               errors.empty() ? "-" : errors, fmt::format("{:.1f}", s.output_tokens_per_s),
+               fmt::format("{:.0f}/{:.0f}", s.ttft_ms.p50, s.ttft_ms.p99),
+               fmt::format("{:.0f}/{:.0f}", s.e2e_ms.p50, s.e2e_ms.p99), gib_text(peak),
+               c.server.peak_kv_cache_usage
+                   ? fmt::format("{:.1f}%", *c.server.peak_kv_cache_usage * 100)
+                   : "-",
+               c.server.preemptions ? fmt::format("{:.0f}", *c.server.preemptions) : "-"});
+  }
+  return t.render();
+}
+
+std::string breakdown_table(const ProfileReport& r) {
+  const auto& b = *r.breakdown;
+  std::map<std::string, const ComparisonRow*> cmp;
+  for (const auto& row : r.comparison)
+    cmp[row.name] = &row;
+  const bool with_est = !r.comparison.empty();
+  std::vector<std::string> header{"component", "measured GiB", "confidence"};
+  if (with_est) {
+    header.emplace_back("estimated GiB");
+    header.emplace_back("error");
+  }
+  report::Table t(header);
+  const auto add = [&](const std::string& label, const std::string& key,
+                       std::optional<uint64_t> bytes, Confidence conf) {
+    std::vector<std::string> cells{label, gib_text(bytes), std::string(confidence_name(conf))};
+    if (with_est) {
+      const auto it = cmp.find(key);
+      const ComparisonRow* row = it == cmp.end() ? nullptr : it->second;
+      cells.push_back(row && row->estimated
+                          ? fmt::format("{:.2f}", gib(static_cast<uint64_t>(*row->estimated)))
+                          : "-");
+      cells.push_back(row && row->error_pct ? fmt::format("{:+.1f}%", *row->error_pct) : "-");
+    }
+    t.add_row(cells);
+  };
+  add("weights", "weights", b.weights.bytes, b.weights.confidence);
+  add("KV cache", "kv_cache", b.kv_cache.bytes, b.kv_cache.confidence);
+  add("activations", "activations", b.activations.bytes, b.activations.confidence);
+  add("overhead", "overhead", b.overhead.bytes, b.overhead.confidence);
+  add("total (peak)", "total", b.total_measured_bytes, Confidence::high);
+  std::string out = t.render();
+  for (const auto& row : r.comparison) {
+    if (row.unit == "bytes") continue;
+    out += fmt::format("{}: server {} / estimated {}{}\n", row.name,
+                       row.measured ? fmt::format("{:.0f}", *row.measured) : "not reported",
+                       row.estimated ? fmt::format("{:.0f}", *row.estimated) : "-",
+                       row.error_pct ? fmt::format(" ({:+.2f}%)", *row.error_pct) : "");
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string summary_text(const ProfileReport& r) {
+  std::string out;
+  if (r.simulated) {
+    out += "SIMULATED server (kvprof serve-sim): no real GPU or model was measured.\n";
+  }
+  out += fmt::format("kvprof profile {} -- {} at {}{}\n", r.run_id, r.model, r.endpoint,
+                     r.interrupted ? " (INTERRUPTED)" : "");
+  out += condition_table(r);
+  if (!r.baseline.empty()) {
+    out += fmt::format(
+        "GPU memory used ({}, {} GPU{}): baseline {} GiB, post-warmup {} GiB, "
+        "peak {} GiB (+{:.2f} GiB)\n",
+        r.memory_source, r.baseline.per_gpu.size(), r.baseline.per_gpu.size() == 1 ? "" : "s",
+        gib_text(r.baseline.sum_bytes),
+        r.post_warmup.empty() ? "-" : gib_text(r.post_warmup.sum_bytes),
+        r.peak.empty() ? "-" : gib_text(r.peak.sum_bytes),
+        r.peak.empty() ? 0.0 : gib(r.peak.sum_bytes) - gib(r.baseline.sum_bytes));
+  } else {
+    out += "GPU memory: not sampled (" + r.memory_source + ")\n";
+  }
+  if (r.host && r.host->peak_rss_bytes) {
+    out += fmt::format(
+        "host memory of pid {}: peak RSS {}{}\n", r.host->pid,
+        format_bytes(*r.host->peak_rss_bytes),
+        r.host->peak_pss_bytes ? ", peak PSS " + format_bytes(*r.host->peak_pss_bytes) : "");
+  }
+  if (r.breakdown) {
+    out += fmt::format("measured breakdown of GPU {} (overall confidence {}):\n", r.breakdown->gpu,
+                       confidence_name(r.breakdown->overall));
+    out += breakdown_table(r);
+  }
+  for (const auto& w : r.warnings)
+    out += "warning: " + w + "\n";
+  out += "results: " + r.run_dir + "\n";
+  return out;
+}
+
+}  // namespace kvprof::profile

@@ -1,0 +1,80 @@
+// What a profile run found, as summary.json (schema_version 1, seed 003's field names next to
+// kvprof's byte-unit ones) and as the terminal table printed at the end.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "kvprof/client/stats.hpp"
+#include "kvprof/gpu/memory_source.hpp"
+#include "kvprof/gpu/sampler.hpp"
+#include "kvprof/metrics/scraper.hpp"
+#include "kvprof/profile/breakdown.hpp"
+#include "kvprof/profile/timeline.hpp"
+
+namespace kvprof::profile {
+
+inline constexpr int k_summary_schema_version = 1;
+
+// What the server says about itself.
+struct ServerInfo {
+  std::string base_url;             // as given
+  std::vector<std::string> models;  // /v1/models ids
+  std::string version;              // /version "version", empty when not served
+  std::string owned_by;             // of the first model
+  bool simulated = false;           // kvprof serve-sim
+};
+
+struct ConditionReport {
+  client::ConditionStats requests;
+  Window window;
+  std::vector<GpuWindowStats> memory;  // per GPU over the condition
+  MetricsWindowStats server;
+};
+
+struct ProfileReport {
+  std::string run_id;
+  std::string run_dir;
+  double started_unix_s = 0;
+  double ended_unix_s = 0;
+  bool interrupted = false;
+  bool simulated = false;
+  std::string endpoint;
+  std::string model;
+  ServerInfo server;
+  std::string engine_type = "unknown";  // from the /metrics names
+  std::string memory_source = "none";   // "nvml", "simulated" or "none"
+  std::vector<gpu::DeviceInfo> gpus;
+  CapturePoint baseline, post_warmup, peak;
+  std::vector<ConditionReport> conditions;
+  MetricsWindowStats server_during_load;
+  std::optional<MeasuredBreakdown> breakdown;
+  std::vector<ComparisonRow> comparison;  // empty without an estimate
+  std::string estimate_flags;
+  std::optional<gpu::HostPeak> host;
+  gpu::SamplerStats sampler;
+  metrics::ScraperStats scraper;
+  uint64_t max_in_flight = 0;
+  std::vector<std::string> warnings;
+  std::map<std::string, std::string> files;  // role -> file name in the run directory
+};
+
+// Request totals over all conditions.
+struct RequestTotals {
+  uint64_t n_requests = 0, n_ok = 0, n_errors = 0, n_cancelled = 0, output_tokens = 0;
+  std::map<std::string, uint64_t> errors_by_kind;
+};
+RequestTotals request_totals(const ProfileReport& report);
+
+// summary.json.
+nlohmann::json summary_json(const ProfileReport& report);
+
+// The terminal summary: per-condition table, three-point capture, breakdown (and comparison).
+std::string summary_text(const ProfileReport& report);
+
+}  // namespace kvprof::profile

@@ -1,0 +1,75 @@
+// Server probe (see server_probe.hpp).
+#include "kvprof/profile/server_probe.hpp"
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "kvprof/client/http_get.hpp"
+
+namespace kvprof::profile {
+
+std::string server_root(std::string_view base_url) {
+  std::string url(base_url);
+  while (!url.empty() && url.back() == '/')
+    url.pop_back();
+  const auto scheme = url.find("://");
+  const size_t host_start = scheme == std::string::npos ? 0 : scheme + 3;
+  const auto slash = url.find('/', host_start);
+  const auto v1 = url.find("/v1", host_start);
+  if (v1 != std::string::npos) return url.substr(0, v1);
+  return slash == std::string::npos ? url : url.substr(0, slash);
+}
+
+Expected<ServerInfo> probe_server(std::string_view base_url, std::string_view api_key,
+                                  uint32_t timeout_ms) {
+  // The GET carries no key: a server that wants one for /v1/models is reachable, its model list
+  // stays unknown (the runner sends the key with each request).
+  ServerInfo info;
+  info.base_url = std::string(base_url);
+  const std::string root = server_root(base_url);
+  client::HttpGetOptions options;
+  options.timeout_ms = timeout_ms;
+  options.connect_timeout_ms = std::min<uint32_t>(timeout_ms, 2000);
+  options.max_body_bytes = 4U << 20;
+  client::HttpGetFailure failure = client::HttpGetFailure::none;
+  auto models = client::http_get(root + "/v1/models", options, &failure);
+  if (!models) {
+    return fail(ErrorKind::network,
+                fmt::format("cannot reach the server at {}: {} (is it running? leave out "
+                            "--endpoint to profile the built-in simulator)",
+                            root, models.error().message));
+  }
+  if ((models->status == 401 || models->status == 403) && api_key.empty()) {
+    return fail(ErrorKind::network,
+                fmt::format("{}/v1/models answered {}: the server wants an API key (--api-key or "
+                            "OPENAI_API_KEY)",
+                            root, models->status));
+  }
+  if (models->status == 200) {
+    const auto j = nlohmann::json::parse(models->body, nullptr, false);
+    if (j.is_discarded() || !j.is_object() || !j.contains("data") || !j["data"].is_array()) {
+      return fail(ErrorKind::input,
+                  fmt::format("{}/v1/models did not answer with an OpenAI model list", root));
+    }
+    for (const auto& m : j["data"]) {
+      if (!m.is_object() || !m.contains("id") || !m["id"].is_string()) continue;
+      if (info.models.size() < 64) info.models.push_back(m["id"].get<std::string>());
+      if (info.owned_by.empty() && m.contains("owned_by") && m["owned_by"].is_string()) {
+        info.owned_by = m["owned_by"].get<std::string>();
+      }
+    }
+  }
+  info.simulated = info.owned_by == "kvprof-sim";
+  options.timeout_ms = std::min<uint32_t>(timeout_ms, 1000);
+  if (auto version = client::http_get(root + "/version", options);
+      version && version->status == 200) {
+    const auto j = nlohmann::json::parse(version->body, nullptr, false);
+    if (j.is_object() && j.contains("version") && j["version"].is_string()) {
+      info.version = j["version"].get<std::string>().substr(0, 128);
+    }
+  }
+  return info;
+}
+
+}  // namespace kvprof::profile

@@ -1,0 +1,432 @@
+// End-to-end: the kvprof binary's `profile` against serve-sim (in this test process, writing its
+// live memory for the fake libnvidia-ml.so.1), checking the contents of every output file; the
+// built-in default run; and the failures (server down, faults, no /metrics, no NVML, Ctrl-C).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "kvprof/sim/sim_server.hpp"
+#include "kvprof/sys/subprocess.hpp"
+
+namespace kvprof {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+using nlohmann::json;
+
+// One CSV line into fields ("" quoting as the trace writers do it).
+std::vector<std::string> csv_fields(const std::string& line) {
+  std::vector<std::string> out(1);
+  bool quoted = false;
+  for (size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
+        out.back() += '"';
+        ++i;
+      } else if (c == '"') {
+        quoted = false;
+      } else {
+        out.back() += c;
+      }
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == ',') {
+      out.emplace_back();
+    } else {
+      out.back() += c;
+    }
+  }
+  return out;
+}
+
+// A CSV file as rows of column -> value.
+std::vector<std::map<std::string, std::string>> read_csv(const fs::path& path) {
+  std::ifstream in(path);
+  std::string line;
+  std::vector<std::string> header;
+  std::vector<std::map<std::string, std::string>> rows;
+  while (std::getline(in, line)) {
+    const auto fields = csv_fields(line);
+    if (header.empty()) {
+      header = fields;
+      continue;
+    }
+    EXPECT_EQ(fields.size(), header.size()) << path << ": " << line;
+    std::map<std::string, std::string> row;
+    for (size_t i = 0; i < header.size() && i < fields.size(); ++i)
+      row[header[i]] = fields[i];
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+json read_json(const fs::path& path) {
+  std::ifstream in(path);
+  return json::parse(in);
+}
+
+size_t count_lines(const fs::path& path) {
+  std::ifstream in(path);
+  return static_cast<size_t>(
+      std::count(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>(), '\n'));
+}
+
+double num(const std::map<std::string, std::string>& row, const std::string& key) {
+  return std::stod(row.at(key));
+}
+
+class ProfileE2E : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    m_dir = fs::path(::testing::TempDir()) /
+            ("kvprof_profile_" + std::to_string(::getpid()) + "_" +
+             ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(m_dir);
+    fs::create_directories(m_dir);
+  }
+  void TearDown() override {
+    if (m_server) m_server->stop();
+    std::error_code ec;
+    fs::remove_all(m_dir, ec);
+  }
+
+  // A small simulated vLLM whose KV pool shows in memory as it fills (so load is visible).
+  sim::SimConfig small_sim() const {
+    sim::SimConfig c;
+    c.model = "sim-model";
+    c.num_gpu_blocks = 2048;
+    c.block_size = 16;
+    c.max_model_len = 4096;
+    c.total_bytes = 80ULL << 30;
+    c.weights_bytes = 8ULL << 30;
+    c.kv_bytes_per_block = 4ULL << 20;
+    c.kv_pool_mode = sim::KvPoolMode::on_demand;
+    c.step_base_ms = 5.0;  // a lone request lasts ~100 ms: several scrapes per condition
+    c.live_state_path = (m_dir / "live.txt").string();
+    c.live_state_min_interval_ms = 1.0;
+    c.quiet = true;
+    return c;
+  }
+
+  void start_sim(const sim::SimConfig& c) {
+    auto s = sim::SimServer::start(c);
+    ASSERT_TRUE(s.has_value()) << s.error().message;
+    m_server = std::move(*s);
+  }
+
+  sys::CommandOptions env(bool with_nvml = true) const {
+    sys::CommandOptions o;
+    o.timeout = 60s;
+    o.env = {{"KVPROF_NVML_LIBRARY",
+              with_nvml ? std::string(KVPROF_FAKE_NVML_PATH) : (m_dir / "absent.so").string()},
+             {"KVPROF_FAKE_NVML_GPUS", "1"},
+             {"KVPROF_FAKE_NVML_LIVE", (m_dir / "live.txt").string()},
+             {"KVPROF_URL", ""},
+             {"KVPROF_MODEL", ""}};
+    return o;
+  }
+
+  std::vector<std::string> profile_args(std::vector<std::string> extra) const {
+    std::vector<std::string> args = {KVPROF_BIN,
+                                     "profile",
+                                     "--endpoint",
+                                     m_server ? m_server->base_url() : "",
+                                     "--output-dir",
+                                     (m_dir / "results").string(),
+                                     "--run-tag",
+                                     "e2e",
+                                     "--baseline-s",
+                                     "0.3",
+                                     "--post-warmup-s",
+                                     "0.2",
+                                     "--gpu-interval-ms",
+                                     "5",
+                                     "--metrics-interval-ms",
+                                     "20",
+                                     "--output-lens",
+                                     "16",
+                                     "--prefix-modes",
+                                     "low",
+                                     "-q"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  }
+
+  // The one run directory under results/.
+  fs::path run_dir() const {
+    std::vector<fs::path> dirs;
+    for (const auto& e : fs::directory_iterator(m_dir / "results"))
+      dirs.push_back(e.path());
+    EXPECT_EQ(dirs.size(), 1U);
+    return dirs.empty() ? fs::path() : dirs.front();
+  }
+
+  fs::path m_dir;
+  std::unique_ptr<sim::SimServer> m_server;
+};
+
+TEST_F(ProfileE2E, EveryOutputFileHoldsTheRun) {
+  start_sim(small_sim());
+  auto r = sys::run_command(
+      profile_args({"--input-lens", "256,1024", "--concurrencies", "1,4,16", "--json"}), env());
+  ASSERT_TRUE(r.has_value());
+  ASSERT_EQ(r->exit_code, 0) << r->stderr_text << r->stdout_text;
+  const fs::path dir = run_dir();
+  EXPECT_TRUE(dir.filename().string().ends_with("_e2e"));
+
+  // workload.jsonl: 2 inputs x 3 concurrencies, n x concurrency requests each.
+  const size_t n_requests = count_lines(dir / "workload.jsonl");
+  EXPECT_EQ(n_requests, 2U * (1 + 4 + 16));
+
+  // request_trace.csv: one ok row per workload request, times ordered, TTFT <= E2E.
+  const auto trace = read_csv(dir / "request_trace.csv");
+  ASSERT_EQ(trace.size(), n_requests);
+  std::set<std::string> ids;
+  for (const auto& row : trace) {
+    ids.insert(row.at("request_id"));
+    EXPECT_EQ(row.at("status"), "ok") << row.at("error");
+    EXPECT_LE(num(row, "intended_send_unix_s"), num(row, "actual_send_unix_s") + 1e-6);
+    EXPECT_LE(num(row, "actual_send_unix_s"), num(row, "first_token_unix_s"));
+    EXPECT_LE(num(row, "first_token_unix_s"), num(row, "end_unix_s"));
+    EXPECT_LE(num(row, "ttft_ms"), num(row, "e2e_ms"));
+    EXPECT_EQ(row.at("completion_tokens"), "16");
+    EXPECT_EQ(row.at("prompt_tokens"), row.at("input_len"));
+  }
+  EXPECT_EQ(ids.size(), n_requests);
+
+  // gpu_mem_trace.csv: device rows from the fake NVML, time-ordered, used within total.
+  const auto gpu = read_csv(dir / "gpu_mem_trace.csv");
+  ASSERT_GT(gpu.size(), 50U);
+  int64_t last_t = 0;
+  uint64_t max_used = 0;
+  for (const auto& row : gpu) {
+    if (row.at("kind") != "device") continue;
+    const int64_t t = std::stoll(row.at("t_mono_ns"));
+    EXPECT_GE(t, last_t);
+    last_t = t;
+    EXPECT_LE(std::stoull(row.at("used_bytes")), std::stoull(row.at("total_bytes")));
+    max_used = std::max<uint64_t>(max_used, std::stoull(row.at("used_bytes")));
+  }
+
+  // metrics_trace.csv: ok scrapes of the simulated vLLM, time-ordered.
+  const auto metrics = read_csv(dir / "metrics_trace.csv");
+  ASSERT_GT(metrics.size(), 10U);
+  int64_t last_m = 0;
+  for (const auto& row : metrics) {
+    EXPECT_EQ(row.at("status"), "ok");
+    EXPECT_GE(std::stoll(row.at("mono_ns")), last_m);
+    last_m = std::stoll(row.at("mono_ns"));
+  }
+
+  // summary.json (also what --json printed).
+  const json s = read_json(dir / "summary.json");
+  EXPECT_EQ(json::parse(r->stdout_text), s);
+  EXPECT_EQ(s.at("schema_version"), 1);
+  EXPECT_FALSE(s.at("interrupted").get<bool>());
+  EXPECT_EQ(s.at("memory_source"), "nvml");
+  EXPECT_EQ(s.at("requests").at("n_ok").get<size_t>(), n_requests);
+  EXPECT_EQ(s.at("engine_metadata").at("engine_type"), "vllm");
+  const auto& mm = s.at("memory_measurements");
+  const uint64_t baseline = mm.at("baseline").at("total_bytes");
+  const uint64_t post_warmup = mm.at("post_warmup").at("total_bytes");
+  const uint64_t peak = mm.at("peak").at("total_bytes");
+  EXPECT_GE(baseline, 8ULL << 30);  // the weights are loaded before any request
+  EXPECT_LE(baseline, post_warmup);
+  EXPECT_LT(post_warmup, peak);
+  EXPECT_EQ(peak, max_used);
+  EXPECT_EQ(mm.at("peak").at("per_gpu_details")[0].at("name"), "NVIDIA H100 80GB HBM3 (fake)");
+  EXPECT_EQ(mm.at("peak").at("stats").at("stddev_bytes"), 0.0);
+
+  // Per condition: KV usage rises with concurrency, and memory peaks where the load peaks.
+  const auto& conds = s.at("conditions");
+  ASSERT_EQ(conds.size(), 6U);
+  std::map<std::string, json> by_id;
+  for (const auto& c : conds)
+    by_id[c.at("condition_id")] = c;
+  for (const char* in : {"256", "1024"}) {
+    const auto kv = [&](const char* c) {
+      return by_id.at(std::string("in") + in + "_out16_c" + c + "_low")
+          .at("peak_kv_cache_usage")
+          .get<double>();
+    };
+    EXPECT_LT(kv("1"), kv("4")) << in;
+    EXPECT_LT(kv("4"), kv("16")) << in;
+  }
+  uint64_t top = 0;
+  std::string top_id;
+  for (const auto& c : conds) {
+    EXPECT_GT(c.at("output_tokens_per_s").get<double>(), 0.0);
+    EXPECT_LE(c.at("ttft_ms").at("p50").get<double>(), c.at("e2e_ms").at("p50").get<double>());
+    if (c.at("peak_used_bytes").get<uint64_t>() > top) {
+      top = c.at("peak_used_bytes");
+      top_id = c.at("condition_id");
+    }
+  }
+  EXPECT_EQ(top_id, "in1024_out16_c16_low");
+  EXPECT_EQ(top, peak);
+
+  // The on-demand pool is measured from its growth with the KV gauge.
+  const auto& b = s.at("memory_breakdown");
+  EXPECT_EQ(b.at("confidence_levels").at("kv_cache"), "medium");
+  const double kv_gb = b.at("kv_cache_gb");
+  const double peak_usage = s.at("server_metrics").at("peak_kv_cache_usage");
+  const double expected_kv_gb = peak_usage * 2048 * 4.0 / 1024;  // usage x blocks x 4 MiB
+  EXPECT_NEAR(kv_gb, expected_kv_gb, 0.25 * expected_kv_gb + 0.05);
+
+  // manifest.json
+  const json m = read_json(dir / "manifest.json");
+  EXPECT_EQ(m.at("status"), "completed");
+  EXPECT_EQ(m.at("run_id"), dir.filename().string());
+  EXPECT_EQ(m.at("server").at("models")[0], "sim-model");
+  EXPECT_TRUE(m.at("server").at("simulated").get<bool>());
+  EXPECT_TRUE(m.at("gpus")[0].at("uuid").get<std::string>().starts_with("GPU-fake-0"));
+  EXPECT_FALSE(m.at("configuration").at("api_key_set").get<bool>());
+}
+
+TEST_F(ProfileE2E, BuiltInDefaultRunsTheSimulatorAndMatchesItsPlan) {
+  // No --endpoint and no grid option: the built-in simulator on the small default grid.
+  auto r = sys::run_command({KVPROF_BIN, "profile", "--output-dir", (m_dir / "results").string(),
+                             "--baseline-s", "0.2", "--post-warmup-s", "0.1", "--json", "-q"},
+                            env(false));
+  ASSERT_TRUE(r.has_value());
+  ASSERT_EQ(r->exit_code, 0) << r->stderr_text;
+  const json s = json::parse(r->stdout_text);
+  EXPECT_TRUE(s.at("simulated").get<bool>());
+  EXPECT_EQ(s.at("memory_source"), "simulated");
+  EXPECT_EQ(s.at("model_info").at("name"), "meta-llama/Llama-3.1-8B-Instruct");
+  EXPECT_EQ(s.at("conditions").size(), 12U);  // 2 inputs x 3 concurrencies x 2 prefix modes
+  std::map<std::string, double> err;
+  for (const auto& row : s.at("estimate_comparison").at("rows")) {
+    if (!row.at("error_pct").is_null()) err[row.at("component")] = row.at("error_pct");
+  }
+  // The simulator is sized by the plan: the server's blocks and the pool match it exactly.
+  EXPECT_EQ(err.at("num_gpu_blocks"), 0.0);
+  EXPECT_EQ(err.at("kv_cache_tokens"), 0.0);
+  EXPECT_NEAR(err.at("kv_cache"), 0.0, 1e-9);
+  EXPECT_NEAR(err.at("weights"), 0.0, 0.01);
+  EXPECT_EQ(s.at("memory_breakdown").at("confidence_levels").at("overall"), "high");
+}
+
+TEST_F(ProfileE2E, ServerDownIsOneLineErrorWithinFiveSeconds) {
+  auto args = profile_args({});
+  args[3] = "http://127.0.0.1:9";  // discard port: nothing listens
+  const auto t0 = std::chrono::steady_clock::now();
+  auto r = sys::run_command(args, env());
+  const auto elapsed = std::chrono::steady_clock::now() - t0;
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->exit_code, 1);
+  EXPECT_LT(elapsed, 5s);
+  EXPECT_TRUE(r->stderr_text.starts_with("kvprof: error: cannot reach the server at "))
+      << r->stderr_text;
+  EXPECT_EQ(std::count(r->stderr_text.begin(), r->stderr_text.end(), '\n'), 1);
+  EXPECT_FALSE(fs::exists(m_dir / "results"));
+}
+
+TEST_F(ProfileE2E, FaultsEndEveryRequestInTheTraceAndExit3) {
+  auto c = small_sim();
+  c.fault = {sim::FaultKind::reset, 2, 1.0};
+  c.fault_rate = 0.3;
+  start_sim(c);
+  auto r = sys::run_command(profile_args({"--input-lens", "128", "--concurrencies", "8",
+                                          "--n-per-condition", "4", "--warmup-requests", "0"}),
+                            env());
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->exit_code, 3) << r->stderr_text;
+  EXPECT_NE(r->stderr_text.find("requests failed"), std::string::npos) << r->stderr_text;
+  const fs::path dir = run_dir();
+  const auto trace = read_csv(dir / "request_trace.csv");
+  ASSERT_EQ(trace.size(), 32U);
+  size_t n_reset = 0;
+  for (const auto& row : trace) {
+    EXPECT_TRUE(row.at("status") == "ok" || row.at("status") == "error");
+    if (row.at("status") == "error") {
+      EXPECT_FALSE(row.at("error_kind").empty());
+      n_reset += row.at("error_kind") == "reset";
+    }
+  }
+  EXPECT_GT(n_reset, 0U);
+  const json s = read_json(dir / "summary.json");
+  EXPECT_EQ(s.at("requests").at("n_errors").get<size_t>(), n_reset);
+  EXPECT_EQ(s.at("requests").at("errors_by_kind").at("reset").get<size_t>(), n_reset);
+  EXPECT_EQ(read_json(dir / "manifest.json").at("status"), "completed");
+}
+
+TEST_F(ProfileE2E, MissingMetricsAndNvmlAreWarningsNotFailures) {
+  auto c = small_sim();
+  c.serve_metrics = false;
+  start_sim(c);
+  auto r = sys::run_command(
+      profile_args({"--input-lens", "128", "--concurrencies", "2", "--warmup-requests", "0"}),
+      env(false));
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->exit_code, 0) << r->stderr_text;
+  const fs::path dir = run_dir();
+  const json s = read_json(dir / "summary.json");
+  EXPECT_EQ(s.at("memory_source"), "none");
+  EXPECT_TRUE(s.at("memory_measurements").at("peak").is_null());
+  bool nvml_warned = false, metrics_warned = false;
+  for (const auto& w : s.at("warnings")) {
+    const std::string text = w;
+    nvml_warned |= text.find("GPU memory not sampled") != std::string::npos;
+    metrics_warned |= text.find("metrics") != std::string::npos;
+  }
+  EXPECT_TRUE(nvml_warned) << s.at("warnings");
+  EXPECT_TRUE(metrics_warned) << s.at("warnings");
+  EXPECT_EQ(count_lines(dir / "gpu_mem_trace.csv"), 1U);  // the header
+  EXPECT_EQ(read_csv(dir / "request_trace.csv").size(), 2U);
+}
+
+TEST_F(ProfileE2E, CtrlCWritesAnInterruptedSummaryAndExits130) {
+  auto c = small_sim();
+  c.step_base_ms = 50;  // 20 tokens/s: the grid takes far longer than the test waits
+  start_sim(c);
+  auto o = env();
+  const fs::path results = m_dir / "results";
+  std::thread killer;
+  o.on_spawn = [&](pid_t pid) {
+    killer = std::thread([pid, results] {
+      // Wait until the grid is under way (a request ended), then press Ctrl-C.
+      for (int i = 0; i < 2000; ++i) {
+        std::this_thread::sleep_for(10ms);
+        std::error_code ec;
+        for (const auto& e : fs::directory_iterator(results, ec)) {
+          if (count_lines(e.path() / "request_trace.csv") >= 2) {
+            ::kill(pid, SIGINT);
+            return;
+          }
+        }
+      }
+    });
+  };
+  auto r = sys::run_command(profile_args({"--input-lens", "64", "--output-lens", "64",
+                                          "--concurrencies", "1,4", "--warmup-requests", "0"}),
+                            o);
+  killer.join();
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->exit_code, 130) << r->stderr_text;
+  EXPECT_NE(r->stderr_text.find("interrupted"), std::string::npos);
+  const fs::path dir = run_dir();
+  const json s = read_json(dir / "summary.json");
+  EXPECT_TRUE(s.at("interrupted").get<bool>());
+  EXPECT_EQ(read_json(dir / "manifest.json").at("status"), "interrupted");
+  EXPECT_GE(s.at("requests").at("n_ok").get<size_t>(), 1U);
+  EXPECT_LT(s.at("requests").at("n_ok").get<size_t>(), 5U);
+  const auto trace = read_csv(dir / "request_trace.csv");
+  EXPECT_EQ(trace.size(), s.at("requests").at("n_requests").get<size_t>());
+}
+
+}  // namespace
+}  // namespace kvprof
