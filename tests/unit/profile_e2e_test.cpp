@@ -320,6 +320,43 @@ TEST_F(ProfileE2E, BuiltInDefaultRunsTheSimulatorAndMatchesItsPlan) {
   EXPECT_EQ(s.at("memory_breakdown").at("confidence_levels").at("overall"), "high");
 }
 
+TEST_F(ProfileE2E, EstimateWithEngineFlagsComparesWithThatPlan) {
+  // serve-sim sized by the planner for Qwen2.5-7B on an H100; the profile is compared with the
+  // plan the user asks for, once matching the server and once with a different utilization.
+  sim::SimFlags flags;
+  flags.model = "Qwen/Qwen2.5-7B-Instruct";
+  flags.gpu = "H100";
+  flags.port = 0;
+  auto config = sim::sim_config_from_flags(flags);
+  ASSERT_TRUE(config.has_value()) << config.error().message;
+  EXPECT_NE(config->sizing.find("vLLM estimate of Qwen/Qwen2.5-7B-Instruct"), std::string::npos);
+  config->quiet = true;
+  start_sim(*config);
+  const auto blocks_error = [&](const std::string& flags_text) {
+    auto r = sys::run_command(
+        profile_args({"--input-lens", "128", "--concurrencies", "2", "--warmup-requests", "0",
+                      "--estimate-with", flags_text, "--json"}),
+        env(false));
+    EXPECT_TRUE(r.has_value());
+    if (!r) return -1.0;
+    EXPECT_EQ(r->exit_code, 0) << r->stderr_text;
+    const json s = json::parse(r->stdout_text);
+    EXPECT_EQ(s.at("estimate_comparison").at("estimate_flags"), flags_text);
+    for (const auto& row : s.at("estimate_comparison").at("rows")) {
+      if (row.at("component") == "num_gpu_blocks") return row.at("error_pct").get<double>();
+    }
+    return -1.0;
+  };
+  EXPECT_EQ(blocks_error("--gpu H100 -tp 1"), 0.0);
+  EXPECT_LT(blocks_error("--gpu h100-sxm --gpu-memory-utilization 0.8"), -10.0);
+
+  auto bad = sys::run_command(profile_args({"--estimate-with", "--no-such-flag 3"}), env(false));
+  ASSERT_TRUE(bad.has_value());
+  EXPECT_EQ(bad->exit_code, 2);
+  EXPECT_TRUE(bad->stderr_text.starts_with("kvprof: error: --estimate-with: ")) << bad->stderr_text;
+  EXPECT_EQ(std::count(bad->stderr_text.begin(), bad->stderr_text.end(), '\n'), 1);
+}
+
 TEST_F(ProfileE2E, ServerDownIsOneLineErrorWithinFiveSeconds) {
   auto args = profile_args({});
   args[3] = "http://127.0.0.1:9";  // discard port: nothing listens

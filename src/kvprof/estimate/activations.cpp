@@ -40,30 +40,46 @@ uint64_t largest_dense_intermediate(const model::ModelSpec& m) {
 
 }  // namespace
 
-ActivationBreakdown profile_run_peak(const model::ModelSpec& m, const ProfileRunShape& s) {
+ActivationModel activation_model(const model::ModelSpec& m) {
+  ActivationModel a;
+  a.hidden_size = m.hidden_size;
+  a.vocab_size = m.vocab_size;
+  a.moe = m.is_moe();
+  a.expert_intermediate_size = m.moe.expert_intermediate_size;
+  a.n_expert_used = m.moe.n_expert_used;
+  a.dense_intermediate_size = largest_dense_intermediate(m);
+  return a;
+}
+
+ActivationBreakdown profile_run_peak(const ActivationModel& m, const ProfileRunShape& s) {
   ActivationBreakdown a;
   const double d = model::dtype_bits(s.compute_dtype) / 8.0;
   const double tokens = s.tokens;
-  const double hidden = m.hidden_size;
+  const double hidden = static_cast<double>(m.hidden_size);
   const uint64_t tp = std::max<uint32_t>(s.tp, 1);
 
   double persistent = tokens * hidden * d * k_hidden_copies_kept + k_runner_buffers_bytes;
   if (s.pipeline) persistent += 2.0 * tokens * hidden * d;  // hidden + residual sent/received
-  if (m.is_moe()) {
-    const double inter = static_cast<double>(m.moe.expert_intermediate_size) / tp;
-    persistent += tokens * std::max<uint32_t>(m.moe.n_expert_used, 1) * (2.0 * inter + hidden) * d;
+  if (m.moe) {
+    const double inter = static_cast<double>(m.expert_intermediate_size) / tp;
+    persistent += tokens * std::max<uint32_t>(m.n_expert_used, 1) * (2.0 * inter + hidden) * d;
   }
-  const double inter = static_cast<double>(largest_dense_intermediate(m)) / tp;
+  const double inter = static_cast<double>(m.dense_intermediate_size) / tp;
   const double forward = tokens * d * (3.0 * inter + 2.0 * hidden);
   double sampler = 0;
   if (s.last_pp_rank) {
-    sampler = static_cast<double>(s.requests) * m.vocab_size * (k_sampler_bytes_per_logit + d);
+    sampler = static_cast<double>(s.requests) * static_cast<double>(m.vocab_size) *
+              (k_sampler_bytes_per_logit + d);
   }
   a.persistent_bytes = static_cast<uint64_t>(persistent);
   a.forward_bytes = static_cast<uint64_t>(forward);
   a.sampler_bytes = static_cast<uint64_t>(sampler);
   a.peak_bytes = a.persistent_bytes + std::max(a.forward_bytes, a.sampler_bytes);
   return a;
+}
+
+ActivationBreakdown profile_run_peak(const model::ModelSpec& m, const ProfileRunShape& s) {
+  return profile_run_peak(activation_model(m), s);
 }
 
 uint64_t non_torch_bytes(uint32_t tp, bool last_pp_rank) {

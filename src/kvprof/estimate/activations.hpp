@@ -25,7 +25,24 @@ struct ActivationBreakdown {
   uint64_t peak_bytes = 0;        // persistent + max(forward, sampler)
 };
 
+// The model dimensions the profile-run peak depends on, gathered once so a sweep over batch
+// shapes does not walk the layers again.
+struct ActivationModel {
+  uint64_t hidden_size = 0;
+  uint64_t vocab_size = 0;
+  bool moe = false;
+  uint64_t expert_intermediate_size = 0;
+  uint32_t n_expert_used = 0;
+  uint64_t dense_intermediate_size = 0;  // largest dense MLP or shared-expert block
+};
+
+// The activation-relevant dimensions of `m`.
+ActivationModel activation_model(const model::ModelSpec& m);
+
 // vLLM V1's "torch peak memory increase" during its profile run, for one rank.
+ActivationBreakdown profile_run_peak(const ActivationModel& a, const ProfileRunShape& shape);
+
+// Same, from the model itself.
 ActivationBreakdown profile_run_peak(const model::ModelSpec& m, const ProfileRunShape& shape);
 
 // vLLM's "non-torch forward increase memory" for one rank: cuBLAS/sampler workspaces, plus the

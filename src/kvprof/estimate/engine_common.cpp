@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "kvprof/util/strings.hpp"
 #include "kvprof/util/units.hpp"
 
@@ -54,8 +56,7 @@ Expected<void> validate_parallelism(const model::ModelSpec& m, const EngineSetti
                 fmt::format("--pipeline-parallel-size {} exceeds the model's {} layers",
                             s.pipeline_parallel_size, m.n_layer));
   }
-  if (s.gpu_memory_utilization &&
-      !(*s.gpu_memory_utilization > 0.0 && *s.gpu_memory_utilization <= 1.0)) {
+  if (s.gpu_memory_utilization && !valid_memory_fraction(*s.gpu_memory_utilization)) {
     return fail(ErrorKind::usage, fmt::format("--gpu-memory-utilization {} must be in (0, 1]",
                                               *s.gpu_memory_utilization));
   }
@@ -66,6 +67,10 @@ Expected<void> validate_parallelism(const model::ModelSpec& m, const EngineSetti
     return fail(ErrorKind::usage, "--block-size must be in 1..4096");
   }
   return {};
+}
+
+bool valid_memory_fraction(double fraction) {
+  return fraction > 0.0 && fraction <= 1.0;
 }
 
 model::DType resolve_compute_dtype(const model::ModelSpec& m, const EngineSettings& s) {
@@ -164,22 +169,35 @@ Expected<model::Quantization> resolve_quantization(const model::ModelSpec& m,
                           s.quantization));
 }
 
+double kv_used_fraction(uint64_t needed_bytes, uint64_t capacity_bytes) {
+  return capacity_bytes == 0
+             ? 2.0
+             : static_cast<double>(needed_bytes) / static_cast<double>(capacity_bytes);
+}
+
+Verdict row_verdict(uint64_t context_tokens, uint64_t max_model_len, double used_fraction) {
+  if ((max_model_len > 0 && context_tokens > max_model_len) || used_fraction > 1.0) {
+    return Verdict::oom;
+  }
+  return used_fraction > 0.9 ? Verdict::tight : Verdict::fits;
+}
+
+Verdict deployment_verdict(bool engine_starts, int64_t headroom_bytes, uint64_t gpu_memory_bytes,
+                           Verdict worst_row) {
+  if (!engine_starts || headroom_bytes < 0) return Verdict::oom;
+  const bool low_headroom =
+      static_cast<double>(headroom_bytes) < 0.02 * static_cast<double>(gpu_memory_bytes);
+  return (worst_row != Verdict::fits || low_headroom) ? Verdict::tight : Verdict::fits;
+}
+
 void finish_verdict(Estimate& est, bool engine_starts) {
   est.headroom_bytes =
       static_cast<int64_t>(est.gpu.memory_bytes) - static_cast<int64_t>(est.per_gpu.total_bytes);
-  if (!engine_starts || est.headroom_bytes < 0) {
-    est.verdict = Verdict::oom;
-    return;
-  }
-  bool any_over = false;
-  bool any_tight = false;
-  for (const auto& r : est.rows) {
-    any_over = any_over || r.verdict == Verdict::oom;
-    any_tight = any_tight || r.verdict == Verdict::tight;
-  }
-  const bool low_headroom =
-      static_cast<double>(est.headroom_bytes) < 0.02 * static_cast<double>(est.gpu.memory_bytes);
-  est.verdict = (any_over || any_tight || low_headroom) ? Verdict::tight : Verdict::fits;
+  Verdict worst_row = Verdict::fits;
+  for (const auto& r : est.rows)
+    worst_row = std::max(worst_row, r.verdict);
+  est.verdict =
+      deployment_verdict(engine_starts, est.headroom_bytes, est.gpu.memory_bytes, worst_row);
 }
 
 void fill_rows(Estimate& est, const Workload& w, uint64_t capacity_bytes, bool paged,
@@ -187,6 +205,7 @@ void fill_rows(Estimate& est, const Workload& w, uint64_t capacity_bytes, bool p
   est.kv_capacity_bytes = capacity_bytes;
   est.request_kv_bytes = per_request_bytes;
   const uint64_t fixed = est.per_gpu.total_bytes - est.per_gpu.kv_cache_bytes;
+  const uint64_t max_model_len = est.settings.max_model_len.value_or(0);
   for (const uint64_t ctx : w.context_tokens) {
     for (const uint32_t conc : w.concurrency) {
       WorkloadRow row;
@@ -197,18 +216,15 @@ void fill_rows(Estimate& est, const Workload& w, uint64_t capacity_bytes, bool p
       row.margin_bytes =
           static_cast<int64_t>(capacity_bytes) - static_cast<int64_t>(row.kv_needed_bytes);
       row.total_bytes = paged ? est.per_gpu.total_bytes : fixed + row.kv_needed_bytes;
-      const double used =
-          capacity_bytes == 0 ? 2.0 : static_cast<double>(row.kv_needed_bytes) / capacity_bytes;
+      const double used = kv_used_fraction(row.kv_needed_bytes, capacity_bytes);
       row.risk = std::string(risk_level(used));
-      if (est.settings.max_model_len && ctx > *est.settings.max_model_len) {
-        row.verdict = Verdict::oom;
-        row.note = fmt::format("context exceeds max_model_len {}: the server rejects it",
-                               *est.settings.max_model_len);
-      } else if (used > 1.0) {
-        row.verdict = Verdict::oom;
+      row.verdict = row_verdict(ctx, max_model_len, used);
+      if (max_model_len > 0 && ctx > max_model_len) {
+        row.note =
+            fmt::format("context exceeds max_model_len {}: the server rejects it", max_model_len);
+      } else if (row.verdict == Verdict::oom) {
         row.note = paged ? "over the KV cache: requests queue or get preempted" : "out of memory";
-      } else if (used > 0.9) {
-        row.verdict = Verdict::tight;
+      } else if (row.verdict == Verdict::tight) {
         row.note = "over 90% of the KV cache";
       }
       est.rows.push_back(std::move(row));

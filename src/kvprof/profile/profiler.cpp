@@ -106,40 +106,46 @@ std::optional<size_t> gpu_position(const CapturePoint& cp, unsigned gpu) {
   return std::nullopt;
 }
 
-// The measured breakdown of the busiest GPU, and its comparison with the estimate.
+// The measured breakdown of the busiest GPU (when memory was sampled), and the comparison with
+// the estimate (its engine figures need only the server's gauges).
 void analyse_memory(const ProfileConfig& config, const std::vector<MemoryPoint>& memory,
                     const std::vector<MetricsPoint>& metrics, Window load, Window post_warmup,
                     ProfileReport& report) {
-  if (report.peak.empty()) return;
-  const size_t busiest = static_cast<size_t>(
-      std::max_element(report.peak.used_bytes.begin(), report.peak.used_bytes.end()) -
-      report.peak.used_bytes.begin());
-  BreakdownInput in;
-  in.gpu = report.peak.per_gpu[busiest].gpu;
-  in.peak_bytes = report.peak.used_bytes[busiest];
-  if (auto i = gpu_position(report.baseline, in.gpu))
-    in.baseline_bytes = report.baseline.used_bytes[*i];
-  if (auto i = gpu_position(report.post_warmup, in.gpu)) {
-    in.post_warmup_bytes = report.post_warmup.used_bytes[*i];
-  }
-  in.num_gpu_blocks = report.server_during_load.num_gpu_blocks;
-  if (!in.num_gpu_blocks)
-    in.num_gpu_blocks = metrics_in(metrics, {INT64_MIN, INT64_MAX}).num_gpu_blocks;
-  if (config.estimate) {
-    const auto& e = *config.estimate;
-    if (e.engine_report.num_gpu_blocks > 0) {
-      in.kv_bytes_per_block = e.per_gpu.kv_cache_bytes / e.engine_report.num_gpu_blocks;
+  if (!report.peak.empty()) {
+    const size_t busiest = static_cast<size_t>(
+        std::max_element(report.peak.used_bytes.begin(), report.peak.used_bytes.end()) -
+        report.peak.used_bytes.begin());
+    BreakdownInput in;
+    in.gpu = report.peak.per_gpu[busiest].gpu;
+    in.peak_bytes = report.peak.used_bytes[busiest];
+    if (auto i = gpu_position(report.baseline, in.gpu)) {
+      in.baseline_bytes = report.baseline.used_bytes[*i];
     }
-    in.fixed_overhead_bytes =
-        e.per_gpu.cuda_context_bytes + e.per_gpu.non_torch_bytes + e.per_gpu.cuda_graph_bytes;
+    if (auto i = gpu_position(report.post_warmup, in.gpu)) {
+      in.post_warmup_bytes = report.post_warmup.used_bytes[*i];
+    }
+    in.num_gpu_blocks = report.server_during_load.num_gpu_blocks;
+    if (!in.num_gpu_blocks) {
+      in.num_gpu_blocks = metrics_in(metrics, {INT64_MIN, INT64_MAX}).num_gpu_blocks;
+    }
+    if (config.estimate) {
+      const auto& e = *config.estimate;
+      if (e.engine_report.num_gpu_blocks > 0) {
+        in.kv_bytes_per_block = e.per_gpu.kv_cache_bytes / e.engine_report.num_gpu_blocks;
+      }
+      in.fixed_overhead_bytes =
+          e.per_gpu.cuda_context_bytes + e.per_gpu.non_torch_bytes + e.per_gpu.cuda_graph_bytes;
+    }
+    in.kv_growth_bytes_per_usage = fit_kv_growth(memory, metrics, in.gpu, load);
+    in.peak_kv_cache_usage = report.server_during_load.peak_kv_cache_usage;
+    in.post_warmup_kv_cache_usage = metrics_in(metrics, post_warmup).mean_kv_cache_usage;
+    report.breakdown = measure_breakdown(in);
   }
-  in.kv_growth_bytes_per_usage = fit_kv_growth(memory, metrics, in.gpu, load);
-  in.peak_kv_cache_usage = report.server_during_load.peak_kv_cache_usage;
-  in.post_warmup_kv_cache_usage = metrics_in(metrics, post_warmup).mean_kv_cache_usage;
-  report.breakdown = measure_breakdown(in);
   if (config.estimate) {
-    report.comparison =
-        compare_with_estimate(*report.breakdown, report.server_during_load, *config.estimate);
+    MetricsWindowStats server = report.server_during_load;
+    if (!server.num_gpu_blocks) server = metrics_in(metrics, {INT64_MIN, INT64_MAX});
+    report.comparison = compare_with_estimate(report.breakdown.value_or(MeasuredBreakdown{}),
+                                              server, *config.estimate);
   }
 }
 

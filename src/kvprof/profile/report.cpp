@@ -314,7 +314,12 @@ std::string breakdown_table(const ProfileReport& r) {
   add("activations", "activations", b.activations.bytes, b.activations.confidence);
   add("overhead", "overhead", b.overhead.bytes, b.overhead.confidence);
   add("total (peak)", "total", b.total_measured_bytes, Confidence::high);
-  std::string out = t.render();
+  return t.render();
+}
+
+// The engine's own figures next to the plan's ("num_gpu_blocks: server N / estimated M").
+std::string engine_figures_text(const ProfileReport& r) {
+  std::string out;
   for (const auto& row : r.comparison) {
     if (row.unit == "bytes") continue;
     out += fmt::format("{}: server {} / estimated {}{}\n", row.name,
@@ -358,6 +363,7 @@ std::string summary_text(const ProfileReport& r) {
                        confidence_name(r.breakdown->overall));
     out += breakdown_table(r);
   }
+  out += engine_figures_text(r);
   for (const auto& w : r.warnings)
     out += "warning: " + w + "\n";
   out += "results: " + r.run_dir + "\n";
