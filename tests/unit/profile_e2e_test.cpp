@@ -426,6 +426,30 @@ TEST_F(ProfileE2E, MissingMetricsAndNvmlAreWarningsNotFailures) {
   EXPECT_EQ(read_csv(dir / "request_trace.csv").size(), 2U);
 }
 
+TEST_F(ProfileE2E, FullDiskIsOneErrorAndLeavesWholeRows) {
+  // A 16 KiB file-size limit makes the GPU trace's writes fail (EFBIG) as a full disk would.
+  auto c = small_sim();
+  c.step_base_ms = 20;
+  start_sim(c);
+  auto args = profile_args({"--input-lens", "64", "--output-lens", "64", "--concurrencies", "1,2",
+                            "--warmup-requests", "0"});
+  args.insert(args.begin(), {"/bin/bash", "-c", "ulimit -f 16; exec \"$0\" \"$@\""});
+  auto r = sys::run_command(args, env());
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->exit_code, 1) << r->stderr_text;
+  EXPECT_TRUE(r->stderr_text.starts_with("kvprof: error: cannot write '")) << r->stderr_text;
+  EXPECT_NE(r->stderr_text.find("gpu_mem_trace.csv': File too large"), std::string::npos);
+  EXPECT_EQ(std::count(r->stderr_text.begin(), r->stderr_text.end(), '\n'), 1);
+  const fs::path dir = run_dir();
+  const auto gpu = read_csv(dir / "gpu_mem_trace.csv");  // every row whole (checked inside)
+  EXPECT_GT(gpu.size(), 50U);
+  EXPECT_LE(fs::file_size(dir / "gpu_mem_trace.csv"), 16U * 1024);
+  for (const auto& row : read_csv(dir / "request_trace.csv")) {
+    EXPECT_FALSE(row.at("status").empty());
+  }
+  EXPECT_EQ(read_json(dir / "manifest.json").at("status"), "failed");
+}
+
 TEST_F(ProfileE2E, CtrlCWritesAnInterruptedSummaryAndExits130) {
   auto c = small_sim();
   c.step_base_ms = 50;  // 20 tokens/s: the grid takes far longer than the test waits

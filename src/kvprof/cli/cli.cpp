@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <csignal>
 #include <cstdio>
 #include <exception>
 #include <string>
@@ -17,6 +18,8 @@
 
 namespace kvprof::cli {
 int run(int argc, char** argv) {
+  // A file over the size limit fails its write (EFBIG) like a full disk, instead of killing us.
+  std::signal(SIGXFSZ, SIG_IGN);
   CLI::App app{
       "kvprof: plan and measure the GPU memory of LLM serving deployments.\n"
       "  estimate   predict weights, KV cache, activations, CUDA graphs per GPU\n"

@@ -1,6 +1,8 @@
 // The request_trace.csv writer.
 #include "kvprof/client/trace_writer.hpp"
 
+#include <unistd.h>
+
 #include <fmt/format.h>
 
 #include <cerrno>
@@ -99,9 +101,16 @@ std::string TraceWriter::format_row(const RequestRecord& r) const {
 
 Expected<void> TraceWriter::write(const RequestRecord& record) {
   const std::string row = format_row(record);
+  if (m_committed_bytes < 0) m_committed_bytes = std::ftell(m_file);
   if (std::fwrite(row.data(), 1, row.size(), m_file) != row.size() || std::fflush(m_file) != 0) {
-    return fail(ErrorKind::io, fmt::format("cannot write '{}': {}", m_path, std::strerror(errno)));
+    const int err = errno;
+    // Keep the file readable: cut a partly written row off.
+    if (m_committed_bytes >= 0 && ::ftruncate(::fileno(m_file), m_committed_bytes) != 0) {
+      // Nothing more can be done; the error below is what matters.
+    }
+    return fail(ErrorKind::io, fmt::format("cannot write '{}': {}", m_path, std::strerror(err)));
   }
+  m_committed_bytes += static_cast<long>(row.size());
   return {};
 }
 

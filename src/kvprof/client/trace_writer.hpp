@@ -54,6 +54,7 @@ class TraceWriter {
 
   std::FILE* m_file = nullptr;
   std::string m_path;
+  long m_committed_bytes = -1;  // file size after the last whole row; -1 = unknown
   double m_run_start_unix_s = 0;
   bool m_token_times = true;
 };

@@ -25,13 +25,16 @@ int64_t now_wall_ms() {
 }
 
 TraceFile::TraceFile(TraceFile&& other) noexcept
-    : m_fd(std::exchange(other.m_fd, -1)), m_path(std::move(other.m_path)) {}
+    : m_fd(std::exchange(other.m_fd, -1)),
+      m_path(std::move(other.m_path)),
+      m_size_bytes(other.m_size_bytes) {}
 
 TraceFile& TraceFile::operator=(TraceFile&& other) noexcept {
   if (this != &other) {
     close();
     m_fd = std::exchange(other.m_fd, -1);
     m_path = std::move(other.m_path);
+    m_size_bytes = other.m_size_bytes;
   }
   return *this;
 }
@@ -60,16 +63,22 @@ Expected<TraceFile> TraceFile::create(const std::string& path, std::string_view 
 
 Expected<void> TraceFile::append(std::string_view text) {
   if (m_fd < 0) return fail(ErrorKind::io, fmt::format("cannot write '{}': file closed", m_path));
+  const size_t size = text.size();
   while (!text.empty()) {
     const ssize_t n = ::write(m_fd, text.data(), text.size());
     if (n < 0) {
       if (errno == EINTR) continue;
       const int err = errno;
+      // Keep the file readable: drop the part of this append that made it to disk.
+      if (::ftruncate(m_fd, static_cast<off_t>(m_size_bytes)) != 0) {
+        // Nothing more can be done; the error below is what matters.
+      }
       close();
       return fail(ErrorKind::io, fmt::format("cannot write '{}': {}", m_path, std::strerror(err)));
     }
     text.remove_prefix(static_cast<size_t>(n));
   }
+  m_size_bytes += size;
   return {};
 }
 

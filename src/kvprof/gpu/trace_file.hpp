@@ -31,7 +31,7 @@ class TraceFile {
   static Expected<TraceFile> create(const std::string& path, std::string_view header);
 
   // Appends `text` (whole lines, '\n'-terminated); an io error when the write fails, after which
-  // the file is closed and later calls fail too.
+  // the file is cut back to its last whole append (no partial row), closed, and later calls fail.
   Expected<void> append(std::string_view text);
 
   [[nodiscard]] bool is_open() const { return m_fd >= 0; }
@@ -42,6 +42,7 @@ class TraceFile {
  private:
   int m_fd = -1;
   std::string m_path;
+  uint64_t m_size_bytes = 0;  // bytes of whole appends written so far
 };
 
 }  // namespace kvprof::gpu

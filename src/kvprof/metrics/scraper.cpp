@@ -2,6 +2,8 @@
 // tick, a lenient parse, one flushed CSV row per scrape, warnings printed once per kind.
 #include "kvprof/metrics/scraper.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
@@ -57,9 +59,13 @@ Expected<std::unique_ptr<MetricsScraper>> MetricsScraper::start(ScraperOptions o
       return fail(ErrorKind::io,
                   fmt::format("cannot write {}: {}", path.string(), std::strerror(errno)));
     }
-    std::fputs(trace_csv_header().c_str(), scraper->m_csv);
-    std::fputc('\n', scraper->m_csv);
-    std::fflush(scraper->m_csv);
+    const std::string header = trace_csv_header() + "\n";
+    if (std::fwrite(header.data(), 1, header.size(), scraper->m_csv) != header.size() ||
+        std::fflush(scraper->m_csv) != 0) {
+      return fail(ErrorKind::io,
+                  fmt::format("cannot write '{}': {}", path.string(), std::strerror(errno)));
+    }
+    scraper->m_csv_committed_bytes = static_cast<long>(header.size());
   }
   scraper->m_thread = std::thread([s = scraper.get()] { s->run(); });
   return scraper;
@@ -246,12 +252,33 @@ void MetricsScraper::poll_slots(MetricsSnapshot& snapshot) {
   snapshot.slots_busy = static_cast<double>(slots->slots_busy);
 }
 
+std::optional<Error> MetricsScraper::write_error() const {
+  std::lock_guard lock(m_mutex);
+  return m_write_error;
+}
+
 void MetricsScraper::record(const ScrapeRecord& rec) {
   if (m_csv != nullptr) {
-    const std::string row = format_trace_row(rec);
-    std::fputs(row.c_str(), m_csv);
-    std::fputc('\n', m_csv);
-    std::fflush(m_csv);
+    std::string row = format_trace_row(rec);
+    row += '\n';
+    if (std::fwrite(row.data(), 1, row.size(), m_csv) != row.size() || std::fflush(m_csv) != 0) {
+      const int err = errno;
+      // Keep the file readable (no partial row), stop writing it, and say why once.
+      if (::ftruncate(::fileno(m_csv), m_csv_committed_bytes) != 0) {
+        // Nothing more can be done; the error below is what matters.
+      }
+      std::fclose(m_csv);
+      m_csv = nullptr;
+      Error error{ErrorKind::io, fmt::format("cannot write '{}': {}", m_options.csv_path.string(),
+                                             std::strerror(err))};
+      {
+        std::lock_guard lock(m_mutex);
+        m_write_error = error;
+      }
+      warn(error.message);
+    } else {
+      m_csv_committed_bytes += static_cast<long>(row.size());
+    }
   }
   {
     std::lock_guard lock(m_mutex);

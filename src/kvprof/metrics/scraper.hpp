@@ -76,6 +76,10 @@ class MetricsScraper {
   [[nodiscard]] MetricsPeaks peaks() const;
   [[nodiscard]] ScraperStats stats() const;
 
+  // The error that stopped metrics_trace.csv from being written (e.g. a full disk), if any;
+  // scraping goes on in memory.
+  [[nodiscard]] std::optional<Error> write_error() const;
+
   // Blocks until at least `n_scrapes` scrapes (of any status) are done, the thread ended, or
   // `timeout_ms` passed; returns whether the count was reached.
   bool wait_for_scrapes(uint64_t n_scrapes, uint32_t timeout_ms) const;
@@ -93,6 +97,7 @@ class MetricsScraper {
   std::string m_slots_url;  // empty when /slots is not derivable or not served
   client::HttpGetter m_http;
   std::FILE* m_csv = nullptr;
+  long m_csv_committed_bytes = 0;  // thread-only: CSV size after the last whole row
   std::thread m_thread;
   std::atomic<bool> m_stop{false};
   bool m_missing = false;  // thread-only: the endpoint is missing, poll at missing_interval_ms
@@ -105,6 +110,7 @@ class MetricsScraper {
   MetricsPeaks m_peaks;
   ScraperStats m_stats;
   bool m_thread_done = false;
+  std::optional<Error> m_write_error;
 };
 
 // Derives the /metrics URL from an OpenAI base URL: "http://host:8000/v1" and

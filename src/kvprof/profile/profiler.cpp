@@ -328,8 +328,15 @@ Expected<ProfileOutcome> run_profile(const ProfileConfig& config_in, const Profi
         p.n_conditions, p.condition_id, p.done, p.total, p.errors,
         static_cast<double>(windows.back().end_ns - windows.back().begin_ns) / 1e9, mem, kv));
   });
+  // A trace that can no longer be written (a full disk) ends the run like a stop request.
+  const auto write_failure = [&]() -> std::optional<Error> {
+    if (sampler && sampler->failed()) {
+      return Error{ErrorKind::io, "the GPU/host memory trace could not be written"};
+    }
+    return (*scraper)->write_error();
+  };
   const int64_t t_load = now_ns();
-  auto result = runner.run(*requests, stop);
+  auto result = runner.run(*requests, [&] { return stop() || write_failure().has_value(); });
   const int64_t t_load_end = now_ns();
   for (auto& w : windows) {
     if (w.end_ns == 0) w.end_ns = t_load_end;
@@ -339,9 +346,11 @@ Expected<ProfileOutcome> run_profile(const ProfileConfig& config_in, const Profi
   (*scraper)->wait_for_scrapes(scrapes + 1, config.metrics_interval_ms * 2 + 500);
   const Window load_window{t_load, now_ns()};
   (*scraper)->stop();
+  std::optional<Error> trace_error = (*scraper)->write_error();
   if (sampler) {
-    if (auto ok = sampler->stop(); !ok) warnings.add("sampler: " + ok.error().message);
+    if (auto ok = sampler->stop(); !ok) trace_error = ok.error();
   }
+  if (trace_error) warnings.add(trace_error->message);
 
   // Analysis.
   const auto memory = timeline.memory();
@@ -374,16 +383,17 @@ Expected<ProfileOutcome> run_profile(const ProfileConfig& config_in, const Profi
 
   ProfileOutcome out;
   out.run_dir = *dir;
-  out.interrupted = report.interrupted || stop();
+  out.interrupted = (report.interrupted || stop()) && !trace_error;
   report.interrupted = out.interrupted;
   out.summary = summary_json(report);
   out.text = summary_text(report);
   out.totals = request_totals(report);
   const auto summary_ok = write_json_file(*dir / "summary.json", out.summary);
-  const auto manifest_ok = write_manifest(!result           ? "failed"
-                                          : out.interrupted ? "interrupted"
-                                                            : "completed");
+  const auto manifest_ok = write_manifest(!result || trace_error ? "failed"
+                                          : out.interrupted      ? "interrupted"
+                                                                 : "completed");
   if (!result) return std::unexpected(result.error());
+  if (trace_error) return std::unexpected(*trace_error);
   if (!summary_ok) return std::unexpected(summary_ok.error());
   if (!manifest_ok) return std::unexpected(manifest_ok.error());
   out.report = std::move(report);
