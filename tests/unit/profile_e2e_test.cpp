@@ -373,32 +373,46 @@ TEST_F(ProfileE2E, ServerDownIsOneLineErrorWithinFiveSeconds) {
 }
 
 TEST_F(ProfileE2E, FaultsEndEveryRequestInTheTraceAndExit3) {
-  auto c = small_sim();
-  c.fault = {sim::FaultKind::reset, 2, 1.0};
-  c.fault_rate = 0.3;
-  start_sim(c);
-  auto r = sys::run_command(profile_args({"--input-lens", "128", "--concurrencies", "8",
-                                          "--n-per-condition", "4", "--warmup-requests", "0"}),
-                            env());
-  ASSERT_TRUE(r.has_value());
-  EXPECT_EQ(r->exit_code, 3) << r->stderr_text;
-  EXPECT_NE(r->stderr_text.find("requests failed"), std::string::npos) << r->stderr_text;
-  const fs::path dir = run_dir();
-  const auto trace = read_csv(dir / "request_trace.csv");
-  ASSERT_EQ(trace.size(), 32U);
-  size_t n_reset = 0;
-  for (const auto& row : trace) {
-    EXPECT_TRUE(row.at("status") == "ok" || row.at("status") == "error");
-    if (row.at("status") == "error") {
-      EXPECT_FALSE(row.at("error_kind").empty());
-      n_reset += row.at("error_kind") == "reset";
+  struct Case {
+    const char* fault;       // as serve-sim's --fault-kind takes it
+    const char* error_kind;  // what the trace must say
+  };
+  for (const Case& fc :
+       {Case{"reset;after=2", "reset"}, Case{"500", "http_5xx"}, Case{"429;seconds=1", "http_429"},
+        Case{"malformed;after=1", "malformed_sse"}, Case{"stall;after=1;seconds=5", "timeout"}}) {
+    SCOPED_TRACE(fc.fault);
+    if (m_server) m_server->stop();
+    fs::remove_all(m_dir / "results");
+    auto c = small_sim();
+    c.fault = *sim::parse_fault_spec(fc.fault);
+    c.fault_rate = 0.3;
+    start_sim(c);
+    auto r = sys::run_command(
+        profile_args({"--input-lens", "128", "--concurrencies", "8", "--n-per-condition", "4",
+                      "--warmup-requests", "0", "--request-timeout", "1"}),
+        env());
+    ASSERT_TRUE(r.has_value());
+    EXPECT_EQ(r->exit_code, 3) << r->stderr_text;
+    EXPECT_NE(r->stderr_text.find("requests failed"), std::string::npos) << r->stderr_text;
+    const fs::path dir = run_dir();
+    const auto trace = read_csv(dir / "request_trace.csv");
+    ASSERT_EQ(trace.size(), 32U);  // every request ends in the trace
+    size_t n_failed = 0;
+    for (const auto& row : trace) {
+      EXPECT_TRUE(row.at("status") == "ok" || row.at("status") == "error");
+      if (row.at("status") == "error") {
+        EXPECT_EQ(row.at("error_kind"), fc.error_kind) << row.at("error");
+        EXPECT_FALSE(row.at("error").empty());
+        ++n_failed;
+      }
     }
+    EXPECT_GT(n_failed, 0U);
+    EXPECT_LT(n_failed, 32U);
+    const json s = read_json(dir / "summary.json");
+    EXPECT_EQ(s.at("requests").at("n_errors").get<size_t>(), n_failed);
+    EXPECT_EQ(s.at("requests").at("errors_by_kind").at(fc.error_kind).get<size_t>(), n_failed);
+    EXPECT_EQ(read_json(dir / "manifest.json").at("status"), "completed");
   }
-  EXPECT_GT(n_reset, 0U);
-  const json s = read_json(dir / "summary.json");
-  EXPECT_EQ(s.at("requests").at("n_errors").get<size_t>(), n_reset);
-  EXPECT_EQ(s.at("requests").at("errors_by_kind").at("reset").get<size_t>(), n_reset);
-  EXPECT_EQ(read_json(dir / "manifest.json").at("status"), "completed");
 }
 
 TEST_F(ProfileE2E, MissingMetricsAndNvmlAreWarningsNotFailures) {

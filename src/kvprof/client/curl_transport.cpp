@@ -297,9 +297,11 @@ class CurlTransport final : public Transport {
       case CURLE_UNSUPPORTED_PROTOCOL:
         return {TransportOutcome::connect, detail};
       case CURLE_OPERATION_TIMEDOUT: {
-        curl_off_t connect_us = 0;
-        curl_easy_getinfo(t.easy, CURLINFO_CONNECT_TIME_T, &connect_us);
-        if (connect_us == 0) return {TransportOutcome::connect, detail};
+        // Connected (new or reused connection) when the request got as far as being sent; the
+        // connect time alone is 0 on a reused keep-alive connection.
+        curl_off_t pretransfer_us = 0;
+        curl_easy_getinfo(t.easy, CURLINFO_PRETRANSFER_TIME_T, &pretransfer_us);
+        if (pretransfer_us == 0) return {TransportOutcome::connect, detail};
         return {TransportOutcome::timeout, detail};
       }
       case CURLE_WRITE_ERROR:
