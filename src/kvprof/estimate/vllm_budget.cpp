@@ -1,0 +1,160 @@
+// vLLM V1's budget: requested = total * gpu_memory_utilization; KV = requested - weights -
+// profile-run peak - non-torch increase (per worker); blocks per worker from the KV groups, the
+// minimum over pipeline stages; CUDA graphs captured afterwards, outside the budget.
+#include "kvprof/estimate/vllm_budget.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "kvprof/util/strings.hpp"
+#include "kvprof/util/units.hpp"
+
+namespace kvprof::estimate {
+
+// vLLM's batch defaults for `vllm serve` (engine/arg_utils.py).
+bool vllm_large_gpu(const gpu::GpuSpec& g) {
+  return g.memory_bytes >= 70 * k_gib && to_lower(g.name).find("a100") == std::string::npos;
+}
+
+uint32_t vllm_default_max_num_batched_tokens(bool large_gpu) {
+  return large_gpu ? 8192 : 2048;
+}
+
+uint32_t vllm_default_max_num_seqs(bool large_gpu, uint32_t max_num_batched_tokens) {
+  return std::min<uint32_t>(large_gpu ? 1024 : 256, max_num_batched_tokens);
+}
+
+uint64_t vllm_default_max_model_len(const model::ModelSpec& m) {
+  return m.max_position_embeddings > 0 ? m.max_position_embeddings : 4096;
+}
+
+void apply_vllm_defaults(EngineSettings& s, const model::ModelSpec& m, const gpu::GpuSpec& g) {
+  const bool large = vllm_large_gpu(g);
+  if (!s.gpu_memory_utilization) s.gpu_memory_utilization = k_vllm_default_gpu_memory_utilization;
+  if (!s.max_model_len) s.max_model_len = vllm_default_max_model_len(m);
+  if (!s.max_num_batched_tokens) {
+    s.max_num_batched_tokens = vllm_default_max_num_batched_tokens(large);
+  }
+  if (!s.max_num_seqs) {
+    s.max_num_seqs = vllm_default_max_num_seqs(large, *s.max_num_batched_tokens);
+  }
+  if (!s.block_size) s.block_size = k_vllm_default_block_size;
+}
+
+VllmSplitPlan vllm_split_plan(const model::ModelSpec& m, const model::ModelSpec* draft,
+                              const EngineSettings& s, model::DType compute_dtype,
+                              const model::Quantization& quant, bool block_size_set) {
+  VllmSplitPlan plan;
+  plan.tp = s.tensor_parallel_size;
+  plan.pp = s.pipeline_parallel_size;
+  plan.compute_dtype = compute_dtype;
+  const uint32_t tp = plan.tp;
+  const uint32_t pp = plan.pp;
+  WeightOptions wopt;
+  wopt.tp = tp;
+  wopt.pp = pp;
+  wopt.expert_shards = s.enable_expert_parallel ? tp * s.data_parallel_size : tp;
+  wopt.compute_dtype = compute_dtype;
+  wopt.quant = quant;
+
+  std::optional<KvLayout> draft_layout;
+  if (draft) {
+    WeightOptions dopt = wopt;
+    dopt.pp = 1;
+    dopt.pp_rank = 0;
+    dopt.quant = draft->quant;
+    plan.draft_weights_bytes = weights_per_rank(*draft, dopt).total_bytes;
+    draft_layout = kv_layout(*draft, tp, 1, 0, s.kv_cache_dtype, compute_dtype);
+  }
+  for (uint32_t r = 0; r < pp; ++r) {
+    wopt.pp_rank = r;
+    plan.weights.push_back(weights_per_rank(m, wopt));
+    KvLayout layout = kv_layout(m, tp, pp, r, s.kv_cache_dtype, compute_dtype);
+    const bool last = r + 1 == pp;
+    if (draft_layout && last) {
+      // The drafter's layers join the last stage's KV spec (ids after the target's).
+      for (auto l : draft_layout->layers) {
+        l.layer += m.n_layer;
+        layout.kv_bytes_per_token += l.bytes_per_token;
+        layout.layers.push_back(l);
+      }
+    }
+    plan.layouts.push_back(std::move(layout));
+    plan.non_torch_bytes.push_back(non_torch_bytes(tp, last));
+  }
+  plan.kv = vllm_kv_geometry(plan.layouts, s.block_size.value_or(k_vllm_default_block_size),
+                             block_size_set);
+
+  const uint32_t graph_sets = (s.spec_runtime_control && s.num_speculative_tokens > 0) ? 2 : 1;
+  if (!s.enforce_eager) {
+    plan.cuda_graph_bytes = cuda_graph_bytes(m, plan.weights[0].layers_on_rank, tp, graph_sets);
+    if (draft && pp == 1) {
+      plan.cuda_graph_bytes += cuda_graph_bytes(*draft, draft->n_layer, tp, graph_sets) / 2;
+    }
+  }
+  plan.draft_bytes = pp == 1 ? plan.draft_weights_bytes : 0;
+  return plan;
+}
+
+VllmBudget vllm_budget(const VllmSplitPlan& plan, const ActivationModel& act,
+                       const VllmBatch& batch) {
+  VllmBudget b;
+  b.requested_bytes = static_cast<uint64_t>(
+      std::floor(static_cast<double>(batch.gpu_memory_bytes) * batch.gpu_memory_utilization));
+  ProfileRunShape shape;
+  shape.tokens = batch.max_num_batched_tokens;
+  shape.requests = std::min(batch.max_num_seqs, batch.max_num_batched_tokens);
+  shape.tp = plan.tp;
+  shape.pipeline = plan.pp > 1;
+  shape.compute_dtype = plan.compute_dtype;
+  uint64_t min_blocks = 0;
+  for (uint32_t r = 0; r < plan.pp; ++r) {
+    const bool last = r + 1 == plan.pp;
+    shape.first_pp_rank = r == 0;
+    shape.last_pp_rank = last;
+    const uint64_t peak = profile_run_peak(act, shape).peak_bytes;
+    const uint64_t extra = last ? plan.draft_weights_bytes : 0;
+    int64_t avail = static_cast<int64_t>(b.requested_bytes) -
+                    static_cast<int64_t>(plan.weights[r].total_bytes) - static_cast<int64_t>(peak) -
+                    static_cast<int64_t>(plan.non_torch_bytes[r]) - static_cast<int64_t>(extra);
+    if (batch.kv_cache_memory_bytes) avail = static_cast<int64_t>(*batch.kv_cache_memory_bytes);
+    const uint64_t blocks = vllm_worker_blocks(plan.kv, r, avail);
+    if (r == 0) {
+      b.available_bytes = avail;
+      b.activation_bytes = peak;
+    }
+    if (r == 0 || blocks < min_blocks) {
+      min_blocks = blocks;
+      b.binding_rank = r;
+      b.binding_available_bytes = avail;
+      b.binding_activation_bytes = peak;
+    }
+  }
+  // The smallest worker decides; an override replaces it; attention-free models keep only the
+  // null block.
+  b.num_blocks = min_blocks;
+  if (batch.num_gpu_blocks_override) b.num_blocks = *batch.num_gpu_blocks_override;
+  if (plan.kv.groups.empty()) b.num_blocks = 1;
+
+  VllmKvParams kp;
+  kp.max_model_len = batch.max_model_len;
+  kp.max_num_batched_tokens = batch.max_num_batched_tokens;
+  b.kv = vllm_kv_figures(plan.kv, b.num_blocks, kp);
+  b.kv_cache_bytes = plan.kv.block_bytes_per_worker[0] * b.num_blocks;
+  b.bytes_per_block = b.num_blocks == 0 ? 0 : b.kv_cache_bytes / b.num_blocks;
+  b.total_bytes = plan.weights[0].total_bytes + b.activation_bytes + plan.non_torch_bytes[0] +
+                  b.kv_cache_bytes + plan.cuda_graph_bytes + k_cuda_context_bytes +
+                  plan.draft_bytes;
+  // vLLM refuses to start when the budget is gone or one max-length request does not fit.
+  b.starts = b.binding_available_bytes > 0 && b.num_blocks > 0 &&
+             b.kv.blocks_per_max_len_request <= b.num_blocks;
+  return b;
+}
+
+uint64_t vllm_request_kv_bytes(const VllmKvGeometry& g, uint64_t bytes_per_block, uint64_t tokens,
+                               uint32_t max_num_batched_tokens) {
+  return vllm_blocks_per_request(g, tokens, max_num_batched_tokens) * bytes_per_block;
+}
+
+}  // namespace kvprof::estimate

@@ -1,0 +1,96 @@
+// vLLM V1's memory budget in two steps: a plan of what the model and its parallel split fix
+// (per-rank weights, KV layouts and grouping, non-torch workspaces, CUDA graphs), built once and
+// allocating, then the budget for one GPU size, utilization and batch shape, which allocates
+// nothing. estimate_vllm() and the sweep (sweep.hpp) share both, so their figures are equal.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "kvprof/estimate/activations.hpp"
+#include "kvprof/estimate/settings.hpp"
+#include "kvprof/estimate/vllm_kv.hpp"
+#include "kvprof/estimate/weights.hpp"
+#include "kvprof/gpu/gpu_catalog.hpp"
+#include "kvprof/model/model_spec.hpp"
+
+namespace kvprof::estimate {
+
+inline constexpr uint32_t k_vllm_default_block_size = 16;
+inline constexpr double k_vllm_default_gpu_memory_utilization = 0.9;
+
+// True for GPUs vLLM gives its large batch defaults: >= 70 GiB and not an A100.
+bool vllm_large_gpu(const gpu::GpuSpec& g);
+
+// vLLM's default max_num_batched_tokens for `vllm serve` (8192 on large GPUs, else 2048).
+uint32_t vllm_default_max_num_batched_tokens(bool large_gpu);
+
+// vLLM's default max_num_seqs (1024 on large GPUs, else 256), at most the batched tokens.
+uint32_t vllm_default_max_num_seqs(bool large_gpu, uint32_t max_num_batched_tokens);
+
+// vLLM's default max_model_len: the model's max_position_embeddings, else 4096.
+uint64_t vllm_default_max_model_len(const model::ModelSpec& m);
+
+// Fills the unset settings of `s` with vLLM's defaults for `m` on `g`.
+void apply_vllm_defaults(EngineSettings& s, const model::ModelSpec& m, const gpu::GpuSpec& g);
+
+// What one (model, tensor x pipeline split, dtype, quantization, KV dtype) fixes.
+struct VllmSplitPlan {
+  uint32_t tp = 1;
+  uint32_t pp = 1;
+  model::DType compute_dtype = model::DType::bf16;
+  std::vector<WeightBreakdown> weights;   // per pipeline rank
+  std::vector<KvLayout> layouts;          // per pipeline rank (the last one with the drafter's)
+  std::vector<uint64_t> non_torch_bytes;  // per pipeline rank
+  VllmKvGeometry kv;
+  uint64_t draft_weights_bytes = 0;  // the drafter's weights, charged to the last rank's budget
+  uint64_t draft_bytes = 0;          // the drafter's weights in rank 0's total (pp == 1)
+  uint64_t cuda_graph_bytes = 0;     // rank 0's graph pool, captured after the KV cache
+};
+
+// Plans `m` (with the speculative drafter `draft`, or nullptr) under the parallel sizes, KV
+// dtype, block size and graph settings of `s`, which must have passed validate_parallelism;
+// `block_size_set` says the user chose the block size. Never fails; allocates.
+VllmSplitPlan vllm_split_plan(const model::ModelSpec& m, const model::ModelSpec* draft,
+                              const EngineSettings& s, model::DType compute_dtype,
+                              const model::Quantization& quant, bool block_size_set);
+
+// The settings a sweep varies, all resolved (no engine defaults left to fill).
+struct VllmBatch {
+  uint64_t gpu_memory_bytes = 0;
+  double gpu_memory_utilization = k_vllm_default_gpu_memory_utilization;
+  uint64_t max_model_len = 0;
+  uint32_t max_num_seqs = 0;
+  uint32_t max_num_batched_tokens = 0;
+  std::optional<uint64_t> kv_cache_memory_bytes;  // --kv-cache-memory replaces the budget
+  std::optional<uint32_t> num_gpu_blocks_override;
+};
+
+// Rank 0's figures (what vLLM logs) and the binding rank's budget.
+struct VllmBudget {
+  uint64_t requested_bytes = 0;  // total x gpu_memory_utilization
+  uint32_t binding_rank = 0;     // the pipeline rank with the fewest blocks (the first of equals)
+  int64_t available_bytes = 0;   // rank 0's KV budget, negative when over
+  int64_t binding_available_bytes = 0;
+  uint64_t activation_bytes = 0;  // rank 0's profile-run peak
+  uint64_t binding_activation_bytes = 0;
+  uint64_t num_blocks = 0;  // num_gpu_blocks
+  VllmKvFigures kv;
+  uint64_t kv_cache_bytes = 0;   // rank 0's pool: num_blocks x its block bytes
+  uint64_t bytes_per_block = 0;  // rank 0's pool / num_blocks (0 without blocks)
+  uint64_t total_bytes = 0;      // rank 0: weights + activations + non-torch + KV + graphs +
+                                 // CUDA context + drafter
+  bool starts = false;           // memory is left for blocks and one max_model_len request fits
+};
+
+// The budget of `plan` for `batch`; `act` is activation_model() of the planned model.
+// Allocates nothing.
+VllmBudget vllm_budget(const VllmSplitPlan& plan, const ActivationModel& act,
+                       const VllmBatch& batch);
+
+// KV bytes one request of `tokens` tokens takes from a pool of blocks of `bytes_per_block`.
+uint64_t vllm_request_kv_bytes(const VllmKvGeometry& g, uint64_t bytes_per_block, uint64_t tokens,
+                               uint32_t max_num_batched_tokens);
+
+}  // namespace kvprof::estimate
