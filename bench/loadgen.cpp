@@ -2,17 +2,18 @@
 // concurrent streams one event loop holds, compared with an asyncio + aiohttp client.
 //
 // A loopback stream server (tests/support/stream_server.hpp) runs in a forked child and streams
-// as fast as it can. For each stream count M, kvprof's runner (libcurl multi, one thread) sends
-// M requests at concurrency M; its CPU time comes from getrusage(RUSAGE_SELF). Then
-// bench/loadgen_client.py does the same and its CPU time comes from wait4(). Printed: CPU
-// seconds per million tokens for each, the ratio, and the most streams in flight.
+// as fast as it can. For each stream count M, kvprof's runner (one thread) sends M requests at
+// concurrency M, once over the raw HTTP/1.1 transport and once over libcurl multi; its CPU time
+// (user + system) comes from getrusage(RUSAGE_SELF). Then bench/loadgen_client.py does the same
+// and its CPU time comes from wait4(). Printed: CPU seconds per million tokens for each, the
+// user/system split, the ratio Python / kvprof, and the most streams in flight.
 //
 // With --token-delay-us the server paces each stream like a decoding engine (one event per
 // read for both clients); without it, it streams as fast as it can, which lets a slow client
 // read many events per syscall.
 //
 //   bench_loadgen [--streams 100,1000,10000] [--tokens-total 1000000] [--token-delay-us US]
-//                 [--no-python]
+//                 [--transports raw,curl] [--no-python]
 #include <fmt/format.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -33,9 +34,11 @@
 
 namespace {
 
-double cpu_s(const rusage& r) {
-  return static_cast<double>(r.ru_utime.tv_sec + r.ru_stime.tv_sec) +
-         static_cast<double>(r.ru_utime.tv_usec + r.ru_stime.tv_usec) / 1e6;
+double user_s(const rusage& r) {
+  return static_cast<double>(r.ru_utime.tv_sec) + static_cast<double>(r.ru_utime.tv_usec) / 1e6;
+}
+double sys_s(const rusage& r) {
+  return static_cast<double>(r.ru_stime.tv_sec) + static_cast<double>(r.ru_stime.tv_usec) / 1e6;
 }
 
 // Raises the open-file limit to the hard limit; returns the new soft limit.
@@ -48,12 +51,37 @@ rlim_t raise_nofile() {
   return lim.rlim_cur;
 }
 
+// CPU seconds (user + system) the process `pid` has used so far, from /proc/PID/stat; loopback
+// TCP puts part of one side's work on the other, so the server's share is printed too.
+double process_cpu_s(pid_t pid) {
+  std::FILE* f = std::fopen(fmt::format("/proc/{}/stat", pid).c_str(), "r");
+  if (f == nullptr) return 0;
+  char buf[1024] = {};
+  const size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+  std::fclose(f);
+  const char* p = std::strrchr(buf, ')');  // the command name may hold spaces
+  if (p == nullptr || n == 0) return 0;
+  unsigned long utime = 0, stime = 0;
+  // After ") ": state ppid pgrp session tty_nr tpgid flags minflt cminflt majflt cmajflt utime
+  if (std::sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &utime, &stime) !=
+      2) {
+    return 0;
+  }
+  return static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
 struct Measure {
-  double cpu_s = 0, wall_s = 0;
+  double user_s = 0, sys_s = 0, wall_s = 0;
+  double server_cpu_s = 0;  // the stream server's CPU over the same run
   uint64_t tokens = 0, ok = 0, errors = 0, max_in_flight = 0;
+  [[nodiscard]] double cpu_s() const { return user_s + sys_s; }
+  [[nodiscard]] double per_m_tokens(double s) const {
+    return tokens ? s / (static_cast<double>(tokens) / 1e6) : 0;
+  }
 };
 
-Measure run_kvprof(const std::string& url, uint32_t streams, uint32_t tokens_per_stream) {
+Measure run_kvprof(const std::string& url, uint32_t streams, uint32_t tokens_per_stream,
+                   kvprof::client::TransportKind kind) {
   std::vector<kvprof::workload::RequestSpec> requests(streams);
   for (uint32_t i = 0; i < streams; ++i) {
     auto& r = requests[i];
@@ -68,14 +96,18 @@ Measure run_kvprof(const std::string& url, uint32_t streams, uint32_t tokens_per
   options.endpoint = url;
   options.model = "fake";
   options.connect_timeout_s = 60;
-  kvprof::client::RequestRunner runner(options, kvprof::client::make_curl_transport());
+  options.transport = kind;
+  kvprof::client::RequestRunner runner(options);
   Measure m;
   runner.set_on_record([&](const kvprof::client::RequestRecord& rec) -> kvprof::Expected<void> {
     m.tokens += rec.tokens_streamed;
     if (rec.status == kvprof::client::RequestStatus::ok) {
       ++m.ok;
     } else {
-      if (m.errors++ < 3) fmt::print(stderr, "  kvprof error: {}\n", rec.error_text);
+      if (m.errors++ < 3) {
+        fmt::print(stderr, "  kvprof {} error: {}\n", kvprof::client::transport_kind_name(kind),
+                   rec.error_text);
+      }
     }
     return {};
   });
@@ -85,7 +117,8 @@ Measure run_kvprof(const std::string& url, uint32_t streams, uint32_t tokens_per
   auto result = runner.run(requests);
   m.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   getrusage(RUSAGE_SELF, &after);
-  m.cpu_s = cpu_s(after) - cpu_s(before);
+  m.user_s = user_s(after) - user_s(before);
+  m.sys_s = sys_s(after) - sys_s(before);
   if (result) m.max_in_flight = result->max_in_flight;
   return m;
 }
@@ -117,7 +150,8 @@ Measure run_python(const std::string& url, uint32_t streams, uint32_t tokens_per
   rusage usage{};
   wait4(pid, &status, 0, &usage);
   m.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  m.cpu_s = cpu_s(usage);
+  m.user_s = user_s(usage);
+  m.sys_s = sys_s(usage);
   auto doc = nlohmann::json::parse(output, nullptr, false);
   if (!doc.is_discarded() && doc.is_object()) {
     m.tokens = doc.value("tokens", 0ull);
@@ -132,7 +166,9 @@ Measure run_python(const std::string& url, uint32_t streams, uint32_t tokens_per
 }  // namespace
 
 int main(int argc, char** argv) {
+  using kvprof::client::TransportKind;
   std::vector<uint32_t> stream_counts = {100, 1000, 10000};
+  std::vector<TransportKind> transports = {TransportKind::raw, TransportKind::curl};
   uint64_t tokens_total = 1'000'000;
   bool python = true;
   uint32_t token_delay_us = 0;
@@ -146,12 +182,22 @@ int main(int argc, char** argv) {
       tokens_total = std::stoull(argv[++i]);
     } else if (a == "--token-delay-us" && i + 1 < argc) {
       token_delay_us = static_cast<uint32_t>(std::stoul(argv[++i]));
+    } else if (a == "--transports" && i + 1 < argc) {
+      transports.clear();
+      for (const auto& s : kvprof::split(argv[++i], ',')) {
+        auto kind = kvprof::client::parse_transport_kind(s);
+        if (!kind || *kind == TransportKind::automatic) {
+          fmt::print(stderr, "--transports takes raw and/or curl\n");
+          return 2;
+        }
+        transports.push_back(*kind);
+      }
     } else if (a == "--no-python") {
       python = false;
     } else {
       fmt::print(stderr,
                  "usage: bench_loadgen [--streams 100,1000,10000] [--tokens-total N] "
-                 "[--token-delay-us US] [--no-python]\n");
+                 "[--token-delay-us US] [--transports raw,curl] [--no-python]\n");
       return 2;
     }
   }
@@ -178,35 +224,67 @@ int main(int argc, char** argv) {
   uint16_t port = 0;
   if (read(port_pipe[0], &port, sizeof port) != sizeof port) return 1;
   const std::string url = fmt::format("http://127.0.0.1:{}", port);
-  fmt::print("stream server (pid {}) at {}, {}\n\n", server_pid, url,
+  fmt::print("stream server (pid {}) at {}, {}\n", server_pid, url,
              token_delay_us > 0 ? fmt::format("one token per stream every {} us", token_delay_us)
                                 : std::string("streaming as fast as it can"));
+  fmt::print(
+      "per client: CPU s (user+sys), CPU s per million tokens (user/sys split), the most streams "
+      "in flight, wall s, the server's CPU s per million tokens meanwhile; ratio = Python CPU per "
+      "token / kvprof's\n\n");
+  fmt::print("{:>8} {:>8} {:>10} | {:<11} {:>8} {:>22} {:>9} {:>8} {:>10} | {:>6}\n", "streams",
+             "tok/str", "tokens", "client", "cpu s", "s/M tokens (usr/sys)", "in-flight", "wall s",
+             "server s/M", "ratio");
 
-  fmt::print("{:>8} {:>8} {:>10} | {:>10} {:>12} {:>9} {:>8} | {:>10} {:>12} {:>8} | {:>6}\n",
-             "streams", "tok/str", "tokens", "kvprof cpu", "s/M tokens", "in-flight", "wall s",
-             "python cpu", "s/M tokens", "wall s", "ratio");
+  const auto row = [](std::string_view name, const Measure& m, std::string_view ratio) {
+    return fmt::format("{:<11} {:>8.2f} {:>22} {:>9} {:>8.2f} {:>10.2f} | {:>6}", name, m.cpu_s(),
+                       fmt::format("{:.2f} ({:.2f}/{:.2f})", m.per_m_tokens(m.cpu_s()),
+                                   m.per_m_tokens(m.user_s), m.per_m_tokens(m.sys_s)),
+                       m.max_in_flight > 0 ? std::to_string(m.max_in_flight) : std::string("-"),
+                       m.wall_s, m.per_m_tokens(m.server_cpu_s), ratio);
+  };
   for (const uint32_t m : stream_counts) {
     if (m + 64 > nofile) {
       fmt::print("{:>8}  skipped: the open-file limit {} is too low\n", m, nofile);
       continue;
     }
     const auto per_stream = static_cast<uint32_t>(std::max<uint64_t>(20, tokens_total / m));
-    const Measure k = run_kvprof(url, m, per_stream);
-    const double k_per_m = k.tokens ? k.cpu_s / (static_cast<double>(k.tokens) / 1e6) : 0;
-    std::string py_cols = fmt::format("{:>10} {:>12} {:>8} | {:>6}", "-", "-", "-", "-");
-    if (python) {
-      const Measure p = run_python(url, m, per_stream);
-      const double p_per_m = p.tokens ? p.cpu_s / (static_cast<double>(p.tokens) / 1e6) : 0;
-      py_cols = fmt::format("{:>10.2f} {:>12.2f} {:>8.2f} | {:>5.1f}x", p.cpu_s, p_per_m, p.wall_s,
-                            k_per_m > 0 ? p_per_m / k_per_m : 0.0);
-      if (p.errors > 0 || p.tokens != uint64_t{m} * per_stream) {
-        py_cols += fmt::format("  (python: {} tokens, {} errors)", p.tokens, p.errors);
-      }
+    const uint64_t expected = uint64_t{m} * per_stream;
+    std::vector<std::pair<TransportKind, Measure>> kv;
+    const auto with_server_cpu = [&](auto&& run) {
+      const double before = process_cpu_s(server_pid);
+      Measure r = run();
+      r.server_cpu_s = process_cpu_s(server_pid) - before;
+      return r;
+    };
+    for (const TransportKind kind : transports) {
+      kv.emplace_back(kind, with_server_cpu([&] { return run_kvprof(url, m, per_stream, kind); }));
     }
-    fmt::print("{:>8} {:>8} {:>10} | {:>10.2f} {:>12.2f} {:>9} {:>8.2f} | {}", m, per_stream,
-               k.tokens, k.cpu_s, k_per_m, k.max_in_flight, k.wall_s, py_cols);
-    if (k.errors > 0) fmt::print("  (kvprof: {} errors)", k.errors);
-    fmt::print("\n");
+    Measure p;
+    if (python) p = with_server_cpu([&] { return run_python(url, m, per_stream); });
+    const double p_per_m = p.per_m_tokens(p.cpu_s());
+    const std::string lead = fmt::format("{:>8} {:>8} {:>10} | ", m, per_stream, expected);
+    const std::string blank = fmt::format("{:>8} {:>8} {:>10} | ", "", "", "");
+    bool first = true;
+    for (const auto& [kind, k] : kv) {
+      const double k_per_m = k.per_m_tokens(k.cpu_s());
+      const std::string ratio =
+          python && k_per_m > 0 ? fmt::format("{:.1f}x", p_per_m / k_per_m) : std::string("-");
+      fmt::print(
+          "{}{}", first ? lead : blank,
+          row(fmt::format("kvprof {}", kvprof::client::transport_kind_name(kind)), k, ratio));
+      if (k.errors > 0 || k.tokens != expected) {
+        fmt::print("  ({} tokens, {} errors)", k.tokens, k.errors);
+      }
+      fmt::print("\n");
+      first = false;
+    }
+    if (python) {
+      fmt::print("{}{}", first ? lead : blank, row("python", p, ""));
+      if (p.errors > 0 || p.tokens != expected) {
+        fmt::print("  ({} tokens, {} errors)", p.tokens, p.errors);
+      }
+      fmt::print("\n");
+    }
     std::fflush(stdout);
   }
   kill(server_pid, SIGTERM);

@@ -1,5 +1,6 @@
-// Tests for src/kvprof/client/runner.cpp and curl_transport.cpp: the real libcurl transport
-// against the loopback stream server (tests/support/stream_server.hpp), with faults.
+// Tests for src/kvprof/client/runner.cpp over both real transports (raw_transport.cpp and
+// curl_transport.cpp) against the loopback stream server (tests/support/stream_server.hpp),
+// with faults.
 #include "kvprof/client/runner.hpp"
 
 #include <gtest/gtest.h>
@@ -39,10 +40,21 @@ struct Collected {
   RunResult result;
 };
 
-Collected run_against(const std::string& url, const std::vector<RequestSpec>& requests,
-                      RunOptions options = {}) {
+class RequestRunnerTest : public ::testing::TestWithParam<TransportKind> {
+ protected:
+  // Runs `requests` against `url` over the transport under test.
+  Collected run_against(const std::string& url, const std::vector<RequestSpec>& requests,
+                        RunOptions options = {}) const;
+  std::unique_ptr<Transport> transport(const std::string& url) const {
+    return make_transport(GetParam(), url);
+  }
+};
+
+Collected RequestRunnerTest::run_against(const std::string& url,
+                                         const std::vector<RequestSpec>& requests,
+                                         RunOptions options) const {
   options.endpoint = url;
-  RequestRunner runner(options, make_curl_transport());
+  RequestRunner runner(options, transport(url));
   Collected c;
   runner.set_on_record([&](const RequestRecord& r) -> Expected<void> {
     c.records.push_back(r);
@@ -65,7 +77,7 @@ void expect_well_ordered(const RequestRecord& r) {
     EXPECT_LE(r.chunks[i - 1].t_ns, r.chunks[i].t_ns);
 }
 
-TEST(RequestRunner, StreamsEveryRequestAndReusesConnections) {
+TEST_P(RequestRunnerTest, StreamsEveryRequestAndReusesConnections) {
   StreamServerOptions so;
   so.token_delay_us = 200;
   StreamServer server(so);
@@ -100,7 +112,7 @@ TEST(RequestRunner, StreamsEveryRequestAndReusesConnections) {
   EXPECT_EQ(body["stream_options"]["include_usage"], true);
 }
 
-TEST(RequestRunner, ChatApiWithTextPrompts) {
+TEST_P(RequestRunnerTest, ChatApiWithTextPrompts) {
   StreamServer server({});
   auto requests = closed_requests(3, 2, 5);
   for (auto& r : requests) {
@@ -128,7 +140,7 @@ TEST(RequestRunner, ChatWithTokenPromptsIsAUsageError) {
   EXPECT_EQ(r.error().kind, ErrorKind::usage);
 }
 
-TEST(RequestRunner, ConnectionRefusedIsRecorded) {
+TEST_P(RequestRunnerTest, ConnectionRefusedIsRecorded) {
   uint16_t port = 0;
   {
     StreamServer probe({});
@@ -147,7 +159,7 @@ TEST(RequestRunner, ConnectionRefusedIsRecorded) {
   EXPECT_EQ(c.result.conditions[0].errors_by_kind.at("connect"), 3u);
 }
 
-TEST(RequestRunner, EveryFaultEndsInTheTraceWithItsKind) {
+TEST_P(RequestRunnerTest, EveryFaultEndsInTheTraceWithItsKind) {
   const std::vector<std::pair<Fault, FailureKind>> cases = {
       {Fault::none, FailureKind::none},
       {Fault::http_500, FailureKind::http_5xx},
@@ -179,7 +191,7 @@ TEST(RequestRunner, EveryFaultEndsInTheTraceWithItsKind) {
   EXPECT_NE(c.records[1].error_text.find("engine crashed"), std::string::npos);
 }
 
-TEST(RequestRunner, StallPastTheTimeoutIsATimeout) {
+TEST_P(RequestRunnerTest, StallPastTheTimeoutIsATimeout) {
   StreamServerOptions so;
   so.fault = [](uint64_t) { return Fault::stall; };
   so.stall_ms = 3000;
@@ -196,7 +208,7 @@ TEST(RequestRunner, StallPastTheTimeoutIsATimeout) {
   }
 }
 
-TEST(RequestRunner, OpenLoopMeasuresFromTheIntendedSendTime) {
+TEST_P(RequestRunnerTest, OpenLoopMeasuresFromTheIntendedSendTime) {
   // Every response takes ~100 ms; requests are due every 10 ms but only one may be in flight,
   // so later requests go out late. Their latency must count from when they were due.
   StreamServerOptions so;
@@ -225,13 +237,13 @@ TEST(RequestRunner, OpenLoopMeasuresFromTheIntendedSendTime) {
   EXPECT_GT(c.result.conditions[0].ttft_ms.max, 350.0);
 }
 
-TEST(RequestRunner, StopFlagCancelsOpenStreams) {
+TEST_P(RequestRunnerTest, StopFlagCancelsOpenStreams) {
   StreamServerOptions so;
   so.token_delay_us = 50'000;
   StreamServer server(so);
   RunOptions options;
   options.endpoint = server.url();
-  RequestRunner runner(options, make_curl_transport());
+  RequestRunner runner(options, transport(server.url()));
   std::atomic<bool> stop{false};
   std::vector<RequestRecord> records;
   runner.set_on_record([&](const RequestRecord& r) -> Expected<void> {
@@ -255,7 +267,7 @@ TEST(RequestRunner, StopFlagCancelsOpenStreams) {
   EXPECT_EQ(result->conditions.at(0).n_cancelled, 3u);
 }
 
-TEST(RequestRunner, ConditionsRunInOrderWithProgress) {
+TEST_P(RequestRunnerTest, ConditionsRunInOrderWithProgress) {
   StreamServer server({});
   auto requests = closed_requests(4, 2, 3, "first");
   auto second = closed_requests(6, 3, 3, "second");
@@ -265,7 +277,7 @@ TEST(RequestRunner, ConditionsRunInOrderWithProgress) {
   }
   RunOptions options;
   options.endpoint = server.url();
-  RequestRunner runner(options, make_curl_transport());
+  RequestRunner runner(options, transport(server.url()));
   std::vector<Progress> seen;
   runner.set_progress([&](const Progress& p) { seen.push_back(p); });
   const auto result = runner.run(requests).value();
@@ -280,11 +292,11 @@ TEST(RequestRunner, ConditionsRunInOrderWithProgress) {
   EXPECT_EQ(seen.back().n_conditions, 2u);
 }
 
-TEST(RequestRunner, RecordCallbackErrorStopsTheRun) {
+TEST_P(RequestRunnerTest, RecordCallbackErrorStopsTheRun) {
   StreamServer server({});
   RunOptions options;
   options.endpoint = server.url();
-  RequestRunner runner(options, make_curl_transport());
+  RequestRunner runner(options, transport(server.url()));
   runner.set_on_record(
       [](const RequestRecord&) -> Expected<void> { return fail(ErrorKind::io, "disk full"); });
   auto r = runner.run(closed_requests(20, 1, 2));
@@ -292,6 +304,35 @@ TEST(RequestRunner, RecordCallbackErrorStopsTheRun) {
   EXPECT_EQ(r.error().message, "disk full");
   EXPECT_LT(server.requests_seen(), 20u);
 }
+
+TEST(RequestRunner, MakesItsOwnTransportWhenGivenNone) {
+  StreamServer server({});
+  RunOptions options;
+  options.endpoint = server.url();
+  for (const TransportKind kind :
+       {TransportKind::automatic, TransportKind::raw, TransportKind::curl}) {
+    options.transport = kind;
+    RequestRunner runner(options);
+    const auto result = runner.run(closed_requests(3, 2, 4)).value();
+    EXPECT_EQ(result.conditions.at(0).n_ok, 3u) << transport_kind_name(kind);
+  }
+}
+
+TEST(RequestRunner, RawTransportRefusesHttps) {
+  RunOptions options;
+  options.endpoint = "https://api.example.com/v1";
+  options.transport = TransportKind::raw;
+  RequestRunner runner(options);
+  auto r = runner.run(closed_requests(1, 1, 1));
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().kind, ErrorKind::usage);
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, RequestRunnerTest,
+                         ::testing::Values(TransportKind::raw, TransportKind::curl),
+                         [](const ::testing::TestParamInfo<TransportKind>& param_info) {
+                           return std::string(transport_kind_name(param_info.param));
+                         });
 
 }  // namespace
 }  // namespace kvprof::client

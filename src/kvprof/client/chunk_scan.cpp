@@ -1,6 +1,8 @@
 // The strict fast-path scanner for streamed OpenAI chunks (see chunk_scan.hpp).
 #include "kvprof/client/chunk_scan.hpp"
 
+#include <array>
+
 namespace kvprof::client {
 
 namespace {
@@ -27,6 +29,14 @@ size_t utf8_len(std::string_view s, size_t i) {
   }
   return 0;
 }
+
+// Bytes a JSON string may hold as they are: printable ASCII except '"' and '\\'.
+constexpr auto k_plain_string_byte = [] {
+  std::array<bool, 256> table{};
+  for (int c = 0x20; c < 0x80; ++c)
+    table[c] = c != '"' && c != '\\';
+  return table;
+}();
 
 bool is_hex(char c) {
   return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
@@ -68,6 +78,10 @@ class Scanner {
     const size_t start = m_i;
     escaped = false;
     while (m_i < m_s.size()) {
+      // One table look-up per plain byte; the checks below see only the bytes that matter.
+      while (m_i < m_s.size() && k_plain_string_byte[static_cast<unsigned char>(m_s[m_i])])
+        ++m_i;
+      if (m_i >= m_s.size()) break;
       const auto c = static_cast<unsigned char>(m_s[m_i]);
       if (c == '"') {
         raw = m_s.substr(start, m_i - start);

@@ -23,6 +23,12 @@ void add_run_options(CLI::App* cmd, RunCliValues& v) {
   cmd->add_option("--api-key", v.api_key,
                   "Bearer token for the server (default: $OPENAI_API_KEY); never written out")
       ->envname("OPENAI_API_KEY");
+  cmd->add_option("--transport", v.transport,
+                  "HTTP client: raw (kvprof's own, http:// only), curl (libcurl), or auto (raw "
+                  "for http://, curl for https:// and proxies)")
+      ->envname("KVPROF_TRANSPORT")
+      ->check(CLI::IsMember({"auto", "raw", "curl"}))
+      ->capture_default_str();
 }
 
 Expected<RunOptions> resolve(const RunCliValues& v) {
@@ -35,6 +41,9 @@ Expected<RunOptions> resolve(const RunCliValues& v) {
   o.request_timeout_s = v.request_timeout_s;
   o.connect_timeout_s = v.connect_timeout_s;
   o.api_key = v.api_key;
+  auto transport = parse_transport_kind(v.transport);
+  if (!transport) return fail(ErrorKind::usage, transport.error().message);
+  o.transport = *transport;
   if (o.endpoint.empty()) return fail(ErrorKind::usage, "--endpoint is empty");
   if (!o.endpoint.starts_with("http://") && !o.endpoint.starts_with("https://")) {
     return fail(ErrorKind::usage, "--endpoint must start with http:// or https://");

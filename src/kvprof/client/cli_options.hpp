@@ -16,10 +16,12 @@ struct RunCliValues {
   double request_timeout_s = 600.0;
   double connect_timeout_s = 30.0;
   std::string api_key;
+  std::string transport = "auto";
 };
 
 // Adds --endpoint (env KVPROF_URL), --model (KVPROF_MODEL), --api, --request-timeout
-// (KVPROF_REQUEST_TIMEOUT), --connect-timeout and --api-key (OPENAI_API_KEY) to `cmd`.
+// (KVPROF_REQUEST_TIMEOUT), --connect-timeout, --api-key (OPENAI_API_KEY) and --transport
+// (KVPROF_TRANSPORT) to `cmd`.
 void add_run_options(CLI::App* cmd, RunCliValues& values);
 
 // The RunOptions the values describe; a usage error for a bad value.

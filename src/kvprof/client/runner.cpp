@@ -9,6 +9,8 @@
 #include <cmath>
 #include <unordered_map>
 
+#include "kvprof/client/raw_request.hpp"
+
 namespace kvprof::client {
 
 using workload::Arrival;
@@ -24,6 +26,10 @@ Expected<void> validate(const RunOptions& options, const std::vector<RequestSpec
   if (options.endpoint.empty()) return fail(ErrorKind::usage, "no endpoint URL given");
   if (!(options.request_timeout_s > 0) || !(options.connect_timeout_s > 0)) {
     return fail(ErrorKind::usage, "timeouts must be positive");
+  }
+  if (options.transport == TransportKind::raw &&
+      !is_plain_http_url(endpoint_url(options.endpoint, options.api))) {
+    return fail(ErrorKind::usage, "the raw transport serves http:// endpoints only; use curl");
   }
   if (options.api == ApiKind::chat) {
     for (const auto& r : requests) {
@@ -140,6 +146,8 @@ RequestRunner::RequestRunner(RunOptions options, std::unique_ptr<Transport> tran
   m_impl->transport = std::move(transport);
 }
 
+RequestRunner::RequestRunner(RunOptions options) : RequestRunner(std::move(options), nullptr) {}
+
 RequestRunner::~RequestRunner() = default;
 
 void RequestRunner::set_progress(std::function<void(const Progress&)> callback) {
@@ -164,7 +172,8 @@ Expected<RunResult> RequestRunner::run(const std::vector<RequestSpec>& requests,
                                        const std::function<bool()>& should_stop) {
   Impl& m = *m_impl;
   if (auto ok = validate(m.options, requests); !ok) return std::unexpected(ok.error());
-  if (!m.transport) return fail(ErrorKind::internal, "no transport");
+  if (!m.transport) m.transport = make_transport(m.options.transport, m.options.endpoint);
+  if (!m.transport) return fail(ErrorKind::internal, "the HTTP client could not be initialised");
   m.url = endpoint_url(m.options.endpoint, m.options.api);
   m.headers.clear();
   if (!m.options.api_key.empty()) m.headers.push_back("Authorization: Bearer " + m.options.api_key);

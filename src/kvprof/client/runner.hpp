@@ -33,6 +33,8 @@ struct RunOptions {
   std::string api_key;  // sent as "Authorization: Bearer"; never written to files or logs
   double temperature = 0.0;
   bool keep_token_times = true;  // keep per-chunk times (needed for ITL)
+  // The HTTP client when the runner makes its own transport (see make_transport).
+  TransportKind transport = TransportKind::automatic;
 };
 
 struct Progress {
@@ -53,7 +55,11 @@ struct RunResult {
 
 class RequestRunner {
  public:
+  // Runs over `transport`; a null one is replaced in run() by
+  // make_transport(options.transport, options.endpoint).
   RequestRunner(RunOptions options, std::unique_ptr<Transport> transport);
+  // Runs over make_transport(options.transport, options.endpoint), made in run().
+  explicit RequestRunner(RunOptions options);
   ~RequestRunner();
   RequestRunner(const RequestRunner&) = delete;
   RequestRunner& operator=(const RequestRunner&) = delete;
@@ -80,7 +86,7 @@ class RequestRunner {
 };
 
 // Checks that `options` can run `requests` (endpoint set, API fits the prompt format, timeouts
-// positive); a usage error otherwise.
+// positive, the raw transport only for http://); a usage error otherwise.
 Expected<void> validate(const RunOptions& options,
                         const std::vector<workload::RequestSpec>& requests);
 

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstring>
 
 namespace kvprof::client {
 
@@ -12,13 +13,18 @@ namespace {
 
 constexpr std::string_view k_bom = "\xEF\xBB\xBF";
 
-// Index of the first '\r' or '\n' in `s` at or after `from`, or npos.
+// Index of the first '\r' or '\n' in `s` at or after `from`, or npos. Two memchr scans (the
+// second only up to the first '\n') beat a byte loop on the ~200-byte lines of a token stream.
 size_t find_eol(std::string_view s, size_t from) {
-  for (size_t i = from; i < s.size(); ++i) {
-    const char c = s[i];
-    if (c == '\n' || c == '\r') return i;
+  if (from >= s.size()) return std::string_view::npos;
+  const char* begin = s.data() + from;
+  const size_t n = s.size() - from;
+  const auto* nl = static_cast<const char*>(std::memchr(begin, '\n', n));
+  const size_t cr_scan = nl != nullptr ? static_cast<size_t>(nl - begin) : n;
+  if (const auto* cr = static_cast<const char*>(std::memchr(begin, '\r', cr_scan)); cr != nullptr) {
+    return from + static_cast<size_t>(cr - begin);
   }
-  return std::string_view::npos;
+  return nl != nullptr ? from + static_cast<size_t>(nl - begin) : std::string_view::npos;
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // The Transport interface: starts streaming HTTP POSTs and drives them from one event loop, so
-// response handling is tested with a scripted fake and runs for real on libcurl's multi API.
+// response handling is tested with a scripted fake and runs for real on kvprof's own HTTP/1.1
+// client (http://) or libcurl's multi API (https://, or on request).
 #pragma once
 
 #include <cstdint>
@@ -7,6 +8,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "kvprof/util/error.hpp"
 
 namespace kvprof::client {
 
@@ -69,5 +72,36 @@ struct CurlOptions {
 // The libcurl multi transport: one event loop (the caller's thread), HTTP/1.1 keep-alive, many
 // concurrent streams. Returns nullptr only when libcurl cannot be initialised.
 std::unique_ptr<Transport> make_curl_transport(const CurlOptions& options = {});
+
+struct RawOptions {
+  size_t max_idle_connections_per_host = 0;  // kept-alive idle connections; 0 = no bound
+  size_t recv_buffer_bytes = 64 * 1024;      // one recv() reads at most this much
+  size_t max_header_bytes = 64 * 1024;       // status line + headers of one response
+};
+
+// kvprof's own HTTP/1.1 client for http:// URLs (other URLs end with outcome connect):
+// non-blocking sockets on one edge-triggered epoll (the caller's thread), keep-alive connections
+// pooled per host:port, per-request timeouts. Returns nullptr only when epoll or eventfd fail.
+std::unique_ptr<Transport> make_raw_transport(const RawOptions& options = {});
+
+enum class TransportKind {
+  automatic,  // raw for http:// without a proxy in the environment, curl otherwise
+  raw,
+  curl,
+};
+
+// "auto" / "raw" / "curl".
+std::string_view transport_kind_name(TransportKind kind);
+// Parses "auto", "raw" or "curl"; an input error otherwise.
+Expected<TransportKind> parse_transport_kind(std::string_view text);
+// The kind that `kind` resolves to for requests to `endpoint`: automatic becomes
+// $KVPROF_TRANSPORT when that names raw or curl, else raw for an http:// URL with no proxy
+// variable set (or a loopback host), else curl.
+TransportKind resolve_transport_kind(TransportKind kind, std::string_view endpoint);
+// A transport of kind resolve_transport_kind(kind, endpoint); nullptr when it cannot be
+// initialised.
+std::unique_ptr<Transport> make_transport(TransportKind kind, std::string_view endpoint);
+// make_transport(TransportKind::automatic, endpoint): what commands should use.
+std::unique_ptr<Transport> make_default_transport(std::string_view endpoint);
 
 }  // namespace kvprof::client

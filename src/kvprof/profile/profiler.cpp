@@ -170,7 +170,8 @@ Expected<ProfileOutcome> run_profile(const ProfileConfig& config_in, const Profi
   }
   if (auto ok = client::validate(config.run, *requests); !ok) return std::unexpected(ok.error());
   const auto make_transport = [&] {
-    return deps.make_transport ? deps.make_transport() : client::make_curl_transport();
+    return deps.make_transport ? deps.make_transport()
+                               : client::make_transport(config.run.transport, config.run.endpoint);
   };
 
   ProfileReport report;

@@ -1,0 +1,498 @@
+// The raw HTTP/1.1 Transport for http:// URLs: non-blocking sockets on one edge-triggered
+// epoll, the request written from one prebuilt buffer, responses read 64 KiB per recv into one
+// reused buffer and parsed in place (body bytes go to the sink as views, never copied), idle
+// keep-alive connections pooled per host:port, and every request's deadline in one heap.
+//
+// Outcomes follow the libcurl transport: no connection (refused, unresolvable, bad URL, connect
+// timeout, or the request timeout while still connecting) is `connect`; a connection that broke
+// or closed before the response ended is `reset`, and so is a malformed chunked body; oversized
+// or malformed headers are `other` (libcurl files a bad status line, which it takes for
+// HTTP/0.9, under `connect`). A request whose kept-alive connection turns out closed before any
+// response byte is sent once more on a new connection, as libcurl does.
+// Sinks must not call start() or cancel() from their callbacks.
+#include <fmt/format.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <ctime>
+#include <deque>
+#include <optional>
+#include <unordered_map>
+
+#include "kvprof/client/deadline_heap.hpp"
+#include "kvprof/client/http_response_parser.hpp"
+#include "kvprof/client/raw_pool.hpp"
+#include "kvprof/client/raw_request.hpp"
+#include "kvprof/client/raw_socket.hpp"
+#include "kvprof/client/transport.hpp"
+
+namespace kvprof::client {
+
+namespace {
+constexpr int64_t k_no_deadline = std::numeric_limits<int64_t>::max();
+}  // namespace
+
+// One request in flight (or ended inside start(), waiting for poll() to report it).
+struct RawTransfer final : HttpResponseHandler {
+  uint64_t handle = 0;
+  StreamSink* sink = nullptr;
+  RawEndpoint* endpoint = nullptr;
+  RawConnection* conn = nullptr;
+  std::string wire;  // the request bytes
+  size_t wire_sent_bytes = 0;
+  int64_t start_ns = 0;
+  int64_t request_deadline_ns = k_no_deadline;
+  int64_t connect_timeout_ns = k_no_deadline;
+  int64_t deadline_ns = k_no_deadline;  // the heap's key
+  size_t heap_index = DeadlineHeap<RawTransfer>::k_absent;
+  size_t next_address = 0;  // the next of the endpoint's addresses to try
+  int last_connect_errno = 0;
+  bool connected = false;  // a connection for it was established at some point
+  bool retried = false;    // already resent once after a stale keep-alive connection
+  std::optional<TransportResult> early_result;  // ended inside start(): delivered by poll()
+
+  void on_response_status(int http_status) override { sink->on_status(http_status); }
+  bool on_response_body(std::string_view bytes) override { return sink->on_data(bytes); }
+};
+
+namespace {
+
+constexpr int k_max_events = 1024;
+// Reads from one socket per turn before others get theirs (the rest waits in the ready list).
+constexpr int k_max_reads_per_turn = 4;
+
+int64_t monotonic_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+int64_t seconds_to_ns(double s) {
+  if (!(s > 0)) return k_no_deadline;
+  if (s > 1e9) return k_no_deadline;
+  return static_cast<int64_t>(std::llround(s * 1e9));
+}
+
+int64_t add_deadline(int64_t now_ns, int64_t span_ns) {
+  return span_ns == k_no_deadline ? k_no_deadline : now_ns + span_ns;
+}
+
+HttpParserLimits parser_limits(const RawOptions& options) {
+  HttpParserLimits limits;
+  limits.max_header_bytes = options.max_header_bytes;
+  return limits;
+}
+
+class RawTransport final : public Transport {
+ public:
+  RawTransport(int epoll_fd, int wake_fd, const RawOptions& options)
+      : m_epoll_fd(epoll_fd),
+        m_wake_fd(wake_fd),
+        m_pool(parser_limits(options), options.max_idle_connections_per_host),
+        m_recv_buffer(std::max<size_t>(4096, options.recv_buffer_bytes)) {
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.ptr = nullptr;
+    epoll_ctl(m_epoll_fd, EPOLL_CTL_ADD, m_wake_fd, &ev);
+  }
+
+  ~RawTransport() override {
+    close(m_wake_fd);
+    close(m_epoll_fd);
+  }
+
+  uint64_t start(HttpRequest request, StreamSink* sink) override {
+    auto owned = std::make_unique<RawTransfer>();
+    RawTransfer* t = owned.get();
+    t->handle = ++m_next_handle;
+    t->sink = sink;
+    m_transfers.emplace(t->handle, std::move(owned));
+    m_in_start = true;
+    begin(*t, request);
+    m_in_start = false;
+    return t->handle;
+  }
+
+  void cancel(uint64_t handle) override {
+    auto it = m_transfers.find(handle);
+    if (it == m_transfers.end() || it->second->early_result) return;
+    RawTransfer* t = it->second.get();
+    if (RawConnection* c = t->conn) {
+      detach(*c);
+      close_connection(*c);
+    }
+    end_transfer(*t, {TransportOutcome::cancelled, "cancelled"});
+  }
+
+  size_t poll(int timeout_ms) override {
+    const bool delivered = deliver_early_results();
+    int wait_ms = timeout_ms < 0 ? 0 : timeout_ms;
+    if (delivered || !m_ready.empty()) wait_ms = 0;
+    if (const RawTransfer* first = m_heap.top()) {
+      const int64_t left_ns = first->deadline_ns - monotonic_ns();
+      const int64_t left_ms = left_ns <= 0 ? 0 : (left_ns + 999'999) / 1'000'000;
+      wait_ms = static_cast<int>(std::min<int64_t>(wait_ms, left_ms));
+    }
+    const int n = epoll_wait(m_epoll_fd, m_events, k_max_events, wait_ms);
+    for (int i = 0; i < n; ++i) {
+      auto* c = static_cast<RawConnection*>(m_events[i].data.ptr);
+      if (c == nullptr) {
+        uint64_t count = 0;
+        [[maybe_unused]] const ssize_t drained = read(m_wake_fd, &count, sizeof count);
+        continue;
+      }
+      on_event(*c, m_events[i].events);
+    }
+    if (!m_ready.empty()) {
+      std::vector<RawConnection*> ready;
+      ready.swap(m_ready);
+      for (RawConnection* c : ready) {
+        if (!c->in_ready) continue;  // closed meanwhile
+        c->in_ready = false;
+        read_available(*c, c->peer_closed);
+      }
+    }
+    expire_deadlines(monotonic_ns());
+    m_pool.free_closed();
+    return m_transfers.size();
+  }
+
+  void wakeup() override {
+    const uint64_t one = 1;
+    [[maybe_unused]] const ssize_t written = write(m_wake_fd, &one, sizeof one);
+  }
+
+ private:
+  // Sets up `t` and puts it on a pooled or a new connection.
+  void begin(RawTransfer& t, const HttpRequest& request) {
+    t.start_ns = monotonic_ns();
+    t.request_deadline_ns = add_deadline(t.start_ns, seconds_to_ns(request.timeout_s));
+    t.connect_timeout_ns = seconds_to_ns(request.connect_timeout_s);
+    auto url = parse_http_url(request.url);
+    if (!url) {
+      end_transfer(t, {TransportOutcome::connect, "URL rejected: " + url.error().message});
+      return;
+    }
+    auto wire = build_post_request(*url, request.body, request.headers);
+    if (!wire) {
+      end_transfer(t, {TransportOutcome::other, wire.error().message});
+      return;
+    }
+    t.wire = std::move(*wire);
+    t.endpoint = &m_pool.endpoint(url->host, url->port);
+    if (!t.endpoint->resolve_error.empty()) {
+      end_transfer(t, {TransportOutcome::connect, t.endpoint->resolve_error});
+      return;
+    }
+    assign_connection(t);
+  }
+
+  // Sends `t` on the most recently used idle connection to its endpoint, or connects anew.
+  void assign_connection(RawTransfer& t) {
+    if (RawConnection* c = m_pool.take_idle(*t.endpoint)) {
+      attach(*c, t);
+      t.connected = true;
+      set_deadline(t, t.request_deadline_ns);
+      send_request(*c);
+      return;
+    }
+    open_connection(t);
+  }
+
+  // Starts a connect to the next address of `t`'s endpoint; ends `t` when none is left.
+  void open_connection(RawTransfer& t) {
+    const RawEndpoint& e = *t.endpoint;
+    while (t.next_address < e.addresses.size()) {
+      const ConnectStart cs = start_connect(e.addresses[t.next_address++]);
+      if (cs.fd < 0) {
+        t.last_connect_errno = cs.error;
+        continue;
+      }
+      RawConnection& c = m_pool.adopt(cs.fd, *t.endpoint);
+      epoll_event ev{};
+      ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
+      ev.data.ptr = &c;
+      if (epoll_ctl(m_epoll_fd, EPOLL_CTL_ADD, c.fd, &ev) != 0) {
+        const int error = errno;
+        close_connection(c);
+        end_transfer(t, {TransportOutcome::other, fmt::format("epoll: {}", std::strerror(error))});
+        return;
+      }
+      attach(c, t);
+      set_deadline(
+          t, std::min(t.request_deadline_ns, add_deadline(monotonic_ns(), t.connect_timeout_ns)));
+      return;
+    }
+    end_transfer(t, {TransportOutcome::connect, fmt::format("Failed to connect to {}: {}", e.name,
+                                                            std::strerror(t.last_connect_errno))});
+  }
+
+  void on_event(RawConnection& c, uint32_t events) {
+    if (c.state == RawConnState::closed) return;
+    if (c.state == RawConnState::idle) {
+      // The server closed (or wrote to) a connection that carries no request: drop it.
+      if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) close_connection(c);
+      return;
+    }
+    if (c.state == RawConnState::connecting) {
+      if (!(events & (EPOLLOUT | EPOLLERR | EPOLLHUP))) return;
+      RawTransfer& t = *c.transfer;
+      if (const int error = socket_error(c.fd); error != 0) {
+        t.last_connect_errno = error;
+        detach(c);
+        close_connection(c);
+        open_connection(t);  // the next address, if any
+        return;
+      }
+      c.state = RawConnState::sending;
+      t.connected = true;
+      set_deadline(t, t.request_deadline_ns);
+      send_request(c);
+      if (c.state == RawConnState::closed) return;
+    } else if (c.state == RawConnState::sending && (events & EPOLLOUT)) {
+      send_request(c);
+      if (c.state == RawConnState::closed) return;
+    }
+    if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
+      read_available(c, (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0);
+    }
+  }
+
+  void send_request(RawConnection& c) {
+    RawTransfer& t = *c.transfer;
+    while (t.wire_sent_bytes < t.wire.size()) {
+      const ssize_t n = send(c.fd, t.wire.data() + t.wire_sent_bytes,
+                             t.wire.size() - t.wire_sent_bytes, MSG_NOSIGNAL);
+      if (n > 0) {
+        t.wire_sent_bytes += static_cast<size_t>(n);
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;  // EPOLLOUT resumes it
+      connection_broke(c, n < 0 ? errno : EPIPE, "Send failure");
+      return;
+    }
+    c.state = RawConnState::receiving;
+  }
+
+  // Reads until the socket is drained or this turn's share is used up. A short read means
+  // drained (new bytes raise a new edge), unless the peer's close was signalled with this
+  // edge: then the read that sees the close must still come.
+  void read_available(RawConnection& c, bool peer_closed) {
+    for (int i = 0; i < k_max_reads_per_turn; ++i) {
+      const ssize_t n = recv(c.fd, m_recv_buffer.data(), m_recv_buffer.size(), 0);
+      if (n > 0) {
+        if (!consume(c, static_cast<size_t>(n))) return;
+        if (static_cast<size_t>(n) < m_recv_buffer.size() && !peer_closed) return;
+        continue;
+      }
+      if (n == 0) {
+        on_eof(c);
+        return;
+      }
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return;
+      connection_broke(c, errno, "Recv failure");
+      return;
+    }
+    c.in_ready = true;
+    c.peer_closed = peer_closed;
+    m_ready.push_back(&c);
+  }
+
+  // Parses `n_bytes` just read; false when the connection's transfer ended or it closed.
+  bool consume(RawConnection& c, size_t n_bytes) {
+    RawTransfer* t = c.transfer;
+    if (t == nullptr) {
+      close_connection(c);
+      return false;
+    }
+    size_t used = 0;
+    const std::string_view bytes(m_recv_buffer.data(), n_bytes);
+    switch (c.parser.feed(bytes, *t, used)) {
+      case HttpParseState::need_more:
+        return true;
+      case HttpParseState::complete: {
+        const bool reuse = c.parser.keep_alive() && used == n_bytes &&
+                           t->wire_sent_bytes == t->wire.size() &&
+                           c.state == RawConnState::receiving;
+        detach(c);
+        if (reuse) {
+          m_pool.release(c);
+        } else {
+          close_connection(c);
+        }
+        end_transfer(*t, {TransportOutcome::ok, {}});
+        return false;
+      }
+      case HttpParseState::stopped:
+        detach(c);
+        close_connection(c);
+        end_transfer(*t, {TransportOutcome::aborted, "stopped by the client"});
+        return false;
+      case HttpParseState::error: {
+        const auto outcome = c.parser.error_kind() == HttpParseError::bad_chunk
+                                 ? TransportOutcome::reset
+                                 : TransportOutcome::other;
+        std::string message = "malformed HTTP response: " + c.parser.error();
+        detach(c);
+        close_connection(c);
+        end_transfer(*t, {outcome, std::move(message)});
+        return false;
+      }
+    }
+    return false;
+  }
+
+  void on_eof(RawConnection& c) {
+    RawTransfer* t = c.transfer;
+    if (t == nullptr) {
+      close_connection(c);
+      return;
+    }
+    if (retry_on_fresh_connection(c)) return;
+    const HttpParseState state = c.parser.finish_at_eof();
+    std::string message = c.parser.error();
+    detach(c);
+    close_connection(c);
+    if (state == HttpParseState::complete) {
+      end_transfer(*t, {TransportOutcome::ok, {}});
+    } else {
+      end_transfer(*t, {TransportOutcome::reset, std::move(message)});
+    }
+  }
+
+  void connection_broke(RawConnection& c, int error, std::string_view what) {
+    RawTransfer* t = c.transfer;
+    if (retry_on_fresh_connection(c)) return;
+    detach(c);
+    close_connection(c);
+    if (t != nullptr) {
+      end_transfer(*t,
+                   {TransportOutcome::reset, fmt::format("{}: {}", what, std::strerror(error))});
+    }
+  }
+
+  // A kept-alive connection that the server had closed fails before any response byte: sends
+  // the request once more on a new connection, as libcurl does. False when that does not apply.
+  bool retry_on_fresh_connection(RawConnection& c) {
+    RawTransfer* t = c.transfer;
+    if (t == nullptr || !c.reused || c.parser.started() || t->retried) return false;
+    t->retried = true;
+    t->wire_sent_bytes = 0;
+    t->next_address = 0;
+    detach(c);
+    close_connection(c);
+    open_connection(*t);
+    return true;
+  }
+
+  void expire_deadlines(int64_t now_ns) {
+    while (RawTransfer* t = m_heap.top()) {
+      if (t->deadline_ns > now_ns) break;
+      const double elapsed_ms = static_cast<double>(now_ns - t->start_ns) / 1e6;
+      TransportResult result;
+      if (!t->connected) {
+        result = {TransportOutcome::connect,
+                  fmt::format("Connection timed out after {:.0f} ms", elapsed_ms)};
+      } else {
+        const uint64_t received = t->conn != nullptr ? t->conn->parser.body_bytes() : 0;
+        result = {TransportOutcome::timeout,
+                  fmt::format("Operation timed out after {:.0f} ms with {} bytes received",
+                              elapsed_ms, received)};
+      }
+      if (RawConnection* c = t->conn) {
+        detach(*c);
+        close_connection(*c);
+      }
+      end_transfer(*t, std::move(result));
+    }
+  }
+
+  void set_deadline(RawTransfer& t, int64_t deadline_ns) {
+    if (deadline_ns == k_no_deadline) {
+      m_heap.remove(&t);
+    } else {
+      m_heap.set(&t, deadline_ns);
+    }
+  }
+
+  static void attach(RawConnection& c, RawTransfer& t) {
+    c.transfer = &t;
+    t.conn = &c;
+  }
+
+  static void detach(RawConnection& c) {
+    if (c.transfer != nullptr) c.transfer->conn = nullptr;
+    c.transfer = nullptr;
+  }
+
+  // Closes `c`; the object lives until the end of poll(), after every event that may name it.
+  void close_connection(RawConnection& c) {
+    if (c.in_ready) {
+      c.in_ready = false;
+      std::erase(m_ready, &c);
+    }
+    m_pool.close(c);
+  }
+
+  // Reports the end of `t` to its sink and forgets it; inside start() the report waits for
+  // the next poll(), so a sink never hears of its transfer before start() returned.
+  void end_transfer(RawTransfer& t, TransportResult result) {
+    m_heap.remove(&t);
+    if (m_in_start) {
+      t.early_result = std::move(result);
+      m_early.push_back(t.handle);
+      return;
+    }
+    StreamSink* sink = t.sink;
+    m_transfers.erase(t.handle);
+    sink->on_done(result);
+  }
+
+  bool deliver_early_results() {
+    if (m_early.empty()) return false;
+    std::deque<uint64_t> early;
+    early.swap(m_early);
+    for (const uint64_t handle : early) {
+      auto it = m_transfers.find(handle);
+      if (it == m_transfers.end()) continue;
+      StreamSink* sink = it->second->sink;
+      const TransportResult result = std::move(*it->second->early_result);
+      m_transfers.erase(it);
+      sink->on_done(result);
+    }
+    return true;
+  }
+
+  int m_epoll_fd;
+  int m_wake_fd;
+  RawConnectionPool m_pool;
+  std::vector<char> m_recv_buffer;
+  epoll_event m_events[k_max_events];
+  bool m_in_start = false;
+  uint64_t m_next_handle = 0;
+  std::unordered_map<uint64_t, std::unique_ptr<RawTransfer>> m_transfers;
+  std::vector<RawConnection*> m_ready;
+  std::deque<uint64_t> m_early;
+  DeadlineHeap<RawTransfer> m_heap;
+};
+
+}  // namespace
+
+std::unique_ptr<Transport> make_raw_transport(const RawOptions& options) {
+  const int epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+  const int wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (epoll_fd < 0 || wake_fd < 0) {
+    if (epoll_fd >= 0) close(epoll_fd);
+    if (wake_fd >= 0) close(wake_fd);
+    return nullptr;
+  }
+  return std::make_unique<RawTransport>(epoll_fd, wake_fd, options);
+}
+
+}  // namespace kvprof::client
