@@ -10,10 +10,12 @@
 //
 // With --token-delay-us the server paces each stream like a decoding engine (one event per
 // read for both clients); without it, it streams as fast as it can, which lets a slow client
-// read many events per syscall.
+// read many events per syscall. "tok/read" says how many tokens one read delivered on average:
+// tokens sharing a read share a timestamp, so it is each client's timing granularity.
+// --read-intervals runs the raw transport once per RawOptions::read_interval_us given.
 //
 //   bench_loadgen [--streams 100,1000,10000] [--tokens-total 1000000] [--token-delay-us US]
-//                 [--transports raw,curl] [--no-python]
+//                 [--transports raw,curl] [--read-intervals 0,1000] [--no-python]
 #include <fmt/format.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -74,6 +76,7 @@ struct Measure {
   double user_s = 0, sys_s = 0, wall_s = 0;
   double server_cpu_s = 0;  // the stream server's CPU over the same run
   uint64_t tokens = 0, ok = 0, errors = 0, max_in_flight = 0;
+  uint64_t reads = 0, kernel_timestamped_reads = 0;
   [[nodiscard]] double cpu_s() const { return user_s + sys_s; }
   [[nodiscard]] double per_m_tokens(double s) const {
     return tokens ? s / (static_cast<double>(tokens) / 1e6) : 0;
@@ -81,7 +84,7 @@ struct Measure {
 };
 
 Measure run_kvprof(const std::string& url, uint32_t streams, uint32_t tokens_per_stream,
-                   kvprof::client::TransportKind kind) {
+                   kvprof::client::TransportKind kind, uint32_t read_interval_us) {
   std::vector<kvprof::workload::RequestSpec> requests(streams);
   for (uint32_t i = 0; i < streams; ++i) {
     auto& r = requests[i];
@@ -97,6 +100,7 @@ Measure run_kvprof(const std::string& url, uint32_t streams, uint32_t tokens_per
   options.model = "fake";
   options.connect_timeout_s = 60;
   options.transport = kind;
+  options.read_interval_us = read_interval_us;
   kvprof::client::RequestRunner runner(options);
   Measure m;
   runner.set_on_record([&](const kvprof::client::RequestRecord& rec) -> kvprof::Expected<void> {
@@ -119,7 +123,11 @@ Measure run_kvprof(const std::string& url, uint32_t streams, uint32_t tokens_per
   getrusage(RUSAGE_SELF, &after);
   m.user_s = user_s(after) - user_s(before);
   m.sys_s = sys_s(after) - sys_s(before);
-  if (result) m.max_in_flight = result->max_in_flight;
+  if (result) {
+    m.max_in_flight = result->max_in_flight;
+    m.reads = kind == kvprof::client::TransportKind::raw ? result->transport.reads : 0;
+    m.kernel_timestamped_reads = result->transport.kernel_timestamped_reads;
+  }
   return m;
 }
 
@@ -157,6 +165,7 @@ Measure run_python(const std::string& url, uint32_t streams, uint32_t tokens_per
     m.tokens = doc.value("tokens", 0ull);
     m.ok = doc.value("requests", 0ull);
     m.errors = doc.value("errors", 0ull);
+    m.reads = doc.value("reads", 0ull);
   } else {
     fmt::print(stderr, "  python client failed (exit {}): {}\n", WEXITSTATUS(status), output);
   }
@@ -169,6 +178,7 @@ int main(int argc, char** argv) {
   using kvprof::client::TransportKind;
   std::vector<uint32_t> stream_counts = {100, 1000, 10000};
   std::vector<TransportKind> transports = {TransportKind::raw, TransportKind::curl};
+  std::vector<uint32_t> read_intervals_us = {0, 1000};
   uint64_t tokens_total = 1'000'000;
   bool python = true;
   uint32_t token_delay_us = 0;
@@ -192,12 +202,17 @@ int main(int argc, char** argv) {
         }
         transports.push_back(*kind);
       }
+    } else if (a == "--read-intervals" && i + 1 < argc) {
+      read_intervals_us.clear();
+      for (const auto& s : kvprof::split(argv[++i], ','))
+        read_intervals_us.push_back(static_cast<uint32_t>(std::stoul(s)));
     } else if (a == "--no-python") {
       python = false;
     } else {
       fmt::print(stderr,
                  "usage: bench_loadgen [--streams 100,1000,10000] [--tokens-total N] "
-                 "[--token-delay-us US] [--transports raw,curl] [--no-python]\n");
+                 "[--token-delay-us US] [--transports raw,curl] [--read-intervals 0,1000] "
+                 "[--no-python]\n");
       return 2;
     }
   }
@@ -229,18 +244,30 @@ int main(int argc, char** argv) {
                                 : std::string("streaming as fast as it can"));
   fmt::print(
       "per client: CPU s (user+sys), CPU s per million tokens (user/sys split), the most streams "
-      "in flight, wall s, the server's CPU s per million tokens meanwhile; ratio = Python CPU per "
+      "in flight, tokens per read (timing granularity; k = share of reads with a kernel receive "
+      "time), wall s, the server's CPU s per million tokens meanwhile; ratio = Python CPU per "
       "token / kvprof's\n\n");
-  fmt::print("{:>8} {:>8} {:>10} | {:<11} {:>8} {:>22} {:>9} {:>8} {:>10} | {:>6}\n", "streams",
-             "tok/str", "tokens", "client", "cpu s", "s/M tokens (usr/sys)", "in-flight", "wall s",
-             "server s/M", "ratio");
+  fmt::print("{:>8} {:>8} {:>10} | {:<18} {:>8} {:>22} {:>9} {:>14} {:>8} {:>10} | {:>6}\n",
+             "streams", "tok/str", "tokens", "client", "cpu s", "s/M tokens (usr/sys)", "in-flight",
+             "tok/read (k)", "wall s", "server s/M", "ratio");
 
   const auto row = [](std::string_view name, const Measure& m, std::string_view ratio) {
-    return fmt::format("{:<11} {:>8.2f} {:>22} {:>9} {:>8.2f} {:>10.2f} | {:>6}", name, m.cpu_s(),
+    std::string per_read = "-";
+    if (m.reads > 0) {
+      per_read =
+          fmt::format("{:.2f}", static_cast<double>(m.tokens) / static_cast<double>(m.reads));
+      if (m.kernel_timestamped_reads > 0) {
+        per_read +=
+            fmt::format(" ({:.0f}%)", 100.0 * static_cast<double>(m.kernel_timestamped_reads) /
+                                          static_cast<double>(m.reads));
+      }
+    }
+    return fmt::format("{:<18} {:>8.2f} {:>22} {:>9} {:>14} {:>8.2f} {:>10.2f} | {:>6}", name,
+                       m.cpu_s(),
                        fmt::format("{:.2f} ({:.2f}/{:.2f})", m.per_m_tokens(m.cpu_s()),
                                    m.per_m_tokens(m.user_s), m.per_m_tokens(m.sys_s)),
                        m.max_in_flight > 0 ? std::to_string(m.max_in_flight) : std::string("-"),
-                       m.wall_s, m.per_m_tokens(m.server_cpu_s), ratio);
+                       per_read, m.wall_s, m.per_m_tokens(m.server_cpu_s), ratio);
   };
   for (const uint32_t m : stream_counts) {
     if (m + 64 > nofile) {
@@ -249,7 +276,7 @@ int main(int argc, char** argv) {
     }
     const auto per_stream = static_cast<uint32_t>(std::max<uint64_t>(20, tokens_total / m));
     const uint64_t expected = uint64_t{m} * per_stream;
-    std::vector<std::pair<TransportKind, Measure>> kv;
+    std::vector<std::pair<std::string, Measure>> kv;
     const auto with_server_cpu = [&](auto&& run) {
       const double before = process_cpu_s(server_pid);
       Measure r = run();
@@ -257,7 +284,16 @@ int main(int argc, char** argv) {
       return r;
     };
     for (const TransportKind kind : transports) {
-      kv.emplace_back(kind, with_server_cpu([&] { return run_kvprof(url, m, per_stream, kind); }));
+      // The read interval is the raw transport's; libcurl reads on every arrival.
+      const std::vector<uint32_t> intervals =
+          kind == TransportKind::raw ? read_intervals_us : std::vector<uint32_t>{0};
+      for (const uint32_t interval_us : intervals) {
+        std::string name = fmt::format("kvprof {}", kvprof::client::transport_kind_name(kind));
+        if (kind == TransportKind::raw) name += fmt::format(" {}us", interval_us);
+        kv.emplace_back(name, with_server_cpu([&] {
+                          return run_kvprof(url, m, per_stream, kind, interval_us);
+                        }));
+      }
     }
     Measure p;
     if (python) p = with_server_cpu([&] { return run_python(url, m, per_stream); });
@@ -265,13 +301,11 @@ int main(int argc, char** argv) {
     const std::string lead = fmt::format("{:>8} {:>8} {:>10} | ", m, per_stream, expected);
     const std::string blank = fmt::format("{:>8} {:>8} {:>10} | ", "", "", "");
     bool first = true;
-    for (const auto& [kind, k] : kv) {
+    for (const auto& [name, k] : kv) {
       const double k_per_m = k.per_m_tokens(k.cpu_s());
       const std::string ratio =
           python && k_per_m > 0 ? fmt::format("{:.1f}x", p_per_m / k_per_m) : std::string("-");
-      fmt::print(
-          "{}{}", first ? lead : blank,
-          row(fmt::format("kvprof {}", kvprof::client::transport_kind_name(kind)), k, ratio));
+      fmt::print("{}{}", first ? lead : blank, row(name, k, ratio));
       if (k.errors > 0 || k.tokens != expected) {
         fmt::print("  ({} tokens, {} errors)", k.tokens, k.errors);
       }

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """The Python comparison client for bench_loadgen: an asyncio + aiohttp streaming client doing
 the same work as kvprof's runner (POST /v1/completions with stream=true, parse every SSE event
-as JSON, count tokens, timestamp each one). Prints one JSON line with what it saw.
+as JSON, count tokens, timestamp each one). Prints one JSON line with what it saw ("reads": the
+body pieces aiohttp handed over; tokens in one piece are timed when it was handed over).
 
 Run with Debian's /usr/bin/python3 (python3-aiohttp)."""
 import argparse
@@ -23,6 +24,7 @@ async def one_request(session, url, body, stats):
             return
         buf = b""
         async for piece in resp.content.iter_any():
+            stats["reads"] += 1
             buf += piece
             while b"\n\n" in buf:
                 event, buf = buf.split(b"\n\n", 1)
@@ -52,7 +54,7 @@ async def main():
     ap.add_argument("--requests", type=int, required=True)
     ap.add_argument("--max-tokens", type=int, required=True)
     args = ap.parse_args()
-    stats = {"tokens": 0, "requests": 0, "errors": 0, "ttft_sum_s": 0.0}
+    stats = {"tokens": 0, "requests": 0, "errors": 0, "reads": 0, "ttft_sum_s": 0.0}
     sem = asyncio.Semaphore(args.concurrency)
     connector = aiohttp.TCPConnector(limit=args.concurrency)
     timeout = aiohttp.ClientTimeout(total=600)

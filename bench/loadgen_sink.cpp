@@ -4,7 +4,6 @@
 // token timestamps), in 64 KiB reads as the raw transport does them.
 #include <benchmark/benchmark.h>
 
-#include <chrono>
 #include <cstdio>
 #include <string>
 
@@ -46,14 +45,10 @@ std::string chunked_response(uint32_t n_tokens) {
 struct SinkHandler final : HttpResponseHandler {
   ResponseSink* sink = nullptr;
   void on_response_status(int status) override { sink->on_status(status); }
-  bool on_response_body(std::string_view bytes) override { return sink->on_data(bytes); }
+  bool on_response_body(std::string_view bytes) override {
+    return sink->on_data(bytes, kvprof::client::monotonic_now_ns());
+  }
 };
-
-int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 constexpr size_t k_read_bytes = 64 * 1024;
 
@@ -63,7 +58,7 @@ void BM_ChunkedStreamThroughSink(benchmark::State& state) {
   for (auto _ : state) {
     RequestRecord record;
     record.max_tokens = n_tokens;
-    ResponseSink sink(record, now_ns, /*record_token_times=*/true, {});
+    ResponseSink sink(record, kvprof::client::RunClock{}, /*record_token_times=*/true, {});
     SinkHandler handler;
     handler.sink = &sink;
     HttpResponseParser parser;

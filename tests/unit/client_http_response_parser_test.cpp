@@ -315,6 +315,21 @@ TEST(HttpResponseParser, BadChunksAreRejected) {
   EXPECT_EQ(run_pieces({head + "fffffffffffffff\r\nab"}, false).state, HttpParseState::need_more);
 }
 
+TEST(HttpResponseParser, ChunkLineLimitHoldsWhereverTheInputIsCut) {
+  // A whole "<hex>\r\n" line takes a fast path; it must obey the same limit as the slow one
+  // (found by fuzz/http_response_fuzz.cpp: whole and split input gave different results).
+  HttpParserLimits limits;
+  limits.max_chunk_line_bytes = 8;
+  const std::string head = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
+  const Outcome long_line =
+      parse_every_split(head + "000000000001\r\nx\r\n0\r\n\r\n", false, limits);
+  EXPECT_EQ(long_line.state, HttpParseState::error);
+  EXPECT_EQ(long_line.error, HttpParseError::bad_chunk);
+  const Outcome at_limit = parse_every_split(head + "000001\r\nx\r\n0\r\n\r\n", false, limits);
+  EXPECT_EQ(at_limit.state, HttpParseState::complete);
+  EXPECT_EQ(at_limit.body, "x");
+}
+
 TEST(HttpResponseParser, EofBeforeTheEndIsAnError) {
   EXPECT_EQ(run_pieces({}, true).error, HttpParseError::eof_before_response);
   EXPECT_EQ(run_pieces({"HTTP/1.1 200 OK\r\nContent-"}, true).error,

@@ -89,5 +89,32 @@ TEST(TransportFactory, PicksRawForPlainHttpAndCurlOtherwise) {
   EXPECT_NE(make_default_transport("http://127.0.0.1:1"), nullptr);
 }
 
+TEST(TransportFactory, AProxyIsBypassedOnlyForLoopbackHosts) {
+  // Saves and restores the variables it sets; ctest runs each test in its own process.
+  const char* saved_transport = std::getenv("KVPROF_TRANSPORT");
+  const std::string saved_transport_value = saved_transport ? saved_transport : "";
+  const char* saved_proxy = std::getenv("http_proxy");
+  const std::string saved_proxy_value = saved_proxy ? saved_proxy : "";
+  unsetenv("KVPROF_TRANSPORT");
+  setenv("http_proxy", "http://proxy.invalid:3128", 1);
+  const auto kind_for = [](const char* url) {
+    return resolve_transport_kind(TransportKind::automatic, url);
+  };
+  EXPECT_EQ(kind_for("http://127.0.0.1:8000"), TransportKind::raw);
+  EXPECT_EQ(kind_for("http://127.1.2.3:8000"), TransportKind::raw);
+  EXPECT_EQ(kind_for("http://LOCALHOST:8000"), TransportKind::raw);
+  EXPECT_EQ(kind_for("http://[::1]:8000"), TransportKind::raw);
+  // Names that only start like a loopback address go through the proxy.
+  EXPECT_EQ(kind_for("http://127.0.0.1.nip.io:8000"), TransportKind::curl);
+  EXPECT_EQ(kind_for("http://localhost.example.com:8000"), TransportKind::curl);
+  EXPECT_EQ(kind_for("http://10.0.0.1:8000"), TransportKind::curl);
+  if (saved_proxy) {
+    setenv("http_proxy", saved_proxy_value.c_str(), 1);
+  } else {
+    unsetenv("http_proxy");
+  }
+  if (saved_transport) setenv("KVPROF_TRANSPORT", saved_transport_value.c_str(), 1);
+}
+
 }  // namespace
 }  // namespace kvprof::client

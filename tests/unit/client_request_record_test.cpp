@@ -12,9 +12,8 @@ struct Harness {
   bool finished = false;
   ResponseSink sink;
   explicit Harness(uint32_t max_tokens = 2)
-      : sink(
-            make_record(max_tokens), [this] { return clock_ns; }, true,
-            [this](ResponseSink&) { finished = true; }) {}
+      : sink(make_record(max_tokens), RunClock{0, [this] { return clock_ns; }}, true,
+             [this](ResponseSink&) { finished = true; }) {}
   static RequestRecord make_record(uint32_t max_tokens) {
     RequestRecord r;
     r.request_id = 1;
@@ -34,9 +33,9 @@ TEST(ResponseSink, OkStreamTimesEveryToken) {
   Harness h;
   h.sink.on_status(200);
   h.clock_ns = 10'000'000;
-  EXPECT_TRUE(h.sink.on_data(k_tok));
+  EXPECT_TRUE(h.sink.on_data(k_tok, h.clock_ns));
   h.clock_ns = 25'000'000;
-  EXPECT_TRUE(h.sink.on_data(k_tok + k_usage + "data: [DONE]\n\n"));
+  EXPECT_TRUE(h.sink.on_data(k_tok + k_usage + "data: [DONE]\n\n", h.clock_ns));
   h.clock_ns = 26'000'000;
   h.sink.on_done({TransportOutcome::ok, ""});
   const auto& r = h.sink.record();
@@ -53,10 +52,36 @@ TEST(ResponseSink, OkStreamTimesEveryToken) {
   EXPECT_TRUE(r.warning.empty());
 }
 
+TEST(ResponseSink, TokensAreTimedByArrivalNotByWhenTheyAreHandedOver) {
+  Harness h;
+  h.sink.on_status(200);
+  h.clock_ns = 40'000'000;  // read late: the bytes came at 12 and 30 ms
+  EXPECT_TRUE(h.sink.on_data(k_tok, 12'000'000));
+  EXPECT_TRUE(h.sink.on_data(k_tok, 30'000'000));
+  // A later read stamped earlier (a clock step) keeps the order.
+  EXPECT_TRUE(h.sink.on_data(k_usage + "data: [DONE]\n\n", 29'000'000));
+  h.clock_ns = 50'000'000;
+  h.sink.on_done({TransportOutcome::ok, "", 33'000'000});
+  const auto& r = h.sink.record();
+  EXPECT_EQ(r.status, RequestStatus::ok);
+  ASSERT_EQ(r.chunks.size(), 2u);
+  EXPECT_EQ(r.chunks[0].t_ns, 12'000'000);
+  EXPECT_EQ(r.chunks[1].t_ns, 30'000'000);
+  EXPECT_DOUBLE_EQ(r.ttft_ms(), 12.0);
+  EXPECT_DOUBLE_EQ(r.e2e_ms(), 33.0);  // when the last bytes came, not when on_done ran
+
+  Harness unknown;  // a transport that does not know when the end came: the clock at on_done
+  unknown.sink.on_status(200);
+  unknown.sink.on_data(k_tok + k_tok + k_usage + "data: [DONE]\n\n", 5'000'000);
+  unknown.clock_ns = 7'000'000;
+  unknown.sink.on_done({TransportOutcome::ok, ""});
+  EXPECT_DOUBLE_EQ(unknown.sink.record().e2e_ms(), 7.0);
+}
+
 TEST(ResponseSink, UsageDifferentFromAskedIsAWarning) {
   Harness h(5);
   h.sink.on_status(200);
-  h.sink.on_data(k_tok + k_usage + "data: [DONE]\n\n");
+  h.sink.on_data(k_tok + k_usage + "data: [DONE]\n\n", h.clock_ns);
   h.sink.on_done({TransportOutcome::ok, ""});
   EXPECT_EQ(h.sink.record().status, RequestStatus::ok);
   EXPECT_NE(h.sink.record().warning.find("completion_tokens 2 != max_tokens 5"), std::string::npos);
@@ -68,7 +93,7 @@ TEST(ResponseSink, HttpStatusesMapToKindsWithTheServerMessage) {
         std::pair{503, FailureKind::http_5xx}}) {
     Harness h;
     h.sink.on_status(status);
-    h.sink.on_data(R"({"error":{"message":"no such model"}})");
+    h.sink.on_data(R"({"error":{"message":"no such model"}})", h.clock_ns);
     h.sink.on_done({TransportOutcome::ok, ""});
     EXPECT_EQ(h.sink.record().status, RequestStatus::error);
     EXPECT_EQ(h.sink.record().failure, kind) << status;
@@ -79,7 +104,8 @@ TEST(ResponseSink, HttpStatusesMapToKindsWithTheServerMessage) {
 TEST(ResponseSink, ErrorPayloadStopsTheStream) {
   Harness h;
   h.sink.on_status(200);
-  EXPECT_FALSE(h.sink.on_data(k_tok + "data: {\"error\":{\"message\":\"kv cache full\"}}\n\n"));
+  EXPECT_FALSE(
+      h.sink.on_data(k_tok + "data: {\"error\":{\"message\":\"kv cache full\"}}\n\n", h.clock_ns));
   h.sink.on_done({TransportOutcome::aborted, ""});
   EXPECT_EQ(h.sink.record().failure, FailureKind::server_error);
   EXPECT_EQ(h.sink.record().error_text, "kv cache full");
@@ -89,13 +115,13 @@ TEST(ResponseSink, ErrorPayloadStopsTheStream) {
 TEST(ResponseSink, MalformedJsonOrMissingDoneIsMalformedSse) {
   Harness bad;
   bad.sink.on_status(200);
-  EXPECT_FALSE(bad.sink.on_data("data: {nope\n\n"));
+  EXPECT_FALSE(bad.sink.on_data("data: {nope\n\n", bad.clock_ns));
   bad.sink.on_done({TransportOutcome::aborted, ""});
   EXPECT_EQ(bad.sink.record().failure, FailureKind::malformed_sse);
 
   Harness cut;
   cut.sink.on_status(200);
-  cut.sink.on_data(k_tok + "data: {\"choi");
+  cut.sink.on_data(k_tok + "data: {\"choi", cut.clock_ns);
   cut.sink.on_done({TransportOutcome::ok, ""});
   EXPECT_EQ(cut.sink.record().failure, FailureKind::malformed_sse);
   EXPECT_NE(cut.sink.record().error_text.find("inside an event"), std::string::npos);
@@ -120,7 +146,8 @@ TEST(ResponseSink, TransportOutcomesMapToKinds) {
 TEST(ResponseSink, OversizedEventIsMalformed) {
   Harness h;
   h.sink.on_status(200);
-  EXPECT_FALSE(h.sink.on_data("data: " + std::string(SseParser::k_default_max_event_bytes, 'x')));
+  EXPECT_FALSE(h.sink.on_data("data: " + std::string(SseParser::k_default_max_event_bytes, 'x'),
+                              h.clock_ns));
   h.sink.on_done({TransportOutcome::aborted, ""});
   EXPECT_EQ(h.sink.record().failure, FailureKind::malformed_sse);
 }

@@ -180,8 +180,9 @@ class ProfileE2E : public ::testing::Test {
 
 TEST_F(ProfileE2E, EveryOutputFileHoldsTheRun) {
   start_sim(small_sim());
-  auto r = sys::run_command(
-      profile_args({"--input-lens", "256,1024", "--concurrencies", "1,4,16", "--json"}), env());
+  auto r = sys::run_command(profile_args({"--input-lens", "256,1024", "--concurrencies", "1,4,16",
+                                          "--json", "--read-interval-us", "500"}),
+                            env());
   ASSERT_TRUE(r.has_value());
   ASSERT_EQ(r->exit_code, 0) << r->stderr_text << r->stdout_text;
   const fs::path dir = run_dir();
@@ -238,6 +239,14 @@ TEST_F(ProfileE2E, EveryOutputFileHoldsTheRun) {
   EXPECT_FALSE(s.at("interrupted").get<bool>());
   EXPECT_EQ(s.at("memory_source"), "nvml");
   EXPECT_EQ(s.at("requests").at("n_ok").get<size_t>(), n_requests);
+  // Every request's body came in at least one read; the raw transport stamps them with the
+  // kernel's receive times (libcurl with its callback times).
+  const auto reads = s.at("requests").at("reads").get<size_t>();
+  EXPECT_GE(reads, n_requests);
+  const auto stamped = s.at("requests").at("kernel_timestamped_reads").get<size_t>();
+  EXPECT_LE(stamped, reads);
+  EXPECT_EQ(stamped > 0,
+            read_json(dir / "manifest.json").at("configuration").at("transport") == "raw");
   EXPECT_EQ(s.at("engine_metadata").at("engine_type"), "vllm");
   const auto& mm = s.at("memory_measurements");
   const uint64_t baseline = mm.at("baseline").at("total_bytes");
@@ -294,6 +303,7 @@ TEST_F(ProfileE2E, EveryOutputFileHoldsTheRun) {
   EXPECT_TRUE(m.at("server").at("simulated").get<bool>());
   EXPECT_TRUE(m.at("gpus")[0].at("uuid").get<std::string>().starts_with("GPU-fake-0"));
   EXPECT_FALSE(m.at("configuration").at("api_key_set").get<bool>());
+  EXPECT_EQ(m.at("configuration").at("read_interval_us"), 500);
 }
 
 TEST_F(ProfileE2E, BuiltInDefaultRunsTheSimulatorAndMatchesItsPlan) {

@@ -68,7 +68,7 @@ void register_requests_command(CLI::App& app) {
     const auto options = value_or_fatal(client::resolve(st->run));
     const auto requests = value_or_fatal(workload::read_workload(st->workload_path));
     if (auto ok = client::validate(options, requests); !ok) throw Fatal(ok.error());
-    auto transport = client::make_transport(options.transport, options.endpoint);
+    auto transport = client::make_run_transport(options);
     if (!transport) throw Fatal({ErrorKind::internal, "libcurl could not be initialised"});
     client::RequestRunner runner(options, std::move(transport));
     auto trace = value_or_fatal(client::TraceWriter::open(st->trace_path, runner.start_clock()));

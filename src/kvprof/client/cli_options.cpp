@@ -29,6 +29,14 @@ void add_run_options(CLI::App* cmd, RunCliValues& v) {
       ->envname("KVPROF_TRANSPORT")
       ->check(CLI::IsMember({"auto", "raw", "curl"}))
       ->capture_default_str();
+  cmd->add_option("--read-interval-us", v.read_interval_us,
+                  "Raw transport: while streams are busy, read the sockets at most once per this "
+                  "many microseconds (0: on every arrival). Token times are the kernel's receive "
+                  "times either way; tokens that arrive within one interval share a read and the "
+                  "newest one's time")
+      ->envname("KVPROF_READ_INTERVAL_US")
+      ->check(CLI::Range(0u, 1'000'000u))
+      ->capture_default_str();
 }
 
 Expected<RunOptions> resolve(const RunCliValues& v) {
@@ -41,6 +49,7 @@ Expected<RunOptions> resolve(const RunCliValues& v) {
   o.request_timeout_s = v.request_timeout_s;
   o.connect_timeout_s = v.connect_timeout_s;
   o.api_key = v.api_key;
+  o.read_interval_us = v.read_interval_us;
   auto transport = parse_transport_kind(v.transport);
   if (!transport) return fail(ErrorKind::usage, transport.error().message);
   o.transport = *transport;

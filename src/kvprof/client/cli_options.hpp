@@ -17,11 +17,12 @@ struct RunCliValues {
   double connect_timeout_s = 30.0;
   std::string api_key;
   std::string transport = "auto";
+  uint32_t read_interval_us = RunOptions::k_default_read_interval_us;
 };
 
 // Adds --endpoint (env KVPROF_URL), --model (KVPROF_MODEL), --api, --request-timeout
-// (KVPROF_REQUEST_TIMEOUT), --connect-timeout, --api-key (OPENAI_API_KEY) and --transport
-// (KVPROF_TRANSPORT) to `cmd`.
+// (KVPROF_REQUEST_TIMEOUT), --connect-timeout, --api-key (OPENAI_API_KEY), --transport
+// (KVPROF_TRANSPORT) and --read-interval-us (KVPROF_READ_INTERVAL_US) to `cmd`.
 void add_run_options(CLI::App* cmd, RunCliValues& values);
 
 // The RunOptions the values describe; a usage error for a bad value.

@@ -25,6 +25,7 @@ struct Transfer {
   uint64_t handle = 0;
   CURL* easy = nullptr;
   StreamSink* sink = nullptr;
+  TransportCounters* counters = nullptr;  // the transport's
   HttpRequest request;
   curl_slist* headers = nullptr;
   bool status_sent = false;
@@ -45,7 +46,8 @@ size_t write_callback(char* ptr, size_t size, size_t nmemb, void* userdata) {
   auto* t = static_cast<Transfer*>(userdata);
   const size_t n_bytes = size * nmemb;
   report_status(*t);
-  if (!t->sink->on_data(std::string_view(ptr, n_bytes))) {
+  ++t->counters->reads;
+  if (!t->sink->on_data(std::string_view(ptr, n_bytes), monotonic_now_ns())) {
     t->aborted = true;
     return 0;  // makes libcurl end the transfer with CURLE_WRITE_ERROR
   }
@@ -184,6 +186,8 @@ class CurlTransport final : public Transport {
     [[maybe_unused]] const ssize_t written = write(m_wake_fd, &one, sizeof one);
   }
 
+  [[nodiscard]] TransportCounters counters() const override { return m_counters; }
+
  private:
   // libcurl tells which sockets to watch for what; mirror that in the epoll set.
   static int socket_callback(CURL*, curl_socket_t fd, int what, void* self_ptr, void*) {
@@ -237,6 +241,7 @@ class CurlTransport final : public Transport {
     curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
     curl_easy_setopt(e, CURLOPT_NOPROXY, m_no_proxy.c_str());
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, &write_callback);
+    t.counters = &m_counters;
     curl_easy_setopt(e, CURLOPT_WRITEDATA, &t);
     curl_easy_setopt(e, CURLOPT_PRIVATE, &t);
     curl_easy_setopt(e, CURLOPT_ERRORBUFFER, t.error_buffer);
@@ -289,21 +294,25 @@ class CurlTransport final : public Transport {
     if (code == CURLE_OK) return {TransportOutcome::ok, {}};
     const std::string detail = t.error_buffer[0] != '\0' ? std::string(t.error_buffer)
                                                          : std::string(curl_easy_strerror(code));
+    // Connected (new or reused connection) when the request got as far as being sent; the
+    // connect time alone is 0 on a reused keep-alive connection.
+    const auto request_sent = [&] {
+      curl_off_t pretransfer_us = 0;
+      curl_easy_getinfo(t.easy, CURLINFO_PRETRANSFER_TIME_T, &pretransfer_us);
+      return pretransfer_us > 0;
+    };
     switch (code) {
       case CURLE_COULDNT_CONNECT:
       case CURLE_COULDNT_RESOLVE_HOST:
       case CURLE_COULDNT_RESOLVE_PROXY:
       case CURLE_URL_MALFORMAT:
-      case CURLE_UNSUPPORTED_PROTOCOL:
         return {TransportOutcome::connect, detail};
-      case CURLE_OPERATION_TIMEDOUT: {
-        // Connected (new or reused connection) when the request got as far as being sent; the
-        // connect time alone is 0 on a reused keep-alive connection.
-        curl_off_t pretransfer_us = 0;
-        curl_easy_getinfo(t.easy, CURLINFO_PRETRANSFER_TIME_T, &pretransfer_us);
-        if (pretransfer_us == 0) return {TransportOutcome::connect, detail};
-        return {TransportOutcome::timeout, detail};
-      }
+      case CURLE_UNSUPPORTED_PROTOCOL:
+        // An unknown URL scheme, or (once sent) a reply libcurl takes for HTTP/0.9: a malformed
+        // status line, which the raw transport files under other too.
+        return {request_sent() ? TransportOutcome::other : TransportOutcome::connect, detail};
+      case CURLE_OPERATION_TIMEDOUT:
+        return {request_sent() ? TransportOutcome::timeout : TransportOutcome::connect, detail};
       case CURLE_WRITE_ERROR:
         if (t.aborted) return {TransportOutcome::aborted, "stopped by the client"};
         return {TransportOutcome::other, detail};
@@ -320,6 +329,7 @@ class CurlTransport final : public Transport {
   }
 
   CURLM* m_multi;
+  TransportCounters m_counters;
   int m_epoll_fd;
   int m_wake_fd;
   // libcurl's single timer: due now, or armed for a deadline.

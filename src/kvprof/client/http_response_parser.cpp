@@ -320,6 +320,8 @@ bool HttpResponseParser::take_whole_size_line(std::string_view bytes, size_t& po
     ++i;
   }
   if (i == pos || bytes.size() - i < 2 || bytes[i] != '\r' || bytes[i + 1] != '\n') return false;
+  // A line over the limit goes the byte-by-byte way, which refuses it wherever the input is cut.
+  if (i + 2 - pos > m_limits.max_chunk_line_bytes) return false;
   pos = i + 2;
   if (size == 0) {
     m_phase = Phase::trailers;

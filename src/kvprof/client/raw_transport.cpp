@@ -1,20 +1,30 @@
 // The raw HTTP/1.1 Transport for http:// URLs: non-blocking sockets on one edge-triggered
-// epoll, the request written from one prebuilt buffer, responses read 64 KiB per recv into one
-// reused buffer and parsed in place (body bytes go to the sink as views, never copied), idle
+// epoll, the request written from one prebuilt buffer, responses read 64 KiB per recvmsg into
+// one reused buffer and parsed in place (body bytes go to the sink as views, never copied), idle
 // keep-alive connections pooled per host:port, and every request's deadline in one heap.
+//
+// Arrival times: each socket has SO_TIMESTAMPNS on, so every read carries the kernel's receive
+// time of its newest segment (CLOCK_REALTIME, moved onto CLOCK_MONOTONIC with an offset taken
+// each turn, and kept between the request's start and the read). How late the loop reads then
+// changes no time except that events sharing one read share the newest one's time, which is
+// what `read_interval_us` trades for fewer reads: while data flows, the loop sleeps out the rest
+// of the interval before it waits for events again (never past the caller's timeout or a
+// deadline), so busy streams are read once per interval, not once per token.
 //
 // Outcomes follow the libcurl transport: no connection (refused, unresolvable, bad URL, connect
 // timeout, or the request timeout while still connecting) is `connect`; a connection that broke
-// or closed before the response ended is `reset`, and so is a malformed chunked body; oversized
-// or malformed headers are `other` (libcurl files a bad status line, which it takes for
-// HTTP/0.9, under `connect`). A request whose kept-alive connection turns out closed before any
-// response byte is sent once more on a new connection, as libcurl does.
+// or closed before the response ended is `reset`, and so is a malformed chunked body; an
+// oversized or malformed status line or headers are `other`. A request whose kept-alive
+// connection turns out closed before any response byte is sent once more on a new connection,
+// as libcurl does.
 // Sinks must not call start() or cancel() from their callbacks.
 #include <fmt/format.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -48,6 +58,7 @@ struct RawTransfer final : HttpResponseHandler {
   int64_t request_deadline_ns = k_no_deadline;
   int64_t connect_timeout_ns = k_no_deadline;
   int64_t deadline_ns = k_no_deadline;  // the heap's key
+  int64_t arrival_ns = 0;               // when the bytes being parsed arrived
   size_t heap_index = DeadlineHeap<RawTransfer>::k_absent;
   size_t next_address = 0;  // the next of the endpoint's addresses to try
   int last_connect_errno = 0;
@@ -56,7 +67,9 @@ struct RawTransfer final : HttpResponseHandler {
   std::optional<TransportResult> early_result;  // ended inside start(): delivered by poll()
 
   void on_response_status(int http_status) override { sink->on_status(http_status); }
-  bool on_response_body(std::string_view bytes) override { return sink->on_data(bytes); }
+  bool on_response_body(std::string_view bytes) override {
+    return sink->on_data(bytes, arrival_ns);
+  }
 };
 
 namespace {
@@ -66,9 +79,25 @@ constexpr int k_max_events = 1024;
 constexpr int k_max_reads_per_turn = 4;
 
 int64_t monotonic_ns() {
+  return monotonic_now_ns();
+}
+
+int64_t realtime_ns() {
   timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
+  clock_gettime(CLOCK_REALTIME, &ts);
   return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+// The kernel receive time (CLOCK_REALTIME ns) in a recvmsg's control data; 0 when absent.
+int64_t kernel_receive_time(msghdr& msg) {
+  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_TIMESTAMPNS) continue;
+    if (c->cmsg_len < CMSG_LEN(sizeof(timespec))) continue;
+    timespec ts{};
+    std::memcpy(&ts, CMSG_DATA(c), sizeof ts);
+    return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+  }
+  return 0;
 }
 
 int64_t seconds_to_ns(double s) {
@@ -92,6 +121,7 @@ class RawTransport final : public Transport {
   RawTransport(int epoll_fd, int wake_fd, const RawOptions& options)
       : m_epoll_fd(epoll_fd),
         m_wake_fd(wake_fd),
+        m_read_interval_ns(int64_t{options.read_interval_us} * 1000),
         m_pool(parser_limits(options), options.max_idle_connections_per_host),
         m_recv_buffer(std::max<size_t>(4096, options.recv_buffer_bytes)) {
     epoll_event ev{};
@@ -137,7 +167,11 @@ class RawTransport final : public Transport {
       const int64_t left_ms = left_ns <= 0 ? 0 : (left_ns + 999'999) / 1'000'000;
       wait_ms = static_cast<int>(std::min<int64_t>(wait_ms, left_ms));
     }
+    wait_ms = pace_reads(wait_ms);
     const int n = epoll_wait(m_epoll_fd, m_events, k_max_events, wait_ms);
+    m_turn_start_ns = monotonic_ns();
+    m_realtime_to_monotonic_ns = m_turn_start_ns - realtime_ns();
+    m_turn_read_bytes = false;
     for (int i = 0; i < n; ++i) {
       auto* c = static_cast<RawConnection*>(m_events[i].data.ptr);
       if (c == nullptr) {
@@ -165,6 +199,8 @@ class RawTransport final : public Transport {
     const uint64_t one = 1;
     [[maybe_unused]] const ssize_t written = write(m_wake_fd, &one, sizeof one);
   }
+
+  [[nodiscard]] TransportCounters counters() const override { return m_counters; }
 
  private:
   // Sets up `t` and puts it on a pooled or a new connection.
@@ -212,6 +248,8 @@ class RawTransport final : public Transport {
         t.last_connect_errno = cs.error;
         continue;
       }
+      const int one = 1;
+      setsockopt(cs.fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof one);  // else: read times
       RawConnection& c = m_pool.adopt(cs.fd, *t.endpoint);
       epoll_event ev{};
       ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
@@ -284,9 +322,17 @@ class RawTransport final : public Transport {
   // edge: then the read that sees the close must still come.
   void read_available(RawConnection& c, bool peer_closed) {
     for (int i = 0; i < k_max_reads_per_turn; ++i) {
-      const ssize_t n = recv(c.fd, m_recv_buffer.data(), m_recv_buffer.size(), 0);
+      iovec iov{m_recv_buffer.data(), m_recv_buffer.size()};
+      alignas(cmsghdr) char control[CMSG_SPACE(sizeof(timespec))];
+      msghdr msg{};
+      msg.msg_iov = &iov;
+      msg.msg_iovlen = 1;
+      msg.msg_control = control;
+      msg.msg_controllen = sizeof control;
+      const ssize_t n = recvmsg(c.fd, &msg, 0);
       if (n > 0) {
-        if (!consume(c, static_cast<size_t>(n))) return;
+        m_turn_read_bytes = true;
+        if (!consume(c, static_cast<size_t>(n), arrival_time(c, msg))) return;
         if (static_cast<size_t>(n) < m_recv_buffer.size() && !peer_closed) return;
         continue;
       }
@@ -304,13 +350,27 @@ class RawTransport final : public Transport {
     m_ready.push_back(&c);
   }
 
-  // Parses `n_bytes` just read; false when the connection's transfer ended or it closed.
-  bool consume(RawConnection& c, size_t n_bytes) {
+  // When the bytes `msg` just read reached this host, on the monotonic clock: the kernel's
+  // receive time when the read carries one, kept between the transfer's start and now.
+  int64_t arrival_time(const RawConnection& c, msghdr& msg) {
+    ++m_counters.reads;
+    const int64_t read_ns = monotonic_ns();
+    const int64_t kernel_ns = kernel_receive_time(msg);
+    if (kernel_ns == 0) return read_ns;
+    ++m_counters.kernel_timestamped_reads;
+    const int64_t start_ns = c.transfer != nullptr ? c.transfer->start_ns : 0;
+    return std::clamp(kernel_ns + m_realtime_to_monotonic_ns, start_ns, read_ns);
+  }
+
+  // Parses `n_bytes` that arrived at `arrival_ns`; false when the connection's transfer ended
+  // or it closed.
+  bool consume(RawConnection& c, size_t n_bytes, int64_t arrival_ns) {
     RawTransfer* t = c.transfer;
     if (t == nullptr) {
       close_connection(c);
       return false;
     }
+    t->arrival_ns = arrival_ns;
     size_t used = 0;
     const std::string_view bytes(m_recv_buffer.data(), n_bytes);
     switch (c.parser.feed(bytes, *t, used)) {
@@ -326,7 +386,7 @@ class RawTransport final : public Transport {
         } else {
           close_connection(c);
         }
-        end_transfer(*t, {TransportOutcome::ok, {}});
+        end_transfer(*t, {TransportOutcome::ok, {}, arrival_ns});
         return false;
       }
       case HttpParseState::stopped:
@@ -360,7 +420,7 @@ class RawTransport final : public Transport {
     detach(c);
     close_connection(c);
     if (state == HttpParseState::complete) {
-      end_transfer(*t, {TransportOutcome::ok, {}});
+      end_transfer(*t, {TransportOutcome::ok, {}, monotonic_ns()});
     } else {
       end_transfer(*t, {TransportOutcome::reset, std::move(message)});
     }
@@ -389,6 +449,20 @@ class RawTransport final : public Transport {
     close_connection(c);
     open_connection(*t);
     return true;
+  }
+
+  // Sleeps out the rest of the read interval when the last turn read data (so busy sockets
+  // gather more per read), never longer than `wait_ms`; returns what is left of `wait_ms`.
+  int pace_reads(int wait_ms) {
+    if (m_read_interval_ns <= 0 || !m_turn_read_bytes || wait_ms <= 0) return wait_ms;
+    const int64_t wait_ns = int64_t{wait_ms} * 1'000'000;
+    const int64_t pause_ns =
+        std::min(wait_ns, m_turn_start_ns + m_read_interval_ns - monotonic_ns());
+    if (pause_ns <= 0) return wait_ms;
+    const timespec pause{static_cast<time_t>(pause_ns / 1'000'000'000),
+                         static_cast<long>(pause_ns % 1'000'000'000)};
+    nanosleep(&pause, nullptr);
+    return static_cast<int>((wait_ns - pause_ns) / 1'000'000);
   }
 
   void expire_deadlines(int64_t now_ns) {
@@ -471,6 +545,11 @@ class RawTransport final : public Transport {
 
   int m_epoll_fd;
   int m_wake_fd;
+  int64_t m_read_interval_ns;
+  int64_t m_turn_start_ns = 0;             // when the last epoll_wait returned
+  int64_t m_realtime_to_monotonic_ns = 0;  // taken then
+  bool m_turn_read_bytes = false;          // the last turn read data
+  TransportCounters m_counters;
   RawConnectionPool m_pool;
   std::vector<char> m_recv_buffer;
   epoll_event m_events[k_max_events];

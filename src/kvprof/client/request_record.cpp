@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 namespace kvprof::client {
@@ -94,10 +96,10 @@ uint64_t RequestRecord::completion_tokens() const {
   return usage ? usage->completion_tokens : tokens_streamed;
 }
 
-ResponseSink::ResponseSink(RequestRecord record, std::function<int64_t()> now_ns,
-                           bool record_token_times, std::function<void(ResponseSink&)> on_finished)
+ResponseSink::ResponseSink(RequestRecord record, RunClock clock, bool record_token_times,
+                           std::function<void(ResponseSink&)> on_finished)
     : m_record(std::move(record)),
-      m_now_ns(std::move(now_ns)),
+      m_clock(std::move(clock)),
       m_record_token_times(record_token_times),
       m_on_finished(std::move(on_finished)) {}
 
@@ -111,14 +113,16 @@ void ResponseSink::fail_with(FailureKind kind, std::string text) {
   m_record.error_text = std::move(text);
 }
 
-bool ResponseSink::on_data(std::string_view bytes) {
+bool ResponseSink::on_data(std::string_view bytes, int64_t arrival_ns) {
+  // Reads arrive in order; a clock step between two of them must not reorder tokens.
+  m_last_arrival_ns = std::max(m_last_arrival_ns, m_clock.at(arrival_ns));
   if (m_record.http_status != 0 && (m_record.http_status < 200 || m_record.http_status >= 300)) {
     const size_t room =
         k_max_error_body_bytes - std::min(k_max_error_body_bytes, m_error_body.size());
     m_error_body.append(bytes.substr(0, room));
     return true;
   }
-  const int64_t now = m_now_ns();
+  const int64_t now = m_last_arrival_ns;
   m_events.clear();
   const bool parsed = m_parser.feed(bytes, m_events);
   for (const SseEvent& event : m_events) {
@@ -153,7 +157,10 @@ bool ResponseSink::on_data(std::string_view bytes) {
 }
 
 void ResponseSink::on_done(const TransportResult& result) {
-  m_record.end_ns = m_now_ns();
+  // Ended by its last bytes (when the transport knows when they came), else now.
+  m_record.end_ns = result.arrival_ns != 0
+                        ? std::max(m_last_arrival_ns, m_clock.at(result.arrival_ns))
+                        : std::max(m_last_arrival_ns, m_clock.now());
   const int status = m_record.http_status;
   switch (result.outcome) {
     case TransportOutcome::ok:

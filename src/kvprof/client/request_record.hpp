@@ -72,16 +72,27 @@ struct RequestRecord {
   [[nodiscard]] uint64_t completion_tokens() const;
 };
 
+// A run's clock: ns since the run started, read from a monotonic source (monotonic_now_ns, or
+// a test's fake) whose reading at the start is `origin_ns`.
+struct RunClock {
+  int64_t origin_ns = 0;
+  std::function<int64_t()> source = monotonic_now_ns;
+
+  [[nodiscard]] int64_t now() const { return source() - origin_ns; }
+  // The run time of a reading `source_ns` of the same source.
+  [[nodiscard]] int64_t at(int64_t source_ns) const { return source_ns - origin_ns; }
+};
+
 // Measures one request: feeds the body through the SSE parser and the OpenAI chunk parser,
-// timestamps token chunks, and classifies how it ended. `now_ns` gives the run's monotonic time;
+// times token chunks by when their bytes arrived (on `clock`), and classifies how it ended.
 // `on_finished` is called from on_done, after the record is final.
 class ResponseSink final : public StreamSink {
  public:
-  ResponseSink(RequestRecord record, std::function<int64_t()> now_ns, bool record_token_times,
+  ResponseSink(RequestRecord record, RunClock clock, bool record_token_times,
                std::function<void(ResponseSink&)> on_finished);
 
   void on_status(int http_status) override;
-  bool on_data(std::string_view bytes) override;
+  bool on_data(std::string_view bytes, int64_t arrival_ns) override;
   void on_done(const TransportResult& result) override;
 
   [[nodiscard]] RequestRecord& record() { return m_record; }
@@ -91,7 +102,8 @@ class ResponseSink final : public StreamSink {
   void fail_with(FailureKind kind, std::string text);
 
   RequestRecord m_record;
-  std::function<int64_t()> m_now_ns;
+  RunClock m_clock;
+  int64_t m_last_arrival_ns = k_no_time;  // run time of the newest data, never decreasing
   bool m_record_token_times;
   std::function<void(ResponseSink&)> m_on_finished;
   SseParser m_parser;

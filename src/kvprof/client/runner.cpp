@@ -43,6 +43,12 @@ Expected<void> validate(const RunOptions& options, const std::vector<RequestSpec
   return {};
 }
 
+std::unique_ptr<Transport> make_run_transport(const RunOptions& options) {
+  RawOptions raw;
+  raw.read_interval_us = options.read_interval_us;
+  return make_transport(options.transport, options.endpoint, raw);
+}
+
 std::string build_body(const RequestSpec& r, const RunOptions& options) {
   GenerationParams params;
   params.model = options.model;
@@ -78,6 +84,11 @@ struct RequestRunner::Impl {
   std::optional<Error> record_error;
   uint64_t max_in_flight = 0;
 
+  // t0 on the monotonic_now_ns() clock (steady_clock's).
+  int64_t origin_ns() const {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(t0.time_since_epoch()).count();
+  }
+
   int64_t now_ns() const {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() -
                                                                 t0)
@@ -99,9 +110,9 @@ struct RequestRunner::Impl {
     http.timeout_s = options.request_timeout_s;
     http.connect_timeout_s = options.connect_timeout_s;
     record.actual_send_ns = now_ns();
-    auto sink = std::make_unique<ResponseSink>(
-        std::move(record), [this] { return now_ns(); }, options.keep_token_times,
-        [this](ResponseSink& s) { finished.push_back(&s); });
+    auto sink = std::make_unique<ResponseSink>(std::move(record), RunClock{origin_ns()},
+                                               options.keep_token_times,
+                                               [this](ResponseSink& s) { finished.push_back(&s); });
     ResponseSink* raw = sink.get();
     const uint64_t handle = transport->start(std::move(http), raw);
     in_flight.emplace(raw, InFlight{handle, std::move(sink)});
@@ -172,7 +183,7 @@ Expected<RunResult> RequestRunner::run(const std::vector<RequestSpec>& requests,
                                        const std::function<bool()>& should_stop) {
   Impl& m = *m_impl;
   if (auto ok = validate(m.options, requests); !ok) return std::unexpected(ok.error());
-  if (!m.transport) m.transport = make_transport(m.options.transport, m.options.endpoint);
+  if (!m.transport) m.transport = make_run_transport(m.options);
   if (!m.transport) return fail(ErrorKind::internal, "the HTTP client could not be initialised");
   m.url = endpoint_url(m.options.endpoint, m.options.api);
   m.headers.clear();
@@ -229,6 +240,7 @@ Expected<RunResult> RequestRunner::run(const std::vector<RequestSpec>& requests,
     result.conditions.push_back(m.acc->finish());
   }
   result.max_in_flight = m.max_in_flight;
+  result.transport = m.transport->counters();
   if (m.record_error) return std::unexpected(*m.record_error);
   return result;
 }

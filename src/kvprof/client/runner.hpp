@@ -35,6 +35,10 @@ struct RunOptions {
   bool keep_token_times = true;  // keep per-chunk times (needed for ITL)
   // The HTTP client when the runner makes its own transport (see make_transport).
   TransportKind transport = TransportKind::automatic;
+  // The raw transport's read interval (RawOptions::read_interval_us); 0 reads on every arrival.
+  uint32_t read_interval_us = k_default_read_interval_us;
+
+  static constexpr uint32_t k_default_read_interval_us = 0;
 };
 
 struct Progress {
@@ -50,7 +54,8 @@ struct RunResult {
   std::vector<ConditionStats> conditions;  // in run order; a stopped run has the partial one
   bool stopped = false;                    // the stop flag was raised
   double run_start_unix_s = 0;
-  uint64_t max_in_flight = 0;  // the most requests that were in flight at once
+  uint64_t max_in_flight = 0;   // the most requests that were in flight at once
+  TransportCounters transport;  // reads over the whole run
 };
 
 class RequestRunner {
@@ -89,6 +94,10 @@ class RequestRunner {
 // positive, the raw transport only for http://); a usage error otherwise.
 Expected<void> validate(const RunOptions& options,
                         const std::vector<workload::RequestSpec>& requests);
+
+// The transport a run over `options` uses: make_transport(options.transport, options.endpoint)
+// with options.read_interval_us; nullptr when it cannot be initialised.
+std::unique_ptr<Transport> make_run_transport(const RunOptions& options);
 
 // The request body for `request` under `options`.
 std::string build_body(const workload::RequestSpec& request, const RunOptions& options);

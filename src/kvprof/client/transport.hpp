@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <ctime>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -28,6 +29,23 @@ enum class TransportOutcome {
 struct TransportResult {
   TransportOutcome outcome = TransportOutcome::ok;
   std::string message;  // one line; empty for ok
+  // When the bytes that ended the transfer reached this host (monotonic_now_ns() clock); 0 when
+  // the transport does not know (the sink then takes the time of on_done).
+  int64_t arrival_ns = 0;
+};
+
+// CLOCK_MONOTONIC now in ns (std::chrono::steady_clock's clock on Linux): the clock transports
+// stamp arrivals with.
+inline int64_t monotonic_now_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+// What a transport has done so far.
+struct TransportCounters {
+  uint64_t reads = 0;                     // reads (or libcurl writes) that delivered bytes
+  uint64_t kernel_timestamped_reads = 0;  // of those, stamped with the kernel's receive time
 };
 
 struct HttpRequest {
@@ -44,8 +62,10 @@ class StreamSink {
   virtual ~StreamSink() = default;
   // Called once, before any on_data, when the response status line has arrived.
   virtual void on_status(int http_status) = 0;
-  // A piece of the response body; return false to abort the transfer.
-  virtual bool on_data(std::string_view bytes) = 0;
+  // A piece of the response body that reached this host at `arrival_ns` (monotonic_now_ns()
+  // clock: the kernel's receive time of its newest byte where the transport has it, else when
+  // it was read); return false to abort the transfer.
+  virtual bool on_data(std::string_view bytes, int64_t arrival_ns) = 0;
   // Called exactly once when the transfer ends for any reason; the sink may be destroyed after.
   virtual void on_done(const TransportResult& result) = 0;
 };
@@ -63,6 +83,8 @@ class Transport {
   virtual size_t poll(int timeout_ms) = 0;
   // Makes a poll() that is waiting return early; safe to call from any thread.
   virtual void wakeup() = 0;
+  // Counts of what this transport has read so far.
+  [[nodiscard]] virtual TransportCounters counters() const = 0;
 };
 
 struct CurlOptions {
@@ -74,6 +96,11 @@ struct CurlOptions {
 std::unique_ptr<Transport> make_curl_transport(const CurlOptions& options = {});
 
 struct RawOptions {
+  // While data flows, sockets are read at most once per this interval (0: on every arrival), so
+  // one read takes all a stream's tokens that came meanwhile. Arrival times stay the kernel's
+  // receive times: a read of one event is timed exactly; events sharing a read share the time
+  // of the newest.
+  uint32_t read_interval_us = 0;
   size_t max_idle_connections_per_host = 0;  // kept-alive idle connections; 0 = no bound
   size_t recv_buffer_bytes = 64 * 1024;      // one recv() reads at most this much
   size_t max_header_bytes = 64 * 1024;       // status line + headers of one response
@@ -81,7 +108,8 @@ struct RawOptions {
 
 // kvprof's own HTTP/1.1 client for http:// URLs (other URLs end with outcome connect):
 // non-blocking sockets on one edge-triggered epoll (the caller's thread), keep-alive connections
-// pooled per host:port, per-request timeouts. Returns nullptr only when epoll or eventfd fail.
+// pooled per host:port, per-request timeouts, data stamped with the kernel's receive time
+// (SO_TIMESTAMPNS). Returns nullptr only when epoll or eventfd fail.
 std::unique_ptr<Transport> make_raw_transport(const RawOptions& options = {});
 
 enum class TransportKind {
@@ -98,9 +126,10 @@ Expected<TransportKind> parse_transport_kind(std::string_view text);
 // $KVPROF_TRANSPORT when that names raw or curl, else raw for an http:// URL with no proxy
 // variable set (or a loopback host), else curl.
 TransportKind resolve_transport_kind(TransportKind kind, std::string_view endpoint);
-// A transport of kind resolve_transport_kind(kind, endpoint); nullptr when it cannot be
-// initialised.
-std::unique_ptr<Transport> make_transport(TransportKind kind, std::string_view endpoint);
+// A transport of kind resolve_transport_kind(kind, endpoint) (`raw` configures the raw one);
+// nullptr when it cannot be initialised.
+std::unique_ptr<Transport> make_transport(TransportKind kind, std::string_view endpoint,
+                                          const RawOptions& raw = {});
 // make_transport(TransportKind::automatic, endpoint): what commands should use.
 std::unique_ptr<Transport> make_default_transport(std::string_view endpoint);
 

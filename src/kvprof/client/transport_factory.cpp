@@ -4,6 +4,7 @@
 
 #include "kvprof/client/raw_request.hpp"
 #include "kvprof/client/transport.hpp"
+#include "kvprof/util/net.hpp"
 #include "kvprof/util/strings.hpp"
 
 namespace kvprof::client {
@@ -13,10 +14,6 @@ namespace {
 bool env_set(const char* name) {
   const char* v = std::getenv(name);
   return v != nullptr && *v != '\0';
-}
-
-bool is_loopback_host(std::string_view host) {
-  return iequals(host, "localhost") || host.starts_with("127.") || host == "::1";
 }
 
 }  // namespace
@@ -56,8 +53,9 @@ TransportKind resolve_transport_kind(TransportKind kind, std::string_view endpoi
   return TransportKind::raw;
 }
 
-std::unique_ptr<Transport> make_transport(TransportKind kind, std::string_view endpoint) {
-  if (resolve_transport_kind(kind, endpoint) == TransportKind::raw) return make_raw_transport();
+std::unique_ptr<Transport> make_transport(TransportKind kind, std::string_view endpoint,
+                                          const RawOptions& raw) {
+  if (resolve_transport_kind(kind, endpoint) == TransportKind::raw) return make_raw_transport(raw);
   return make_curl_transport();
 }
 

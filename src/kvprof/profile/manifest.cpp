@@ -9,6 +9,7 @@
 #include <system_error>
 
 #include "kvprof/client/openai.hpp"
+#include "kvprof/client/transport.hpp"
 #include "kvprof/profile/profiler.hpp"
 #include "kvprof/sys/host_info.hpp"
 #include "kvprof/workload/workload.hpp"
@@ -124,6 +125,9 @@ json manifest_json(const ProfileConfig& config, const ProfileReport& report,
         {"api", client::api_kind_name(run.api)},
         {"api_key_set", !run.api_key.empty()},
         {"request_timeout_s", run.request_timeout_s},
+        {"transport",
+         client::transport_kind_name(client::resolve_transport_kind(run.transport, run.endpoint))},
+        {"read_interval_us", run.read_interval_us},
         {"gpus", config.gpus},
         {"gpu_interval_ms", config.gpu_interval_ms},
         {"process_interval_ms", config.process_interval_ms},

@@ -17,6 +17,7 @@
 #include "kvprof/profile/manifest.hpp"
 #include "kvprof/profile/server_probe.hpp"
 #include "kvprof/sys/proc.hpp"
+#include "kvprof/util/net.hpp"
 #include "kvprof/util/units.hpp"
 #include "kvprof/workload/workload_io.hpp"
 
@@ -69,7 +70,7 @@ std::optional<uint16_t> loopback_port(const std::string& url) {
   const std::string hostport = scheme == std::string::npos ? root : root.substr(scheme + 3);
   const auto colon = hostport.rfind(':');
   const std::string host = colon == std::string::npos ? hostport : hostport.substr(0, colon);
-  if (host != "127.0.0.1" && host != "localhost" && host != "[::1]") return std::nullopt;
+  if (!is_loopback_host(host)) return std::nullopt;
   if (colon == std::string::npos) return uint16_t{80};
   try {
     const int port = std::stoi(hostport.substr(colon + 1));
@@ -170,8 +171,7 @@ Expected<ProfileOutcome> run_profile(const ProfileConfig& config_in, const Profi
   }
   if (auto ok = client::validate(config.run, *requests); !ok) return std::unexpected(ok.error());
   const auto make_transport = [&] {
-    return deps.make_transport ? deps.make_transport()
-                               : client::make_transport(config.run.transport, config.run.endpoint);
+    return deps.make_transport ? deps.make_transport() : client::make_run_transport(config.run);
   };
 
   ProfileReport report;
@@ -366,6 +366,7 @@ Expected<ProfileOutcome> run_profile(const ProfileConfig& config_in, const Profi
   if (result) {
     report.interrupted = result->stopped;
     report.max_in_flight = result->max_in_flight;
+    report.transport = result->transport;
     for (size_t i = 0; i < result->conditions.size(); ++i) {
       const Window w = i < windows.size() ? windows[i] : load_window;
       report.conditions.push_back(

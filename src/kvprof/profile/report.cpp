@@ -237,7 +237,10 @@ json summary_json(const ProfileReport& r) {
         {"n_cancelled", totals.n_cancelled},
         {"output_tokens", totals.output_tokens},
         {"errors_by_kind", totals.errors_by_kind},
-        {"max_in_flight", r.max_in_flight}}},
+        {"max_in_flight", r.max_in_flight},
+        // Reads that delivered response bytes; tokens in one read share its arrival time.
+        {"reads", r.transport.reads},
+        {"kernel_timestamped_reads", r.transport.kernel_timestamped_reads}}},
       {"latency_stats",
        {{"mean_latency_ms", totals.n_ok > 0 ? e2e_sum_ms / static_cast<double>(totals.n_ok) : 0.0},
         {"tokens_per_second",

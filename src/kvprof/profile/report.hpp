@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kvprof/client/stats.hpp"
+#include "kvprof/client/transport.hpp"
 #include "kvprof/gpu/memory_source.hpp"
 #include "kvprof/gpu/sampler.hpp"
 #include "kvprof/metrics/scraper.hpp"
@@ -60,6 +61,7 @@ struct ProfileReport {
   gpu::SamplerStats sampler;
   metrics::ScraperStats scraper;
   uint64_t max_in_flight = 0;
+  client::TransportCounters transport;  // the measured run's reads
   std::vector<std::string> warnings;
   std::map<std::string, std::string> files;  // role -> file name in the run directory
 };

@@ -5,12 +5,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cctype>
 #include <charconv>
 #include <cmath>
 
 #include "kvprof/gpu/gpu_catalog.hpp"
 #include "kvprof/sim/sim_sizing.hpp"
+#include "kvprof/util/net.hpp"
 #include "kvprof/util/strings.hpp"
 #include "kvprof/util/units.hpp"
 
@@ -105,18 +105,6 @@ Expected<FaultSpec> parse_fault_spec(std::string_view text) {
     }
   }
   return spec;
-}
-
-bool is_loopback_host(std::string_view host) {
-  if (iequals(host, "localhost") || host == "::1" || host == "[::1]") return true;
-  // 127.0.0.0/8 in dotted form.
-  const auto octets = split(host, '.');
-  if (octets.size() != 4 || octets[0] != "127") return false;
-  for (const auto& o : octets) {
-    if (o.empty() || o.size() > 3 || !std::all_of(o.begin(), o.end(), ::isdigit)) return false;
-    if (std::stoi(o) > 255) return false;
-  }
-  return true;
 }
 
 Expected<void> validate_sim_config(const SimConfig& c) {

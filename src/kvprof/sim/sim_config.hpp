@@ -92,9 +92,6 @@ struct SimConfig {
 // max_model_len larger than the KV cache holds, ...).
 Expected<void> validate_sim_config(const SimConfig& config);
 
-// True for 127.0.0.0/8, ::1 and "localhost".
-bool is_loopback_host(std::string_view host);
-
 // The simulated duration of one engine step with these scheduled tokens, in ms.
 double sim_step_ms(const SimConfig& config, uint32_t prefill_tokens, uint32_t decode_tokens);
 
