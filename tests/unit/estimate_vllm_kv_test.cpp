@@ -3,19 +3,13 @@
 
 #include <gtest/gtest.h>
 
-#include "kvprof/model/catalog.hpp"
+#include "support/test_data.hpp"
 
 namespace kvprof::estimate {
 namespace {
 
-model::ModelSpec catalog(const char* id) {
-  auto m = model::catalog_model(id);
-  EXPECT_TRUE(m.has_value()) << id;
-  return *m;
-}
-
 TEST(EstimateKv, BytesPerTokenFollowHeadsDtypeAndTp) {
-  const auto m = catalog("meta-llama/Llama-3.1-8B-Instruct");
+  const auto m = test::catalog_spec("meta-llama/Llama-3.1-8B-Instruct");
   // 32 layers x (K + V) x 8 heads x 128 x 2 bytes.
   EXPECT_EQ(kv_layout(m, 1, 1, 0, KvCacheDtype::auto_, model::DType::bf16).kv_bytes_per_token,
             131072U);
@@ -28,7 +22,7 @@ TEST(EstimateKv, BytesPerTokenFollowHeadsDtypeAndTp) {
 }
 
 TEST(EstimateKv, KvHeadsReplicateBeyondTheirCount) {
-  const auto m = catalog("meta-llama/Llama-3.1-8B-Instruct");
+  const auto m = test::catalog_spec("meta-llama/Llama-3.1-8B-Instruct");
   const auto l16 = kv_layout(m, 16, 1, 0, KvCacheDtype::auto_, model::DType::bf16);
   EXPECT_TRUE(l16.kv_heads_replicated);
   EXPECT_EQ(l16.kv_heads_per_rank, 1U);
@@ -36,7 +30,7 @@ TEST(EstimateKv, KvHeadsReplicateBeyondTheirCount) {
 }
 
 TEST(EstimateKv, MlaKeepsOneLatentPerTokenOnEveryRank) {
-  const auto m = catalog("deepseek-ai/DeepSeek-V3");
+  const auto m = test::catalog_spec("deepseek-ai/DeepSeek-V3");
   const auto l = kv_layout(m, 8, 1, 0, KvCacheDtype::auto_, model::DType::bf16);
   EXPECT_EQ(l.kv_bytes_per_token, 61U * (512 + 64) * 2);
 }
@@ -44,7 +38,7 @@ TEST(EstimateKv, MlaKeepsOneLatentPerTokenOnEveryRank) {
 TEST(EstimateKv, UniformModelBlocksAndConcurrencyAsVllmLogs) {
   // CodeLlama-7b, 61.66 GiB available, block 16: vLLM logged 7,891 blocks = 126,256 tokens and
   // 15.41x for 8,192 tokens. Blocks are floor(available / (page x layers)).
-  const auto m = catalog("codellama/CodeLlama-7b-hf");
+  const auto m = test::catalog_spec("codellama/CodeLlama-7b-hf");
   const auto layout = kv_layout(m, 1, 1, 0, KvCacheDtype::auto_, model::DType::bf16);
   VllmKvParams p;
   p.max_model_len = 8192;
@@ -58,7 +52,7 @@ TEST(EstimateKv, UniformModelBlocksAndConcurrencyAsVllmLogs) {
 TEST(EstimateKv, SlidingWindowGroupsLikeGemma2) {
   // gemma-2-27b: 23 sliding (4096) + 23 full layers -> 2 groups; vLLM logged 7,335 blocks,
   // 58,672 tokens (= 7335 // 2 * 16) and 7.16x for 8,192 tokens (sliding needs 513 blocks).
-  const auto m = catalog("google/gemma-2-27b-it");
+  const auto m = test::catalog_spec("google/gemma-2-27b-it");
   const auto layout = kv_layout(m, 1, 1, 0, KvCacheDtype::auto_, model::DType::bf16);
   VllmKvParams p;
   p.max_model_len = 8192;
@@ -73,7 +67,7 @@ TEST(EstimateKv, SlidingWindowGroupsLikeGemma2) {
 }
 
 TEST(EstimateKv, PipelineStagesTakeTheSmallestBlockCount) {
-  const auto m = catalog("meta-llama/Llama-3.1-8B-Instruct");
+  const auto m = test::catalog_spec("meta-llama/Llama-3.1-8B-Instruct");
   const auto a = kv_layout(m, 1, 2, 0, KvCacheDtype::auto_, model::DType::bf16);
   const auto b = kv_layout(m, 1, 2, 1, KvCacheDtype::auto_, model::DType::bf16);
   VllmKvParams p;
@@ -85,7 +79,7 @@ TEST(EstimateKv, PipelineStagesTakeTheSmallestBlockCount) {
 }
 
 TEST(EstimateKv, NoMemoryMeansNoBlocks) {
-  const auto m = catalog("meta-llama/Llama-3.1-8B-Instruct");
+  const auto m = test::catalog_spec("meta-llama/Llama-3.1-8B-Instruct");
   const auto l = kv_layout(m, 1, 1, 0, KvCacheDtype::auto_, model::DType::bf16);
   VllmKvParams p;
   p.max_model_len = 8192;

@@ -4,19 +4,13 @@
 
 #include <gtest/gtest.h>
 
-#include "kvprof/model/catalog.hpp"
+#include "support/test_data.hpp"
 
 namespace kvprof::estimate {
 namespace {
 
-model::ModelSpec catalog(const char* id) {
-  auto m = model::catalog_model(id);
-  EXPECT_TRUE(m.has_value()) << id;
-  return *m;
-}
-
 TEST(EstimateWeights, Llama31_8BParameterCountIsExact) {
-  const auto m = catalog("meta-llama/Llama-3.1-8B-Instruct");
+  const auto m = test::catalog_spec("meta-llama/Llama-3.1-8B-Instruct");
   WeightOptions o;
   o.rope_cache = false;
   const auto w = weights_per_rank(m, o);
@@ -26,7 +20,7 @@ TEST(EstimateWeights, Llama31_8BParameterCountIsExact) {
 }
 
 TEST(EstimateWeights, RopeCacheIsMaxPositionsTimesRotaryDim) {
-  const auto m = catalog("meta-llama/Llama-3.1-8B-Instruct");
+  const auto m = test::catalog_spec("meta-llama/Llama-3.1-8B-Instruct");
   WeightOptions with;
   WeightOptions without;
   without.rope_cache = false;
@@ -35,7 +29,7 @@ TEST(EstimateWeights, RopeCacheIsMaxPositionsTimesRotaryDim) {
 }
 
 TEST(EstimateWeights, TensorParallelHalvesShardedTensorsOnly) {
-  const auto m = catalog("meta-llama/Llama-3.1-8B-Instruct");
+  const auto m = test::catalog_spec("meta-llama/Llama-3.1-8B-Instruct");
   WeightOptions tp1;
   tp1.rope_cache = false;
   WeightOptions tp2 = tp1;
@@ -51,7 +45,7 @@ TEST(EstimateWeights, TensorParallelHalvesShardedTensorsOnly) {
 }
 
 TEST(EstimateWeights, PipelineSplitPutsEmbeddingFirstAndHeadLast) {
-  const auto m = catalog("meta-llama/Llama-3.1-8B-Instruct");
+  const auto m = test::catalog_spec("meta-llama/Llama-3.1-8B-Instruct");
   WeightOptions o;
   o.pp = 2;
   o.pp_rank = 0;
@@ -97,8 +91,8 @@ TEST(EstimateWeights, Fp8BlockScales) {
 }
 
 TEST(EstimateWeights, W8A8CheckpointKeepsEmbeddingsUnquantized) {
-  const auto full = catalog("meta-llama/Llama-3.1-8B-Instruct");
-  const auto w8 = catalog("RedHatAI/Meta-Llama-3.1-8B-Instruct-quantized.w8a8");
+  const auto full = test::catalog_spec("meta-llama/Llama-3.1-8B-Instruct");
+  const auto w8 = test::catalog_spec("RedHatAI/Meta-Llama-3.1-8B-Instruct-quantized.w8a8");
   WeightOptions o;
   o.rope_cache = false;
   WeightOptions oq = o;
@@ -112,7 +106,7 @@ TEST(EstimateWeights, W8A8CheckpointKeepsEmbeddingsUnquantized) {
 }
 
 TEST(EstimateWeights, MoeExpertsDominateMixtral) {
-  const auto m = catalog("mistralai/Mixtral-8x7B-v0.1");
+  const auto m = test::catalog_spec("mistralai/Mixtral-8x7B-v0.1");
   WeightOptions o;
   const auto w = weights_per_rank(m, o);
   EXPECT_NEAR(static_cast<double>(w.params_total) / 1e9, 46.7, 0.3);

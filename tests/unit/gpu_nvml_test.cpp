@@ -6,39 +6,20 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+
+#include "support/fake_nvml_fixture.hpp"
 
 namespace kvprof::gpu {
 namespace {
 
 namespace fs = std::filesystem;
 
-// The fake NVML reads these at nvmlInit / per call; tests must not leak them to each other.
-void clear_fake_nvml_env() {
-  for (const char* v :
-       {"KVPROF_FAKE_NVML_GPUS", "KVPROF_FAKE_NVML_SCRIPT", "KVPROF_FAKE_NVML_LIVE",
-        "KVPROF_FAKE_NVML_DISABLE", "KVPROF_FAKE_NVML_FAIL", "KVPROF_NVML_LIBRARY"}) {
-    ::unsetenv(v);
-  }
-}
-
-class FakeNvml : public ::testing::Test {
+class FakeNvml : public test::FakeNvmlTest {
  protected:
-  void SetUp() override {
-    clear_fake_nvml_env();
-    m_dir = fs::path(::testing::TempDir()) /
-            fmt::format("kvprof_nvml_{}_{}", ::getpid(),
-                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(m_dir);
-  }
-  void TearDown() override {
-    clear_fake_nvml_env();
-    std::error_code ec;
-    fs::remove_all(m_dir, ec);
-  }
+  FakeNvml() : FakeNvmlTest("kvprof_nvml") {}
   std::string write_file(const std::string& name, const std::string& text) {
     const fs::path p = m_dir / name;
     std::ofstream(p) << text;
@@ -49,7 +30,6 @@ class FakeNvml : public ::testing::Test {
     EXPECT_TRUE(source.has_value()) << (source ? "" : source.error().message);
     return source ? std::move(*source) : nullptr;
   }
-  fs::path m_dir;
 };
 
 TEST_F(FakeNvml, ReadsNamesVersionsAndV2Memory) {

@@ -3,7 +3,6 @@
 // /dev/full, no driver).
 #include "kvprof/gpu/sampler.hpp"
 
-#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -18,6 +17,7 @@
 #include "kvprof/gpu/nvml.hpp"
 #include "kvprof/sys/subprocess.hpp"
 #include "kvprof/util/strings.hpp"
+#include "support/fake_nvml_fixture.hpp"
 
 namespace kvprof::gpu {
 namespace {
@@ -33,30 +33,9 @@ std::vector<std::string> read_lines(const fs::path& p) {
   return out;
 }
 
-// The fake NVML reads these at nvmlInit / per call; tests must not leak them to each other.
-void clear_fake_nvml_env() {
-  for (const char* v :
-       {"KVPROF_FAKE_NVML_GPUS", "KVPROF_FAKE_NVML_SCRIPT", "KVPROF_FAKE_NVML_LIVE",
-        "KVPROF_FAKE_NVML_DISABLE", "KVPROF_FAKE_NVML_FAIL", "KVPROF_NVML_LIBRARY"}) {
-    ::unsetenv(v);
-  }
-}
-
-class SamplerTest : public ::testing::Test {
+class SamplerTest : public test::FakeNvmlTest {
  protected:
-  void SetUp() override {
-    clear_fake_nvml_env();
-    m_dir = fs::path(::testing::TempDir()) /
-            fmt::format("kvprof_sampler_{}_{}", ::getpid(),
-                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(m_dir);
-  }
-  void TearDown() override {
-    clear_fake_nvml_env();
-    std::error_code ec;
-    fs::remove_all(m_dir, ec);
-  }
-  fs::path m_dir;
+  SamplerTest() : FakeNvmlTest("kvprof_sampler") {}
 };
 
 DeviceMemory memory(unsigned gpu, uint64_t used) {

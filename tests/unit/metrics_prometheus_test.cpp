@@ -3,19 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <fstream>
-#include <sstream>
+
+#include "support/test_data.hpp"
 
 namespace kvprof::metrics {
 namespace {
-
-std::string read_fixture(const std::string& name) {
-  std::ifstream in(std::string(KVPROF_FIXTURES_DIR) + "/prometheus/" + name, std::ios::binary);
-  EXPECT_TRUE(in.good()) << name;
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 Exposition parse_ok(std::string_view text) {
   auto result = parse_prometheus_text(text);
@@ -260,7 +252,7 @@ TEST(PrometheusParser, TrailingCommaAndEmptyLabelSet) {
 }
 
 TEST(PrometheusParser, VllmFixtureGroupsHistogramsAndCreatedGauges) {
-  const auto text = read_fixture("vllm_v1.txt");
+  const auto text = test::read_fixture("prometheus/vllm_v1.txt");
   const auto expo = parse_ok(text);
   EXPECT_EQ(expo.n_skipped_lines, 0U);
   const auto* iter = expo.find("vllm:iteration_tokens_total");
@@ -289,10 +281,11 @@ TEST(PrometheusParser, VllmFixtureGroupsHistogramsAndCreatedGauges) {
 
 TEST(PrometheusParser, EngineFixturesParseStrictly) {
   for (const char* name : {"vllm_v1.txt", "sglang.txt", "tgi.txt", "llamacpp.txt"}) {
-    const auto result = parse_prometheus_text(read_fixture(name));
+    const auto result =
+        parse_prometheus_text(test::read_fixture(std::string("prometheus/") + name));
     EXPECT_TRUE(result.has_value()) << name << ": " << (result ? "" : result.error().message);
   }
-  const auto tgi = parse_ok(read_fixture("tgi.txt"));
+  const auto tgi = parse_ok(test::read_fixture("prometheus/tgi.txt"));
   const auto* fwd = tgi.find("tgi_batch_forward_duration");
   ASSERT_NE(fwd, nullptr);
   EXPECT_EQ(fwd->type, MetricType::summary);

@@ -2,19 +2,10 @@
 
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <sstream>
+#include "support/test_data.hpp"
 
 namespace kvprof::metrics {
 namespace {
-
-std::string read_fixture(const std::string& name) {
-  std::ifstream in(std::string(KVPROF_FIXTURES_DIR) + "/prometheus/" + name, std::ios::binary);
-  EXPECT_TRUE(in.good()) << name;
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 MetricsSnapshot snapshot_of(std::string_view text) {
   auto expo = parse_prometheus_text(text);
@@ -23,7 +14,7 @@ MetricsSnapshot snapshot_of(std::string_view text) {
 }
 
 TEST(MetricsSnapshot, VllmV1Fixture) {
-  const auto s = snapshot_of(read_fixture("vllm_v1.txt"));
+  const auto s = snapshot_of(test::read_fixture("prometheus/vllm_v1.txt"));
   EXPECT_EQ(s.engine, Engine::vllm);
   EXPECT_EQ(engine_name(s.engine), "vllm");
   EXPECT_DOUBLE_EQ(s.kv_cache_usage.value(), 0.4375);
@@ -93,7 +84,7 @@ TEST(MetricsSnapshot, NanSamplesAreIgnored) {
 }
 
 TEST(MetricsSnapshot, SglangFixtureSumsOverDpRanks) {
-  const auto s = snapshot_of(read_fixture("sglang.txt"));
+  const auto s = snapshot_of(test::read_fixture("prometheus/sglang.txt"));
   EXPECT_EQ(s.engine, Engine::sglang);
   EXPECT_DOUBLE_EQ(s.kv_cache_usage.value(), 0.4);
   EXPECT_EQ(s.kv_cache_used_tokens.value(), 61440.0 + 36864.0);
@@ -109,7 +100,7 @@ TEST(MetricsSnapshot, SglangFixtureSumsOverDpRanks) {
 }
 
 TEST(MetricsSnapshot, TgiFixture) {
-  const auto s = snapshot_of(read_fixture("tgi.txt"));
+  const auto s = snapshot_of(test::read_fixture("prometheus/tgi.txt"));
   EXPECT_EQ(s.engine, Engine::tgi);
   EXPECT_EQ(s.num_requests_waiting.value(), 3.0);
   EXPECT_EQ(s.num_requests_running.value(), 12.0);
@@ -119,7 +110,7 @@ TEST(MetricsSnapshot, TgiFixture) {
 }
 
 TEST(MetricsSnapshot, LlamacppFixture) {
-  const auto s = snapshot_of(read_fixture("llamacpp.txt"));
+  const auto s = snapshot_of(test::read_fixture("prometheus/llamacpp.txt"));
   EXPECT_EQ(s.engine, Engine::llamacpp);
   EXPECT_DOUBLE_EQ(s.kv_cache_usage.value(), 0.125);
   EXPECT_EQ(s.kv_cache_used_tokens.value(), 1024.0);
@@ -145,7 +136,7 @@ TEST(MetricsSnapshot, EngineGuessCountsFamilies) {
 }
 
 TEST(LlamacppSlots, FixtureCountsBusySlots) {
-  const auto slots = parse_llamacpp_slots(read_fixture("llamacpp_slots.json"));
+  const auto slots = parse_llamacpp_slots(test::read_fixture("prometheus/llamacpp_slots.json"));
   ASSERT_TRUE(slots.has_value()) << slots.error().message;
   EXPECT_EQ(slots->slots_total, 4U);
   EXPECT_EQ(slots->slots_busy, 2U);

@@ -5,14 +5,13 @@
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
-#include <stdlib.h>
-#include <unistd.h>
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
 #include <fstream>
 
 #include "kvprof/sys/subprocess.hpp"
+#include "support/fake_nvml_fixture.hpp"
 
 namespace kvprof::sys {
 namespace {
@@ -79,33 +78,17 @@ TEST(HostInfo, ReadsThisMachine) {
   EXPECT_LE(mem.available_bytes.value(), *mem.total_bytes);
 }
 
-// The fake NVML reads these at nvmlInit / per call; tests must not leak them to each other.
-void clear_fake_nvml_env() {
-  for (const char* v :
-       {"KVPROF_FAKE_NVML_GPUS", "KVPROF_FAKE_NVML_SCRIPT", "KVPROF_FAKE_NVML_LIVE",
-        "KVPROF_FAKE_NVML_DISABLE", "KVPROF_FAKE_NVML_FAIL", "KVPROF_NVML_LIBRARY"}) {
-    ::unsetenv(v);
-  }
-}
-
-class FakeEngines : public ::testing::Test {
+class FakeEngines : public test::FakeNvmlTest {
  protected:
+  FakeEngines() : FakeNvmlTest("kvprof_engines") {}
   void SetUp() override {
-    clear_fake_nvml_env();
-    m_dir = fs::path(::testing::TempDir()) /
-            fmt::format("kvprof_engines_{}_{}", ::getpid(),
-                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    FakeNvmlTest::SetUp();
     fs::create_directories(m_dir / "bin");
     script("vllm", "echo 'INFO importing' >&2; echo 0.9.1");
     script("llama-server", "echo 'version: 4589 (abcdef)' >&2; echo 'built with cc' >&2");
     script("ollama", "exec sleep 30");  // hangs: must be cut by the timeout
     script("sglang", "exit 1");         // prints nothing
     std::ofstream(m_dir / "bin" / "trtllm-serve") << "not executable\n";
-  }
-  void TearDown() override {
-    clear_fake_nvml_env();
-    std::error_code ec;
-    fs::remove_all(m_dir, ec);
   }
   void script(const std::string& name, const std::string& body) {
     const fs::path p = m_dir / "bin" / name;
@@ -115,7 +98,6 @@ class FakeEngines : public ::testing::Test {
   [[nodiscard]] std::string path_list() const {
     return (m_dir / "bin").string() + ":/usr/bin:/bin";
   }
-  fs::path m_dir;
 };
 
 TEST_F(FakeEngines, FindsEnginesAndTheirVersionsWithATimeout) {

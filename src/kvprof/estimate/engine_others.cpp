@@ -69,6 +69,42 @@ std::function<uint64_t(uint64_t)> request_bytes(const KvLayout& layout) {
   return [layout](uint64_t ctx) { return request_cache_bytes(layout, ctx); };
 }
 
+// Into est.per_gpu: activations of a profile run of max_num_batched_tokens over `requests`,
+// non-torch memory, and `graph_sets` sets of CUDA graphs (none with enforce_eager).
+void add_runtime_bytes(Estimate& est, const model::ModelSpec& m, uint32_t requests,
+                       uint32_t graph_sets) {
+  const auto& s = est.settings;
+  MemoryBreakdown& mb = est.per_gpu;
+  ProfileRunShape shape;
+  shape.tokens = *s.max_num_batched_tokens;
+  shape.requests = requests;
+  shape.tp = s.tensor_parallel_size;
+  shape.compute_dtype = est.compute_dtype;
+  mb.activation_bytes = profile_run_peak(m, shape).peak_bytes;
+  mb.non_torch_bytes = non_torch_bytes(s.tensor_parallel_size, true);
+  mb.cuda_graph_bytes = s.enforce_eager ? 0
+                                        : cuda_graph_bytes(m, est.weights.layers_on_rank,
+                                                           s.tensor_parallel_size, graph_sets);
+}
+
+// The engine-report fields taken from the settings in effect (all set by the caller); the block
+// size is 1 token when unset.
+void report_settings(EngineReport& rep, const EngineSettings& s) {
+  rep.block_size = s.block_size.value_or(1);
+  rep.max_model_len = *s.max_model_len;
+  rep.max_num_seqs = *s.max_num_seqs;
+  rep.max_num_batched_tokens = *s.max_num_batched_tokens;
+  rep.memory_fraction = *s.gpu_memory_utilization;
+}
+
+// Sets the verdict, lowers "high" confidence to "medium" (the engine's rule is reproduced, not
+// measured) and adds the note stating that rule.
+void finish_engine(Estimate& est, bool engine_starts, std::string rule_note) {
+  finish_verdict(est, engine_starts);
+  if (est.confidence == "high") est.confidence = "medium";
+  est.notes.push_back(std::move(rule_note));
+}
+
 }  // namespace
 
 // SGLang: mem_fraction_static (default from GPU memory and TP/PP size: the reserve is
@@ -113,26 +149,13 @@ Expected<Estimate> estimate_sglang(const EstimateInput& in) {
   const uint64_t cell = c->layout.kv_bytes_per_token;
   const uint64_t tokens = rest > 0 && cell > 0 ? static_cast<uint64_t>(rest) / cell : 0;
   mb.kv_cache_bytes = tokens * cell;
-  ProfileRunShape shape;
-  shape.tokens = *s.max_num_batched_tokens;
-  shape.requests = *s.max_num_seqs;
-  shape.tp = s.tensor_parallel_size;
-  shape.compute_dtype = est.compute_dtype;
-  mb.activation_bytes = profile_run_peak(in.model, shape).peak_bytes;
-  mb.non_torch_bytes = non_torch_bytes(s.tensor_parallel_size, true);
-  mb.cuda_graph_bytes = s.enforce_eager ? 0
-                                        : cuda_graph_bytes(in.model, est.weights.layers_on_rank,
-                                                           s.tensor_parallel_size, 1);
+  add_runtime_bytes(est, in.model, *s.max_num_seqs, 1);
   sum_total(mb);
   auto& rep = est.engine_report;
+  report_settings(rep, s);
   rep.available_kv_cache_bytes = mb.kv_cache_bytes;
   rep.kv_cache_tokens = tokens;
   rep.num_gpu_blocks = tokens;  // page_size 1
-  rep.block_size = s.block_size.value_or(1);
-  rep.max_model_len = *s.max_model_len;
-  rep.max_num_seqs = *s.max_num_seqs;
-  rep.max_num_batched_tokens = *s.max_num_batched_tokens;
-  rep.memory_fraction = *s.gpu_memory_utilization;
   rep.max_concurrency = *s.max_model_len > 0 ? static_cast<double>(tokens) / *s.max_model_len : 0;
   rep.log_lines = {
       fmt::format("mem_fraction_static={:.3f}", *s.gpu_memory_utilization),
@@ -143,11 +166,9 @@ Expected<Estimate> estimate_sglang(const EstimateInput& in) {
                   tokens, *s.max_num_batched_tokens, *s.max_num_seqs)};
   const Workload w = default_workload(in.workload, *s.max_model_len);
   fill_rows(est, w, mb.kv_cache_bytes, true, request_bytes(c->layout));
-  finish_verdict(est, tokens > 0);
-  if (est.confidence == "high") est.confidence = "medium";
-  est.notes.push_back(
-      "SGLang: KV = free memory after weights - total x (1 - mem_fraction_static); the reserve "
-      "holds activations and CUDA graphs");
+  finish_engine(est, tokens > 0,
+                "SGLang: KV = free memory after weights - total x (1 - mem_fraction_static); the "
+                "reserve holds activations and CUDA graphs");
   return est;
 }
 
@@ -165,17 +186,9 @@ Expected<Estimate> estimate_trtllm(const EstimateInput& in) {
   MemoryBreakdown& mb = est.per_gpu;
   mb.weights_bytes = est.weights.total_bytes;
   mb.cuda_context_bytes = k_cuda_context_bytes;
-  ProfileRunShape shape;
-  shape.tokens = *s.max_num_batched_tokens;
-  shape.requests = std::min<uint32_t>(*s.max_num_seqs, *s.max_num_batched_tokens);
-  shape.tp = s.tensor_parallel_size;
-  shape.compute_dtype = est.compute_dtype;
-  mb.activation_bytes = profile_run_peak(in.model, shape).peak_bytes;
-  mb.non_torch_bytes = non_torch_bytes(s.tensor_parallel_size, true);
   const uint32_t graph_sets = (s.spec_runtime_control && s.num_speculative_tokens > 0) ? 2 : 1;
-  mb.cuda_graph_bytes = s.enforce_eager ? 0
-                                        : cuda_graph_bytes(in.model, est.weights.layers_on_rank,
-                                                           s.tensor_parallel_size, graph_sets);
+  add_runtime_bytes(est, in.model, std::min<uint32_t>(*s.max_num_seqs, *s.max_num_batched_tokens),
+                    graph_sets);
   if (in.draft) {
     WeightOptions d;
     d.tp = s.tensor_parallel_size;
@@ -194,14 +207,10 @@ Expected<Estimate> estimate_trtllm(const EstimateInput& in) {
   mb.kv_cache_bytes = blocks * block_bytes;
   sum_total(mb);
   auto& rep = est.engine_report;
+  report_settings(rep, s);
   rep.available_kv_cache_bytes = kv_budget;
   rep.num_gpu_blocks = blocks;
   rep.kv_cache_tokens = blocks * *s.block_size;
-  rep.block_size = *s.block_size;
-  rep.max_model_len = *s.max_model_len;
-  rep.max_num_seqs = *s.max_num_seqs;
-  rep.max_num_batched_tokens = *s.max_num_batched_tokens;
-  rep.memory_fraction = *s.gpu_memory_utilization;
   rep.max_concurrency = static_cast<double>(blocks) / cdiv(*s.max_model_len, *s.block_size);
   rep.log_lines = {
       fmt::format("Memory used after loading model weights (inside torch) {:.2f} GiB",
@@ -213,11 +222,9 @@ Expected<Estimate> estimate_trtllm(const EstimateInput& in) {
   fill_rows(est, w, mb.kv_cache_bytes, true, [block_tokens, block_bytes](uint64_t ctx) {
     return cdiv(ctx, block_tokens) * block_bytes;
   });
-  finish_verdict(est, blocks > 0);
-  if (est.confidence == "high") est.confidence = "medium";
-  est.notes.push_back(
-      "TensorRT-LLM: KV = free_gpu_memory_fraction x (free memory after weights, warm-up "
-      "activations and CUDA graphs); tokens_per_block 32");
+  finish_engine(est, blocks > 0,
+                "TensorRT-LLM: KV = free_gpu_memory_fraction x (free memory after weights, "
+                "warm-up activations and CUDA graphs); tokens_per_block 32");
   return est;
 }
 
@@ -290,14 +297,12 @@ Expected<Estimate> estimate_llamacpp(const EstimateInput& in) {
       if (r.verdict == Verdict::fits) r.verdict = Verdict::tight;
     }
   }
-  finish_verdict(est, true);
   if (gpu_layers < n_layer) {
     est.notes.push_back(fmt::format("{} layers stay in host memory", n_layer - gpu_layers));
   }
-  est.notes.push_back(
-      "llama.cpp: KV for all n_ctx cells is allocated at start; compute buffer "
-      "from n_ubatch (flash attention avoids the n_ctx x heads scores)");
-  if (est.confidence == "high") est.confidence = "medium";
+  finish_engine(est, true,
+                "llama.cpp: KV for all n_ctx cells is allocated at start; compute buffer from "
+                "n_ubatch (flash attention avoids the n_ctx x heads scores)");
   return est;
 }
 
@@ -342,9 +347,7 @@ Expected<Estimate> estimate_hf(const EstimateInput& in) {
   est.engine_report.max_model_len = *s.max_model_len;
   est.engine_report.kv_cache_tokens =
       c->layout.kv_bytes_per_token == 0 ? 0 : capacity / c->layout.kv_bytes_per_token;
-  finish_verdict(est, true);
-  if (est.confidence == "high") est.confidence = "medium";
-  est.notes.push_back("HF transformers: no paging; memory grows with batch x sequence");
+  finish_engine(est, true, "HF transformers: no paging; memory grows with batch x sequence");
   return est;
 }
 
