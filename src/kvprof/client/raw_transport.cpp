@@ -78,10 +78,6 @@ constexpr int k_max_events = 1024;
 // Reads from one socket per turn before others get theirs (the rest waits in the ready list).
 constexpr int k_max_reads_per_turn = 4;
 
-int64_t monotonic_ns() {
-  return monotonic_now_ns();
-}
-
 int64_t realtime_ns() {
   timespec ts{};
   clock_gettime(CLOCK_REALTIME, &ts);
@@ -163,13 +159,13 @@ class RawTransport final : public Transport {
     int wait_ms = timeout_ms < 0 ? 0 : timeout_ms;
     if (delivered || !m_ready.empty()) wait_ms = 0;
     if (const RawTransfer* first = m_heap.top()) {
-      const int64_t left_ns = first->deadline_ns - monotonic_ns();
+      const int64_t left_ns = first->deadline_ns - monotonic_now_ns();
       const int64_t left_ms = left_ns <= 0 ? 0 : (left_ns + 999'999) / 1'000'000;
       wait_ms = static_cast<int>(std::min<int64_t>(wait_ms, left_ms));
     }
     wait_ms = pace_reads(wait_ms);
     const int n = epoll_wait(m_epoll_fd, m_events, k_max_events, wait_ms);
-    m_turn_start_ns = monotonic_ns();
+    m_turn_start_ns = monotonic_now_ns();
     m_realtime_to_monotonic_ns = m_turn_start_ns - realtime_ns();
     m_turn_read_bytes = false;
     for (int i = 0; i < n; ++i) {
@@ -190,7 +186,7 @@ class RawTransport final : public Transport {
         read_available(*c, c->peer_closed);
       }
     }
-    expire_deadlines(monotonic_ns());
+    expire_deadlines(monotonic_now_ns());
     m_pool.free_closed();
     return m_transfers.size();
   }
@@ -205,7 +201,7 @@ class RawTransport final : public Transport {
  private:
   // Sets up `t` and puts it on a pooled or a new connection.
   void begin(RawTransfer& t, const HttpRequest& request) {
-    t.start_ns = monotonic_ns();
+    t.start_ns = monotonic_now_ns();
     t.request_deadline_ns = add_deadline(t.start_ns, seconds_to_ns(request.timeout_s));
     t.connect_timeout_ns = seconds_to_ns(request.connect_timeout_s);
     auto url = parse_http_url(request.url);
@@ -261,8 +257,8 @@ class RawTransport final : public Transport {
         return;
       }
       attach(c, t);
-      set_deadline(
-          t, std::min(t.request_deadline_ns, add_deadline(monotonic_ns(), t.connect_timeout_ns)));
+      set_deadline(t, std::min(t.request_deadline_ns,
+                               add_deadline(monotonic_now_ns(), t.connect_timeout_ns)));
       return;
     }
     end_transfer(t, {TransportOutcome::connect, fmt::format("Failed to connect to {}: {}", e.name,
@@ -354,7 +350,7 @@ class RawTransport final : public Transport {
   // receive time when the read carries one, kept between the transfer's start and now.
   int64_t arrival_time(const RawConnection& c, msghdr& msg) {
     ++m_counters.reads;
-    const int64_t read_ns = monotonic_ns();
+    const int64_t read_ns = monotonic_now_ns();
     const int64_t kernel_ns = kernel_receive_time(msg);
     if (kernel_ns == 0) return read_ns;
     ++m_counters.kernel_timestamped_reads;
@@ -420,7 +416,7 @@ class RawTransport final : public Transport {
     detach(c);
     close_connection(c);
     if (state == HttpParseState::complete) {
-      end_transfer(*t, {TransportOutcome::ok, {}, monotonic_ns()});
+      end_transfer(*t, {TransportOutcome::ok, {}, monotonic_now_ns()});
     } else {
       end_transfer(*t, {TransportOutcome::reset, std::move(message)});
     }
@@ -457,7 +453,7 @@ class RawTransport final : public Transport {
     if (m_read_interval_ns <= 0 || !m_turn_read_bytes || wait_ms <= 0) return wait_ms;
     const int64_t wait_ns = int64_t{wait_ms} * 1'000'000;
     const int64_t pause_ns =
-        std::min(wait_ns, m_turn_start_ns + m_read_interval_ns - monotonic_ns());
+        std::min(wait_ns, m_turn_start_ns + m_read_interval_ns - monotonic_now_ns());
     if (pause_ns <= 0) return wait_ms;
     const timespec pause{static_cast<time_t>(pause_ns / 1'000'000'000),
                          static_cast<long>(pause_ns % 1'000'000'000)};
