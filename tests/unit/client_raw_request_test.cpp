@@ -45,6 +45,22 @@ TEST(RawRequest, RejectsWhatItCannotSend) {
   }
 }
 
+TEST(RawRequest, FindsTheLoopbackPortTheProfilerLooksForAServerOn) {
+  EXPECT_EQ(loopback_port("http://127.0.0.1:8000/v1"), uint16_t{8000});
+  EXPECT_EQ(loopback_port("http://localhost/v1"), uint16_t{80});
+  EXPECT_EQ(loopback_port("https://localhost/v1"), uint16_t{443});
+  EXPECT_EQ(loopback_port("HTTPS://127.0.0.2:8443"), uint16_t{8443});
+  EXPECT_EQ(loopback_port("https://127.0.0.1:80/"), uint16_t{80});  // named, so kept
+  // Bracketed IPv6, with and without a port (the second was missed before).
+  EXPECT_EQ(loopback_port("http://[::1]:9000/v1"), uint16_t{9000});
+  EXPECT_EQ(loopback_port("http://[::1]/v1"), uint16_t{80});
+  for (const char* url :
+       {"http://10.0.0.1:8000/v1", "http://127.0.0.1.nip.io:8000", "http://[::2]:80/",
+        "http://127.0.0.1:0/", "http://[::1/", "ftp://[::1]", "127.0.0.1:8000"}) {
+    EXPECT_EQ(loopback_port(url), std::nullopt) << url;
+  }
+}
+
 TEST(RawRequest, BuildsOneBufferWithEveryHeader) {
   const auto u = parse_http_url("http://localhost:8000/v1/completions").value();
   const auto wire = build_post_request(u, R"({"a":1})", {"Authorization: Bearer k"}).value();

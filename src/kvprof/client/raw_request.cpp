@@ -5,6 +5,7 @@
 
 #include <charconv>
 
+#include "kvprof/util/net.hpp"
 #include "kvprof/util/strings.hpp"
 
 namespace kvprof::client {
@@ -68,6 +69,7 @@ Expected<HttpUrl> parse_http_url(std::string_view url) {
                   fmt::format("a bad port in the URL: '{}'", port_text.substr(0, 20)));
     }
     out.port = static_cast<uint16_t>(port);
+    out.port_given = true;
   }
   for (const char c : path) {
     if (bad_url_char(c)) return fail(ErrorKind::input, "a space or control character in the URL");
@@ -82,6 +84,16 @@ Expected<HttpUrl> parse_http_url(std::string_view url) {
 
 bool is_plain_http_url(std::string_view url) {
   return parse_http_url(url).has_value();
+}
+
+std::optional<uint16_t> loopback_port(std::string_view url) {
+  constexpr std::string_view k_https = "https://";
+  const bool tls = url.size() >= k_https.size() && iequals(url.substr(0, k_https.size()), k_https);
+  const auto parsed =
+      parse_http_url(tls ? fmt::format("{}{}", k_scheme, url.substr(k_https.size())) : url);
+  if (!parsed || !is_loopback_host(parsed->host)) return std::nullopt;
+  if (tls && !parsed->port_given) return uint16_t{443};
+  return parsed->port;
 }
 
 Expected<std::string> build_post_request(const HttpUrl& url, std::string_view body,

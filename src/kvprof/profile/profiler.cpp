@@ -11,13 +11,13 @@
 #include <mutex>
 #include <thread>
 
+#include "kvprof/client/raw_request.hpp"
 #include "kvprof/client/trace_writer.hpp"
 #include "kvprof/gpu/sampler.hpp"
 #include "kvprof/metrics/scraper.hpp"
 #include "kvprof/profile/manifest.hpp"
 #include "kvprof/profile/server_probe.hpp"
 #include "kvprof/sys/proc.hpp"
-#include "kvprof/util/net.hpp"
 #include "kvprof/util/units.hpp"
 #include "kvprof/workload/workload_io.hpp"
 
@@ -61,23 +61,6 @@ bool idle_wait(double seconds, const std::function<bool()>& stop) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   return stop();
-}
-
-// The TCP port of an http://HOST:PORT URL on a loopback host; nullopt otherwise.
-std::optional<uint16_t> loopback_port(const std::string& url) {
-  const std::string root = server_root(url);
-  const auto scheme = root.find("://");
-  const std::string hostport = scheme == std::string::npos ? root : root.substr(scheme + 3);
-  const auto colon = hostport.rfind(':');
-  const std::string host = colon == std::string::npos ? hostport : hostport.substr(0, colon);
-  if (!is_loopback_host(host)) return std::nullopt;
-  if (colon == std::string::npos) return uint16_t{80};
-  try {
-    const int port = std::stoi(hostport.substr(colon + 1));
-    if (port > 0 && port < 65536) return static_cast<uint16_t>(port);
-  } catch (...) {
-  }
-  return std::nullopt;
 }
 
 // Thread-safe warning list that also reports each warning as progress.
@@ -225,7 +208,7 @@ Expected<ProfileOutcome> run_profile(const ProfileConfig& config_in, const Profi
   if (config.host_pid) {
     so.host_pid = config.host_pid;
   } else if (config.host_pid_auto) {
-    if (auto port = loopback_port(config.run.endpoint)) {
+    if (auto port = client::loopback_port(config.run.endpoint)) {
       if (auto pid = sys::find_listening_pid(*port); pid && *pid != getpid()) so.host_pid = *pid;
     }
   }
