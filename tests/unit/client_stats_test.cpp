@@ -3,6 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <random>
+
 namespace kvprof::client {
 namespace {
 
@@ -19,6 +23,28 @@ TEST(Stats, PercentilesInterpolateLikeNumpy) {
   EXPECT_DOUBLE_EQ(p.max, 100);
   std::vector<double> empty;
   EXPECT_EQ(percentiles(empty).n, 0u);
+}
+
+TEST(Stats, PercentilesMatchASortedReferenceWithTiesAndSmallSizes) {
+  std::mt19937 rng(7);
+  for (const size_t n : {1u, 2u, 3u, 10u, 101u, 1000u, 4096u}) {
+    std::vector<double> v(n);
+    for (double& x : v)
+      x = static_cast<double>(rng() % 50);  // many ties
+    std::vector<double> sorted = v;
+    std::sort(sorted.begin(), sorted.end());
+    const auto reference = [&](double q) {
+      const double rank = q * static_cast<double>(n - 1);
+      const auto lo = static_cast<size_t>(std::floor(rank));
+      const size_t hi = std::min(lo + 1, n - 1);
+      return sorted[lo] + (sorted[hi] - sorted[lo]) * (rank - static_cast<double>(lo));
+    };
+    const Percentiles p = percentiles(v);
+    EXPECT_DOUBLE_EQ(p.p50, reference(0.50)) << n;
+    EXPECT_DOUBLE_EQ(p.p90, reference(0.90)) << n;
+    EXPECT_DOUBLE_EQ(p.p99, reference(0.99)) << n;
+    EXPECT_DOUBLE_EQ(p.max, sorted.back()) << n;
+  }
 }
 
 RequestRecord ok_record(int64_t intended_ms, int64_t first_ms, int64_t end_ms, uint32_t n) {
