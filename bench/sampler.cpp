@@ -1,6 +1,7 @@
 // Cost of one memory reading (Google Benchmark) and the rate a Sampler achieves at a 1 ms
 // interval with the CPU time it spends per sample, for the /proc host sampler and for NVML
-// through the fake library (build/fake_nvml/libnvidia-ml.so.1, or $KVPROF_NVML_LIBRARY).
+// through the fake library (build/fake_nvml/libnvidia-ml.so.1), or the library $KVPROF_NVML_LIBRARY
+// names (libnvidia-ml.so.1 on a GPU machine: the rows are then labelled with that name).
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
 #include <sys/resource.h>
@@ -20,7 +21,8 @@ namespace {
 namespace fs = std::filesystem;
 using namespace kvprof;
 
-std::string fake_nvml_path() {
+// The NVML library to measure: $KVPROF_NVML_LIBRARY, else the fake one next to this build.
+std::string nvml_path() {
   if (const char* env = std::getenv(gpu::k_nvml_library_env)) return env;
   return (fs::read_symlink("/proc/self/exe").parent_path().parent_path() / "fake_nvml" /
           "libnvidia-ml.so.1")
@@ -30,7 +32,8 @@ std::string fake_nvml_path() {
 void BM_ProcSmapsRollup(benchmark::State& state) {
   sys::ProcSource source;
   const pid_t pid = ::getpid();
-  for (auto _ : state) benchmark::DoNotOptimize(source.sample(pid));
+  for (auto _ : state)
+    benchmark::DoNotOptimize(source.sample(pid));
 }
 BENCHMARK(BM_ProcSmapsRollup);
 
@@ -43,15 +46,23 @@ void BM_ProcStatusVmRss(benchmark::State& state) {
 }
 BENCHMARK(BM_ProcStatusVmRss);
 
-void BM_FakeNvmlSampleDevice(benchmark::State& state) {
-  auto nvml = gpu::NvmlSource::open(fake_nvml_path());
+// How the report names the NVML library measured: "fake NVML" or the library's name.
+std::string nvml_label() {
+  const char* env = std::getenv(gpu::k_nvml_library_env);
+  return env != nullptr ? fmt::format("NVML ({})", env) : std::string("fake NVML");
+}
+
+void BM_NvmlSampleDevice(benchmark::State& state) {
+  auto nvml = gpu::NvmlSource::open(nvml_path());
   if (!nvml) {
     state.SkipWithError(nvml.error().message.c_str());
     return;
   }
-  for (auto _ : state) benchmark::DoNotOptimize((*nvml)->sample_device(0));
+  state.SetLabel(nvml_label());
+  for (auto _ : state)
+    benchmark::DoNotOptimize((*nvml)->sample_device(0));
 }
-BENCHMARK(BM_FakeNvmlSampleDevice);
+BENCHMARK(BM_NvmlSampleDevice);
 
 // Sampler at `interval_ms` for `seconds`; prints rows/s and process CPU time per row.
 void measure_rate(const char* label, gpu::MemorySource* source, bool host, double seconds) {
@@ -98,11 +109,11 @@ int main(int argc, char** argv) {
 
   fmt::print("\nSampler at a 1 ms interval, 2 s each:\n");
   measure_rate("host /proc (smaps_rollup)", nullptr, true, 2.0);
-  auto nvml = gpu::NvmlSource::open(fake_nvml_path());
+  auto nvml = gpu::NvmlSource::open(nvml_path());
   if (!nvml) {
-    fmt::print("fake NVML: {}\n", nvml.error().message);
+    fmt::print("{}: {}\n", nvml_label(), nvml.error().message);
     return 0;
   }
-  measure_rate("fake NVML, 1 GPU", nvml->get(), false, 2.0);
+  measure_rate(fmt::format("{}, GPU 0", nvml_label()).c_str(), nvml->get(), false, 2.0);
   return 0;
 }
