@@ -5,7 +5,6 @@
 #include <curl/curl.h>
 #include <fmt/format.h>
 #include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,6 +15,7 @@
 #include <unordered_map>
 
 #include "kvprof/client/transport.hpp"
+#include "kvprof/client/wakeable_epoll.hpp"
 
 namespace kvprof::client {
 
@@ -70,8 +70,8 @@ std::string no_proxy_list() {
 
 class CurlTransport final : public Transport {
  public:
-  CurlTransport(CURLM* multi, int epoll_fd, int wake_fd, const CurlOptions& options)
-      : m_multi(multi), m_epoll_fd(epoll_fd), m_wake_fd(wake_fd), m_no_proxy(no_proxy_list()) {
+  CurlTransport(CURLM* multi, std::unique_ptr<WakeableEpoll> epoll, const CurlOptions& options)
+      : m_multi(multi), m_epoll(std::move(epoll)), m_no_proxy(no_proxy_list()) {
     if (options.max_connections > 0) {
       curl_multi_setopt(m_multi, CURLMOPT_MAXCONNECTS, static_cast<long>(options.max_connections));
     }
@@ -79,10 +79,6 @@ class CurlTransport final : public Transport {
     curl_multi_setopt(m_multi, CURLMOPT_SOCKETDATA, this);
     curl_multi_setopt(m_multi, CURLMOPT_TIMERFUNCTION, &CurlTransport::timer_callback);
     curl_multi_setopt(m_multi, CURLMOPT_TIMERDATA, this);
-    epoll_event ev{};
-    ev.events = EPOLLIN;
-    ev.data.fd = m_wake_fd;
-    epoll_ctl(m_epoll_fd, EPOLL_CTL_ADD, m_wake_fd, &ev);
   }
 
   ~CurlTransport() override {
@@ -158,14 +154,10 @@ class CurlTransport final : public Transport {
     }
     constexpr int k_max_events = 256;
     epoll_event events[k_max_events];
-    const int n = epoll_wait(m_epoll_fd, events, k_max_events, wait_ms);
+    const int n = epoll_wait(m_epoll->fd(), events, k_max_events, wait_ms);
     for (int i = 0; i < n; ++i) {
+      if (m_epoll->take_wake(events[i])) continue;
       const int fd = events[i].data.fd;
-      if (fd == m_wake_fd) {
-        uint64_t count = 0;
-        [[maybe_unused]] const ssize_t drained = read(m_wake_fd, &count, sizeof count);
-        continue;
-      }
       int flags = 0;
       if (events[i].events & (EPOLLIN | EPOLLHUP | EPOLLRDHUP)) flags |= CURL_CSELECT_IN;
       if (events[i].events & EPOLLOUT) flags |= CURL_CSELECT_OUT;
@@ -181,10 +173,7 @@ class CurlTransport final : public Transport {
     return m_transfers.size();
   }
 
-  void wakeup() override {
-    const uint64_t one = 1;
-    [[maybe_unused]] const ssize_t written = write(m_wake_fd, &one, sizeof one);
-  }
+  void wakeup() override { m_epoll->wake(); }
 
   [[nodiscard]] TransportCounters counters() const override { return m_counters; }
 
@@ -193,15 +182,15 @@ class CurlTransport final : public Transport {
   static int socket_callback(CURL*, curl_socket_t fd, int what, void* self_ptr, void*) {
     auto* self = static_cast<CurlTransport*>(self_ptr);
     if (what == CURL_POLL_REMOVE) {
-      epoll_ctl(self->m_epoll_fd, EPOLL_CTL_DEL, fd, nullptr);
+      epoll_ctl(self->m_epoll->fd(), EPOLL_CTL_DEL, fd, nullptr);
       return 0;
     }
     epoll_event ev{};
     ev.data.fd = fd;
     if (what == CURL_POLL_IN || what == CURL_POLL_INOUT) ev.events |= EPOLLIN;
     if (what == CURL_POLL_OUT || what == CURL_POLL_INOUT) ev.events |= EPOLLOUT;
-    if (epoll_ctl(self->m_epoll_fd, EPOLL_CTL_MOD, fd, &ev) != 0) {
-      epoll_ctl(self->m_epoll_fd, EPOLL_CTL_ADD, fd, &ev);
+    if (epoll_ctl(self->m_epoll->fd(), EPOLL_CTL_MOD, fd, &ev) != 0) {
+      epoll_ctl(self->m_epoll->fd(), EPOLL_CTL_ADD, fd, &ev);
     }
     return 0;
   }
@@ -330,8 +319,7 @@ class CurlTransport final : public Transport {
 
   CURLM* m_multi;
   TransportCounters m_counters;
-  int m_epoll_fd;
-  int m_wake_fd;
+  std::unique_ptr<WakeableEpoll> m_epoll;
   // libcurl's single timer: due now, or armed for a deadline.
   bool m_timer_due = false;
   bool m_timer_armed = false;
@@ -351,16 +339,13 @@ std::unique_ptr<Transport> make_curl_transport(const CurlOptions& options) {
   static bool ok = false;
   std::call_once(once, [] { ok = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK; });
   if (!ok) return nullptr;
-  const int epoll_fd = epoll_create1(EPOLL_CLOEXEC);
-  const int wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  auto epoll = WakeableEpoll::create();
   CURLM* multi = curl_multi_init();
-  if (multi == nullptr || epoll_fd < 0 || wake_fd < 0) {
+  if (multi == nullptr || !epoll) {
     if (multi != nullptr) curl_multi_cleanup(multi);
-    if (epoll_fd >= 0) close(epoll_fd);
-    if (wake_fd >= 0) close(wake_fd);
     return nullptr;
   }
-  return std::make_unique<CurlTransport>(multi, epoll_fd, wake_fd, options);
+  return std::make_unique<CurlTransport>(multi, std::move(epoll), options);
 }
 
 }  // namespace kvprof::client

@@ -20,7 +20,6 @@
 // Sinks must not call start() or cancel() from their callbacks.
 #include <fmt/format.h>
 #include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -39,6 +38,7 @@
 #include "kvprof/client/raw_request.hpp"
 #include "kvprof/client/raw_socket.hpp"
 #include "kvprof/client/transport.hpp"
+#include "kvprof/client/wakeable_epoll.hpp"
 
 namespace kvprof::client {
 
@@ -114,22 +114,11 @@ HttpParserLimits parser_limits(const RawOptions& options) {
 
 class RawTransport final : public Transport {
  public:
-  RawTransport(int epoll_fd, int wake_fd, const RawOptions& options)
-      : m_epoll_fd(epoll_fd),
-        m_wake_fd(wake_fd),
+  RawTransport(std::unique_ptr<WakeableEpoll> epoll, const RawOptions& options)
+      : m_epoll(std::move(epoll)),
         m_read_interval_ns(int64_t{options.read_interval_us} * 1000),
         m_pool(parser_limits(options), options.max_idle_connections_per_host),
-        m_recv_buffer(std::max<size_t>(4096, options.recv_buffer_bytes)) {
-    epoll_event ev{};
-    ev.events = EPOLLIN;
-    ev.data.ptr = nullptr;
-    epoll_ctl(m_epoll_fd, EPOLL_CTL_ADD, m_wake_fd, &ev);
-  }
-
-  ~RawTransport() override {
-    close(m_wake_fd);
-    close(m_epoll_fd);
-  }
+        m_recv_buffer(std::max<size_t>(4096, options.recv_buffer_bytes)) {}
 
   uint64_t start(HttpRequest request, StreamSink* sink) override {
     auto owned = std::make_unique<RawTransfer>();
@@ -164,18 +153,13 @@ class RawTransport final : public Transport {
       wait_ms = static_cast<int>(std::min<int64_t>(wait_ms, left_ms));
     }
     wait_ms = pace_reads(wait_ms);
-    const int n = epoll_wait(m_epoll_fd, m_events, k_max_events, wait_ms);
+    const int n = epoll_wait(m_epoll->fd(), m_events, k_max_events, wait_ms);
     m_turn_start_ns = monotonic_now_ns();
     m_realtime_to_monotonic_ns = m_turn_start_ns - realtime_ns();
     m_turn_read_bytes = false;
     for (int i = 0; i < n; ++i) {
-      auto* c = static_cast<RawConnection*>(m_events[i].data.ptr);
-      if (c == nullptr) {
-        uint64_t count = 0;
-        [[maybe_unused]] const ssize_t drained = read(m_wake_fd, &count, sizeof count);
-        continue;
-      }
-      on_event(*c, m_events[i].events);
+      if (m_epoll->take_wake(m_events[i])) continue;
+      on_event(*static_cast<RawConnection*>(m_events[i].data.ptr), m_events[i].events);
     }
     if (!m_ready.empty()) {
       std::vector<RawConnection*> ready;
@@ -191,10 +175,7 @@ class RawTransport final : public Transport {
     return m_transfers.size();
   }
 
-  void wakeup() override {
-    const uint64_t one = 1;
-    [[maybe_unused]] const ssize_t written = write(m_wake_fd, &one, sizeof one);
-  }
+  void wakeup() override { m_epoll->wake(); }
 
   [[nodiscard]] TransportCounters counters() const override { return m_counters; }
 
@@ -250,7 +231,7 @@ class RawTransport final : public Transport {
       epoll_event ev{};
       ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
       ev.data.ptr = &c;
-      if (epoll_ctl(m_epoll_fd, EPOLL_CTL_ADD, c.fd, &ev) != 0) {
+      if (epoll_ctl(m_epoll->fd(), EPOLL_CTL_ADD, c.fd, &ev) != 0) {
         const int error = errno;
         close_connection(c);
         end_transfer(t, {TransportOutcome::other, fmt::format("epoll: {}", std::strerror(error))});
@@ -539,8 +520,7 @@ class RawTransport final : public Transport {
     return true;
   }
 
-  int m_epoll_fd;
-  int m_wake_fd;
+  std::unique_ptr<WakeableEpoll> m_epoll;
   int64_t m_read_interval_ns;
   int64_t m_turn_start_ns = 0;             // when the last epoll_wait returned
   int64_t m_realtime_to_monotonic_ns = 0;  // taken then
@@ -560,14 +540,9 @@ class RawTransport final : public Transport {
 }  // namespace
 
 std::unique_ptr<Transport> make_raw_transport(const RawOptions& options) {
-  const int epoll_fd = epoll_create1(EPOLL_CLOEXEC);
-  const int wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  if (epoll_fd < 0 || wake_fd < 0) {
-    if (epoll_fd >= 0) close(epoll_fd);
-    if (wake_fd >= 0) close(wake_fd);
-    return nullptr;
-  }
-  return std::make_unique<RawTransport>(epoll_fd, wake_fd, options);
+  auto epoll = WakeableEpoll::create();
+  if (!epoll) return nullptr;
+  return std::make_unique<RawTransport>(std::move(epoll), options);
 }
 
 }  // namespace kvprof::client
