@@ -231,17 +231,21 @@ HttpParseState HttpResponseParser::parse_head(HttpResponseHandler& handler) {
   return m_state;
 }
 
+void HttpResponseParser::start_chunk(uint64_t size_bytes) {
+  if (size_bytes == 0) {  // the last chunk: trailers follow
+    m_phase = Phase::trailers;
+    m_block.clear();
+    m_line_bytes = 0;
+    m_line_cr = false;
+  } else {
+    m_remaining = size_bytes;
+    m_phase = Phase::chunk_data;
+  }
+}
+
 HttpParseState HttpResponseParser::parse_chunk_byte(char c) {
   const auto end_size_line = [this] {
-    if (m_chunk_size == 0) {
-      m_phase = Phase::trailers;
-      m_block.clear();
-      m_line_bytes = 0;
-      m_line_cr = false;
-    } else {
-      m_remaining = m_chunk_size;
-      m_phase = Phase::chunk_data;
-    }
+    start_chunk(m_chunk_size);
     m_chunk_size = 0;
     m_chunk_digits = 0;
     m_chunk_line_bytes = 0;
@@ -323,15 +327,7 @@ bool HttpResponseParser::take_whole_size_line(std::string_view bytes, size_t& po
   // A line over the limit goes the byte-by-byte way, which refuses it wherever the input is cut.
   if (i + 2 - pos > m_limits.max_chunk_line_bytes) return false;
   pos = i + 2;
-  if (size == 0) {
-    m_phase = Phase::trailers;
-    m_block.clear();
-    m_line_bytes = 0;
-    m_line_cr = false;
-  } else {
-    m_remaining = size;
-    m_phase = Phase::chunk_data;
-  }
+  start_chunk(size);
   return true;
 }
 

@@ -98,6 +98,8 @@ class HttpResponseParser {
   bool take_line_block(std::string_view bytes, size_t& pos, size_t max_bytes);
   // Parses the collected head and chooses the body framing; calls on_response_status.
   HttpParseState parse_head(HttpResponseHandler& handler);
+  // Enters the data of a chunk of `size_bytes`, or the trailers after the last (size 0) chunk.
+  void start_chunk(uint64_t size_bytes);
   HttpParseState parse_chunk_byte(char c);
   // Takes a whole "<hex>\r\n" chunk-size line at `pos`; false (nothing taken) otherwise.
   bool take_whole_size_line(std::string_view bytes, size_t& pos);
