@@ -60,6 +60,37 @@ TEST(SseParser, ByteAtATimeGivesTheSameEvents) {
     EXPECT_EQ(out[i].data, whole[i].data);
 }
 
+TEST(SseParser, ViewsHandedToTheCallbackMatchTheCopiesAtEverySplit) {
+  const auto whole = parse_all(k_stream);
+  for (size_t cut = 0; cut <= k_stream.size(); ++cut) {
+    SseParser parser;
+    std::vector<std::string> seen;
+    const auto keep = [&seen](const SseEventView& event) {
+      seen.push_back(std::string(event.type) + "|" + std::string(event.id) + "|" +
+                     std::string(event.data));
+      return true;
+    };
+    ASSERT_TRUE(parser.feed(std::string_view(k_stream).substr(0, cut), keep));
+    ASSERT_TRUE(parser.feed(std::string_view(k_stream).substr(cut), keep));
+    ASSERT_EQ(seen.size(), whole.size()) << "cut at " << cut;
+    for (size_t i = 0; i < seen.size(); ++i) {
+      EXPECT_EQ(seen[i], whole[i].type + "|" + whole[i].id + "|" + whole[i].data)
+          << "cut at " << cut;
+    }
+  }
+}
+
+TEST(SseParser, ACallbackThatReturnsFalseStopsTheParserWithoutAnError) {
+  SseParser parser;
+  int calls = 0;
+  const auto stop_at_second = [&calls](const SseEventView&) { return ++calls < 2; };
+  EXPECT_TRUE(parser.feed("data: a\n\ndata: b\n\ndata: c\n\n", stop_at_second));
+  EXPECT_EQ(calls, 2);  // "c" was never dispatched
+  EXPECT_TRUE(parser.feed("data: d\n\n", stop_at_second));
+  EXPECT_EQ(calls, 2);  // nor anything fed later
+  EXPECT_FALSE(parser.failed());
+}
+
 TEST(SseParser, LineEndingsCrLfAndCrAreEquivalent) {
   for (const std::string eol : {"\n", "\r\n", "\r"}) {
     const std::string s = "data: a" + eol + "data: b" + eol + eol + "data: c" + eol + eol;

@@ -116,7 +116,8 @@ std::string build_text_body(ApiKind api, std::string_view prompt_text,
   return body.dump();
 }
 
-Expected<StreamChunk> parse_stream_event(const SseEvent& event, uint64_t completion_tokens_so_far) {
+Expected<StreamChunk> parse_stream_event(const SseEventView& event,
+                                         uint64_t completion_tokens_so_far) {
   if (event.data == "[DONE]") {
     StreamChunk done;
     done.kind = StreamChunk::Kind::done;

@@ -64,7 +64,7 @@ inline constexpr uint32_t k_max_tokens_per_chunk = 4096;
 // usage.completion_tokens in every chunk (vLLM's continuous usage), where the count is the
 // difference from `completion_tokens_so_far` (at most k_max_tokens_per_chunk). Returns an input
 // error when the data is not JSON or not an object.
-Expected<StreamChunk> parse_stream_event(const SseEvent& event,
+Expected<StreamChunk> parse_stream_event(const SseEventView& event,
                                          uint64_t completion_tokens_so_far = 0);
 
 }  // namespace kvprof::client

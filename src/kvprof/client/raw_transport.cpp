@@ -331,12 +331,13 @@ class RawTransport final : public Transport {
   // receive time when the read carries one, kept between the transfer's start and now.
   int64_t arrival_time(const RawConnection& c, msghdr& msg) {
     ++m_counters.reads;
-    const int64_t read_ns = monotonic_now_ns();
     const int64_t kernel_ns = kernel_receive_time(msg);
-    if (kernel_ns == 0) return read_ns;
+    if (kernel_ns == 0) return monotonic_now_ns();
     ++m_counters.kernel_timestamped_reads;
     const int64_t start_ns = c.transfer != nullptr ? c.transfer->start_ns : 0;
-    return std::clamp(kernel_ns + m_realtime_to_monotonic_ns, start_ns, read_ns);
+    const int64_t arrival_ns = std::max(kernel_ns + m_realtime_to_monotonic_ns, start_ns);
+    // Bytes that came before this turn began need no clock read to be kept before now.
+    return arrival_ns <= m_turn_start_ns ? arrival_ns : std::min(arrival_ns, monotonic_now_ns());
   }
 
   // Parses `n_bytes` that arrived at `arrival_ns`; false when the connection's transfer ended

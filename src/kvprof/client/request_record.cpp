@@ -123,12 +123,12 @@ bool ResponseSink::on_data(std::string_view bytes, int64_t arrival_ns) {
     return true;
   }
   const int64_t now = m_last_arrival_ns;
-  m_events.clear();
-  const bool parsed = m_parser.feed(bytes, m_events);
-  for (const SseEvent& event : m_events) {
+  bool failed = false;
+  const bool parsed = m_parser.feed(bytes, [&](const SseEventView& event) {
     auto chunk = parse_stream_event(event, m_record.tokens_streamed);
     if (!chunk) {
       fail_with(FailureKind::malformed_sse, chunk.error().message);
+      failed = true;
       return false;
     }
     switch (chunk->kind) {
@@ -137,6 +137,7 @@ bool ResponseSink::on_data(std::string_view bytes, int64_t arrival_ns) {
         break;
       case StreamChunk::Kind::error:
         fail_with(FailureKind::server_error, chunk->error_message);
+        failed = true;
         return false;
       case StreamChunk::Kind::data:
         if (chunk->n_tokens > 0) {
@@ -148,7 +149,9 @@ bool ResponseSink::on_data(std::string_view bytes, int64_t arrival_ns) {
         if (!chunk->finish_reason.empty()) m_record.finish_reason = chunk->finish_reason;
         break;
     }
-  }
+    return true;
+  });
+  if (failed) return false;
   if (!parsed) {
     fail_with(FailureKind::malformed_sse, m_parser.error());
     return false;

@@ -107,7 +107,6 @@ class ResponseSink final : public StreamSink {
   bool m_record_token_times;
   std::function<void(ResponseSink&)> m_on_finished;
   SseParser m_parser;
-  std::vector<SseEvent> m_events;
   std::string m_error_body;  // the body of a non-2xx response, bounded
   bool m_saw_done = false;
   bool m_finished = false;

@@ -30,10 +30,18 @@ size_t find_eol(std::string_view s, size_t from) {
 }  // namespace
 
 bool SseParser::feed(std::string_view bytes, std::vector<SseEvent>& out) {
+  return feed(bytes, [&out](const SseEventView& event) {
+    out.push_back({std::string(event.type), std::string(event.data), std::string(event.id)});
+    return true;
+  });
+}
+
+bool SseParser::feed_to(std::string_view bytes, Handler handler) {
   if (failed()) return false;
+  if (m_stopped) return true;
   m_bytes_seen += bytes.size();
   size_t pos = 0;
-  while (pos < bytes.size()) {
+  while (pos < bytes.size() && !m_stopped) {
     if (m_after_cr) {
       m_after_cr = false;
       if (bytes[pos] == '\n') {
@@ -56,14 +64,14 @@ bool SseParser::feed(std::string_view bytes, std::vector<SseEvent>& out) {
         m_error = fmt::format("an SSE line is longer than {} bytes", m_max_event_bytes);
         return false;
       }
-      process_line(bytes.substr(pos, eol - pos), out);
+      process_line(bytes.substr(pos, eol - pos), handler);
     } else {
       if (m_line.size() + (eol - pos) > m_max_event_bytes) {
         m_error = fmt::format("an SSE line is longer than {} bytes", m_max_event_bytes);
         return false;
       }
       m_line.append(bytes.substr(pos, eol - pos));
-      process_line(m_line, out);
+      process_line(m_line, handler);
       m_line.clear();
     }
     if (failed()) return false;
@@ -73,21 +81,20 @@ bool SseParser::feed(std::string_view bytes, std::vector<SseEvent>& out) {
   return true;
 }
 
-void SseParser::process_line(std::string_view line, std::vector<SseEvent>& out) {
+void SseParser::process_line(std::string_view line, Handler handler) {
   if (m_first_line) {
     m_first_line = false;
     if (line.starts_with(k_bom)) line.remove_prefix(k_bom.size());
   }
   if (line.empty()) {  // a blank line dispatches the event
     if (m_has_data) {
-      SseEvent event;
+      SseEventView event;
       if (!m_event_type.empty()) event.type = m_event_type;
-      m_data.pop_back();  // the '\n' after the last data line
-      event.data = std::move(m_data);
+      event.data = std::string_view(m_data).substr(0, m_data.size() - 1);  // less the last '\n'
       event.id = m_last_id;
-      out.push_back(std::move(event));
+      if (!handler.call(handler.fn, event)) m_stopped = true;
     }
-    m_data.clear();
+    m_data.clear();  // keeps its capacity, so the next event's data is not allocated again
     m_event_type.clear();
     m_has_data = false;
     return;
