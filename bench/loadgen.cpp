@@ -15,9 +15,11 @@
 // read many events per syscall. "tok/read" says how many tokens one read delivered on average:
 // tokens sharing a read share a timestamp, so it is each client's timing granularity.
 // --read-intervals runs the raw transport once per RawOptions::read_interval_us given.
+// The "floor" row (loadgen_floor.hpp; --no-floor leaves it out) is a client that only reads the
+// same streams as they arrive, with no parsing: the kernel's share that no client avoids.
 //
 //   bench_loadgen [--streams 100,1000,10000] [--tokens-total 1000000] [--token-delay-us US]
-//                 [--transports raw,curl] [--read-intervals 0,1000] [--no-python]
+//                 [--transports raw,curl] [--read-intervals 0,1000] [--no-floor] [--no-python]
 #include <fmt/format.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -35,6 +37,7 @@
 #include "../tests/support/stream_server.hpp"
 #include "kvprof/client/runner.hpp"
 #include "kvprof/util/strings.hpp"
+#include "loadgen_floor.hpp"
 
 namespace {
 
@@ -183,6 +186,7 @@ int main(int argc, char** argv) {
   std::vector<uint32_t> read_intervals_us = {0, 1000};
   uint64_t tokens_total = 1'000'000;
   bool python = true;
+  bool floor_client = true;
   uint32_t token_delay_us = 0;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -210,11 +214,13 @@ int main(int argc, char** argv) {
         read_intervals_us.push_back(static_cast<uint32_t>(std::stoul(s)));
     } else if (a == "--no-python") {
       python = false;
+    } else if (a == "--no-floor") {
+      floor_client = false;
     } else {
       fmt::print(stderr,
                  "usage: bench_loadgen [--streams 100,1000,10000] [--tokens-total N] "
                  "[--token-delay-us US] [--transports raw,curl] [--read-intervals 0,1000] "
-                 "[--no-python]\n");
+                 "[--no-floor] [--no-python]\n");
       return 2;
     }
   }
@@ -297,6 +303,22 @@ int main(int argc, char** argv) {
                           return run_kvprof(url, m, per_stream, kind, interval_us);
                         }));
       }
+    }
+    if (floor_client) {
+      kv.emplace_back("floor (bare epoll)", with_server_cpu([&] {
+                        const auto f = kvprof::bench::run_floor_client(port, m, per_stream);
+                        if (!f.error.empty()) fmt::print(stderr, "  floor client: {}\n", f.error);
+                        Measure r;
+                        r.user_s = f.user_s;
+                        r.sys_s = f.sys_s;
+                        r.wall_s = f.wall_s;
+                        r.ok = f.streams_done;
+                        r.errors = m - f.streams_done;
+                        r.tokens = f.streams_done * per_stream;  // what each stream was asked for
+                        r.reads = f.reads;
+                        r.max_in_flight = m;
+                        return r;
+                      }));
     }
     Measure p;
     if (python) p = with_server_cpu([&] { return run_python(url, m, per_stream); });
