@@ -110,6 +110,48 @@ TEST(ChunkScan, DeclinesErrorsEscapesAndBadSyntax) {
   EXPECT_FALSE(scan_chunk(R"({"choices":[{"text":01}]})", out));
 }
 
+// Strings are scanned 8 bytes at a time: put each byte that needs a look (or would, if the
+// word test were wrong) at every offset of a 20-byte text, inside and across word boundaries.
+TEST(ChunkScan, EveryByteThatNeedsALookIsSeenAtEveryOffsetOfAString) {
+  const std::vector<std::string> specials = {std::string(1, '\0'),
+                                             "\x01",
+                                             "\x1f",
+                                             "\t",
+                                             "\n",
+                                             "\"",
+                                             "\\",
+                                             "\\n",
+                                             "\\u00e9",
+                                             "\x7f",
+                                             "\x80",
+                                             "\xC3\xA9",
+                                             "\xC3",
+                                             "\xFF",
+                                             " ",
+                                             "!",
+                                             "#",
+                                             "[",
+                                             "]",
+                                             "~"};
+  for (const std::string& special : specials) {
+    for (size_t at = 0; at <= 20; ++at) {
+      std::string text(20, 'a');
+      text.insert(at, special);
+      const std::string chunk = R"({"choices":[{"text":")" + text + R"("}]})";
+      SCOPED_TRACE(testing::Message()
+                   << "byte " << static_cast<int>(special[0] & 0xFF) << " at " << at);
+      expect_agrees(chunk);
+      ScannedChunk out;
+      const bool plain =
+          special.size() == 1 && special[0] >= 0x20 && special[0] != '"' && special[0] != '\\';
+      if (plain) {
+        ASSERT_TRUE(scan_chunk(chunk, out));
+        EXPECT_EQ(out.text, text);
+      }
+    }
+  }
+}
+
 TEST(ChunkScan, EveryPrefixOfAChunkAgreesOrDeclines) {
   for (const auto& c : k_chunks) {
     for (size_t n = 0; n <= c.size(); ++n)
