@@ -64,6 +64,8 @@ inline FloorRun run_floor_client(uint16_t port, uint32_t streams, uint32_t token
   const int epoll_fd = epoll_create1(EPOLL_CLOEXEC);
   std::vector<Stream> all(streams);
   uint64_t open_streams = 0;
+  // Every connection first, then every request, so that no stream runs far ahead of the others
+  // while the rest are still connecting.
   for (uint32_t i = 0; i < streams; ++i) {
     Stream& s = all[i];
     s.fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -73,9 +75,17 @@ inline FloorRun run_floor_client(uint16_t port, uint32_t streams, uint32_t token
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     const int one = 1;
     setsockopt(s.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    if (connect(s.fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0 ||
-        send(s.fd, request.data(), request.size(), MSG_NOSIGNAL) !=
-            static_cast<ssize_t>(request.size())) {
+    if (connect(s.fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) {
+      fail(fmt::format("stream {}: {}", i, std::strerror(errno)));
+      close(s.fd);
+      s.fd = -1;
+    }
+  }
+  for (uint32_t i = 0; i < streams; ++i) {
+    Stream& s = all[i];
+    if (s.fd < 0) continue;
+    if (send(s.fd, request.data(), request.size(), MSG_NOSIGNAL) !=
+        static_cast<ssize_t>(request.size())) {
       fail(fmt::format("stream {}: {}", i, std::strerror(errno)));
       close(s.fd);
       s.fd = -1;
