@@ -41,7 +41,6 @@ inline FloorRun run_floor_client(uint16_t port, uint32_t streams, uint32_t token
   struct Stream {
     int fd = -1;
     bool checked_status = false;
-    bool done = false;
     char tail[5] = {};
   };
   constexpr std::string_view k_end = "0\r\n\r\n";
@@ -131,7 +130,6 @@ inline FloorRun run_floor_client(uint16_t port, uint32_t streams, uint32_t token
           std::memmove(s.tail, s.tail + keep, 5 - keep);
           std::memcpy(s.tail + 5 - keep, bytes.data() + bytes.size() - keep, keep);
           if (std::string_view(s.tail, 5) == k_end) {
-            s.done = true;
             ++run.streams_done;
             finish(s);
             break;
