@@ -17,8 +17,14 @@ for p in "${packages[@]}"; do
   fi
 done
 
+# npm fetches the prebuilt libllama (scripts/fetch_llama.sh); Node.js from elsewhere may
+# already bring its own npm.
+if ! command -v npm >/dev/null 2>&1; then
+  missing+=(npm)
+fi
+
 if [ ${#missing[@]} -eq 0 ]; then
-  exit 0
+  exec bash "$(dirname "$0")/fetch_llama.sh"
 fi
 
 line="apt-get update && apt-get install -y --no-install-recommends ${missing[*]}"
@@ -31,3 +37,4 @@ echo "== installing: ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}"
+bash "$(dirname "$0")/fetch_llama.sh"
