@@ -166,6 +166,8 @@ std::vector<std::string> normalize_short_flags(std::vector<std::string> args) {
       {"-np", "--parallel"},
       {"-fa", "--flash-attn"},
       {"-ub", "--ubatch-size"},
+      {"-ctk", "--cache-type-k"},
+      {"-ctv", "--cache-type-v"},
   };
   for (auto& a : args) {
     for (const auto& [from, to] : k_aliases) {

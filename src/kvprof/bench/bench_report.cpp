@@ -1,0 +1,298 @@
+// summary.json, manifest.json, request_trace.csv and the terminal table of a bench run.
+#include "kvprof/bench/bench_report.hpp"
+
+#include <fmt/format.h>
+
+#include <fstream>
+
+#include "kvprof/client/stats.hpp"
+#include "kvprof/report/table.hpp"
+#include "kvprof/sys/host_info.hpp"
+
+namespace kvprof::bench {
+using nlohmann::json;
+namespace {
+
+constexpr double k_gib = 1024.0 * 1024.0 * 1024.0;
+constexpr double k_mib = 1024.0 * 1024.0;
+
+json opt(const std::optional<uint64_t>& v) {
+  return v ? json(*v) : json(nullptr);
+}
+
+std::string mib(const std::optional<uint64_t>& v) {
+  return v ? fmt::format("{:.1f}", static_cast<double>(*v) / k_mib) : "-";
+}
+
+const PhaseMemory* find_phase(const BenchReport& r, std::string_view name) {
+  for (const auto& p : r.phases)
+    if (p.name == name) return &p;
+  return nullptr;
+}
+
+// Per-condition figures derived from the requests and steps.
+struct ConditionFigures {
+  client::Percentiles ttft_ms, e2e_ms, itl_ms;
+  double output_tokens = 0;
+  double total_tokens_per_s = 0;        // output tokens of all sequences / wall time
+  double per_request_tokens_per_s = 0;  // mean over requests: output tokens / e2e
+  double llama_share = 0;               // llama.cpp's own decode time / kvprof's wall time
+};
+
+ConditionFigures figures(const ConditionResult& c) {
+  ConditionFigures f;
+  std::vector<double> ttft, e2e, itl = c.step_ms;
+  double rate_sum = 0;
+  for (const auto& q : c.requests) {
+    ttft.push_back(q.ttft_ms);
+    e2e.push_back(q.e2e_ms);
+    f.output_tokens += q.output_tokens;
+    if (q.e2e_ms > 0) rate_sum += q.output_tokens / (q.e2e_ms / 1000.0);
+  }
+  f.ttft_ms = client::percentiles(ttft);
+  f.e2e_ms = client::percentiles(e2e);
+  f.itl_ms = client::percentiles(itl);
+  if (!c.requests.empty()) f.per_request_tokens_per_s = rate_sum / c.requests.size();
+  if (c.wall_ms > 0) {
+    f.total_tokens_per_s = f.output_tokens / (c.wall_ms / 1000.0);
+    f.llama_share = (c.llama_prompt_ms + c.llama_eval_ms) / c.wall_ms;
+  }
+  return f;
+}
+
+json percentiles_json(const client::Percentiles& p) {
+  return {{"p50", p.p50},   {"p90", p.p90}, {"p99", p.p99},
+          {"mean", p.mean}, {"max", p.max}, {"n", p.n}};
+}
+
+json component(std::optional<uint64_t> bytes, const char* confidence, const char* method) {
+  return {{"bytes", opt(bytes)},
+          {"gib", bytes ? json(static_cast<double>(*bytes) / k_gib) : json(nullptr)},
+          {"confidence", bytes ? confidence : "none"},
+          {"method", method}};
+}
+
+// The measured breakdown of the largest condition: engine-reported buffers, and the rest of
+// the process's growth as overhead.
+json breakdown_json(const BenchReport& r) {
+  const ConditionResult* biggest = nullptr;
+  for (const auto& c : r.conditions) {
+    if (c.started &&
+        (biggest == nullptr || c.condition.kv_tokens() >= biggest->condition.kv_tokens()))
+      biggest = &c;
+  }
+  const EngineBuffers b = sum_buffers(biggest != nullptr ? biggest->breakdown : r.breakdown);
+  const PhaseMemory* before = find_phase(r, "before_load");
+  std::optional<uint64_t> growth;
+  std::optional<uint64_t> peak =
+      biggest != nullptr && biggest->peak_rss_bytes ? biggest->peak_rss_bytes : r.peak_rss_bytes;
+  if (peak && before != nullptr && before->rss_bytes && *peak > *before->rss_bytes)
+    growth = *peak - *before->rss_bytes;
+  std::optional<uint64_t> overhead;
+  const uint64_t buffers = b.model_bytes + b.context_bytes + b.compute_bytes;
+  if (growth && b.reported) overhead = *growth > buffers ? *growth - buffers : 0;
+  const auto reported = [&](uint64_t v) {
+    return b.reported ? std::optional<uint64_t>(v) : std::nullopt;
+  };
+  return {{"memory", "host (RSS of the engine process)"},
+          {"condition", biggest != nullptr ? json(biggest->condition.label) : json(nullptr)},
+          {"process_growth_bytes", opt(growth)},
+          {"weights", component(reported(b.model_bytes), "high",
+                                "reported by engine: llama.cpp's model buffers")},
+          {"kv_cache", component(reported(b.context_bytes), "high",
+                                 "reported by engine: llama.cpp's KV cache buffers")},
+          {"activations", component(reported(b.compute_bytes), "high",
+                                    "reported by engine: llama.cpp's compute buffers")},
+          {"overhead", component(overhead, "medium",
+                                 "peak RSS growth since before load, less the engine's buffers "
+                                 "(mapped weights count once touched)")}};
+}
+
+}  // namespace
+
+EngineBuffers sum_buffers(const json& breakdown) {
+  EngineBuffers b;
+  if (!breakdown.is_array()) return b;
+  for (const auto& e : breakdown) {
+    if (!e.is_object()) continue;
+    b.reported = true;
+    b.model_bytes += e.value("model_bytes", uint64_t{0});
+    b.context_bytes += e.value("context_bytes", uint64_t{0});
+    b.compute_bytes += e.value("compute_bytes", uint64_t{0});
+  }
+  return b;
+}
+
+json summary_json(const BenchConfig& config, const BenchReport& r) {
+  json conditions = json::array();
+  for (const auto& c : r.conditions) {
+    const auto f = figures(c);
+    const EngineBuffers b = sum_buffers(c.breakdown);
+    conditions.push_back(
+        {{"index", c.condition.index},
+         {"condition", c.condition.label},
+         {"concurrency", c.condition.concurrency},
+         {"prompt_tokens", c.condition.prompt_tokens},
+         {"gen_tokens", c.condition.gen_tokens},
+         {"started", c.started},
+         {"finished", c.finished},
+         {"n_ctx", c.n_ctx},
+         {"n_seq_max", c.n_seq_max},
+         {"n_requests", c.requests.size()},
+         {"kv_cache_bytes", b.reported ? json(b.context_bytes) : json(nullptr)},
+         {"compute_buffer_bytes", b.reported ? json(b.compute_bytes) : json(nullptr)},
+         {"engine_buffers", c.breakdown},
+         {"rss_after_context_bytes", opt(c.start_rss_bytes)},
+         {"peak_rss_bytes", opt(c.peak_rss_bytes)},
+         {"peak_pss_bytes", opt(c.peak_pss_bytes)},
+         {"end_rss_bytes", opt(c.end_rss_bytes)},
+         {"peak_gpu_used_bytes", opt(c.peak_gpu_used_bytes)},
+         {"wall_ms", c.wall_ms},
+         {"output_tokens", f.output_tokens},
+         {"tokens_per_second", f.total_tokens_per_s},
+         {"mean_tokens_per_second_per_request", f.per_request_tokens_per_s},
+         {"llama_cpp_decode_ms", c.llama_prompt_ms + c.llama_eval_ms},
+         {"llama_cpp_share_of_wall", f.llama_share},
+         {"latency_stats",
+          {{"ttft_ms", percentiles_json(f.ttft_ms)},
+           {"itl_ms", percentiles_json(f.itl_ms)},
+           {"e2e_ms", percentiles_json(f.e2e_ms)}}}});
+  }
+  json phases = json::object();
+  for (const auto& p : r.phases)
+    phases[p.name] = {{"rss_bytes", opt(p.rss_bytes)}, {"pss_bytes", opt(p.pss_bytes)}};
+  const auto& e = config.engine;
+  return {
+      {"schema_version", k_bench_schema_version},
+      {"kind", "bench"},
+      {"run_id", r.run_id},
+      {"run_dir", r.run_dir},
+      {"status", r.status},
+      {"error", r.error.empty() ? json(nullptr) : json(r.error)},
+      {"interrupted", r.status == "interrupted"},
+      {"started_unix_s", r.started_unix_s},
+      {"duration_s", r.ended_unix_s - r.started_unix_s},
+      {"engine", {{"name", "llama.cpp"}, {"in_process", true}, {"library", r.lib}}},
+      {"model_info", r.model},
+      {"settings",
+       {{"model", e.model_path},
+        {"n_gpu_layers", e.n_gpu_layers},
+        {"ctx_size", config.context_per_condition() ? json("per condition") : json(e.n_ctx)},
+        {"parallel", config.context_per_condition() ? json("per condition") : json(e.n_seq_max)},
+        {"batch_size", e.n_batch},
+        {"ubatch_size", e.n_ubatch},
+        {"flash_attn", engine::flash_attn_name(e.flash_attn)},
+        {"cache_type_k", e.cache_type_k},
+        {"cache_type_v", e.cache_type_v},
+        {"mmap", e.use_mmap},
+        {"gen_tokens", config.gen_tokens},
+        {"seed", config.seed}}},
+      {"memory_source", r.memory_source},
+      {"host_memory",
+       {{"phases", phases},
+        {"peak_rss_bytes", opt(r.peak_rss_bytes)},
+        {"peak_pss_bytes", opt(r.peak_pss_bytes)}}},
+      {"engine_reported", r.breakdown},
+      {"memory_breakdown", breakdown_json(r)},
+      {"conditions", conditions},
+      {"warnings", r.warnings},
+      {"engine_last_log_lines", r.last_log_lines},
+      {"files", r.files}};
+}
+
+json manifest_json(const BenchConfig& config, const BenchReport& r) {
+  const auto os = sys::read_os_info();
+  const auto cpu = sys::read_cpu_info();
+  const auto mem = sys::read_mem_info();
+  return {{"schema_version", k_bench_schema_version},
+          {"kind", "bench"},
+          {"run_id", r.run_id},
+          {"status", r.status},
+          {"kvprof_version", KVPROF_VERSION},
+          {"started_unix_s", r.started_unix_s},
+          {"host",
+           {{"os", os.pretty_name.value_or(os.kernel_name)},
+            {"kernel", os.kernel_release},
+            {"cpu", cpu.model.value_or("")},
+            {"logical_cores", cpu.logical_cores},
+            {"memory_bytes", mem.total_bytes ? json(*mem.total_bytes) : json(nullptr)}}},
+          {"engine", r.lib},
+          {"model", config.model_label},
+          {"model_path", config.engine.model_path},
+          {"memory_source", r.memory_source},
+          {"files", r.files}};
+}
+
+Expected<void> write_request_trace(const std::filesystem::path& path, const BenchReport& r) {
+  const auto tmp = path.string() + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << "condition,concurrency,seq,prompt_tokens,output_tokens,ttft_ms,e2e_ms\n";
+    for (const auto& c : r.conditions) {
+      for (const auto& q : c.requests) {
+        out << fmt::format("{},{},{},{},{},{:.3f},{:.3f}\n", c.condition.label,
+                           c.condition.concurrency, q.seq, q.prompt_tokens, q.output_tokens,
+                           q.ttft_ms, q.e2e_ms);
+      }
+    }
+    out.flush();
+    if (!out) {
+      std::error_code ec;
+      std::filesystem::remove(tmp, ec);
+      return fail(ErrorKind::io, fmt::format("cannot write {}", path.string()));
+    }
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec)
+    return fail(ErrorKind::io, fmt::format("cannot write {}: {}", path.string(), ec.message()));
+  return {};
+}
+
+std::string summary_text(const BenchConfig& config, const BenchReport& r) {
+  std::string out;
+  out +=
+      fmt::format("engine: llama.cpp {} ({}), CPU backend {}\n", r.lib.value("llama_version", "?"),
+                  r.lib.value("package", "?"), r.lib.value("cpu_backend", "?"));
+  out += fmt::format("model: {} ({})\n\n", r.model.value("description", config.model_label),
+                     config.engine.model_path);
+  report::Table t({"condition", "n_ctx", "requests", "TTFT p50 (ms)", "ITL p50 (ms)",
+                   "E2E p90 (ms)", "tok/s total", "tok/s/req", "KV (MiB)", "compute (MiB)",
+                   "peak RSS (MiB)"});
+  for (const auto& c : r.conditions) {
+    if (!c.started) continue;
+    const auto f = figures(c);
+    const EngineBuffers b = sum_buffers(c.breakdown);
+    t.add_row({c.condition.label + (c.finished ? "" : " (cut short)"), std::to_string(c.n_ctx),
+               fmt::format("{}/{}", c.requests.size(), c.condition.concurrency),
+               fmt::format("{:.1f}", f.ttft_ms.p50), fmt::format("{:.2f}", f.itl_ms.p50),
+               fmt::format("{:.1f}", f.e2e_ms.p90), fmt::format("{:.1f}", f.total_tokens_per_s),
+               fmt::format("{:.1f}", f.per_request_tokens_per_s),
+               b.reported ? mib(b.context_bytes) : "-", b.reported ? mib(b.compute_bytes) : "-",
+               mib(c.peak_rss_bytes)});
+  }
+  out += t.render();
+  out += "\nhost memory of the engine process (RSS, MiB):";
+  for (const auto& p : r.phases)
+    out += fmt::format(" {} {}", p.name, mib(p.rss_bytes));
+  out += "\n";
+  const json bd = breakdown_json(r);
+  out += fmt::format("\nmeasured breakdown ({}, {}):\n", bd.value("memory", ""),
+                     bd["condition"].is_string() ? bd["condition"].get<std::string>() : "-");
+  report::Table bt({"component", "MiB", "confidence", "how"});
+  for (const char* name : {"weights", "kv_cache", "activations", "overhead"}) {
+    const auto& c = bd[name];
+    bt.add_row({name, c["bytes"].is_number() ? mib(c["bytes"].get<uint64_t>()) : "-",
+                c.value("confidence", ""), c.value("method", "")});
+  }
+  out += bt.render();
+  if (r.status != "completed") {
+    out += fmt::format("\nstatus: {}: {}\n", r.status, r.error);
+    for (const auto& line : r.last_log_lines)
+      out += "  engine: " + line + "\n";
+  }
+  out += fmt::format("\nresults: {}\n", r.run_dir);
+  return out;
+}
+
+}  // namespace kvprof::bench

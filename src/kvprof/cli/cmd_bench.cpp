@@ -1,0 +1,137 @@
+// `kvprof bench`: runs llama.cpp in-process (in a child process of kvprof) on a GGUF through a
+// grid of concurrency x prompt length (or a short/long mix), measuring host memory at every
+// step and, on a GPU machine, GPU memory through NVML, next to what llama.cpp reports.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <memory>
+
+#include "kvprof/bench/bench_report.hpp"
+#include "kvprof/bench/bench_run.hpp"
+#include "kvprof/cli/commands.hpp"
+#include "kvprof/gpu/nvml.hpp"
+#include "kvprof/util/units.hpp"
+
+namespace kvprof::cli {
+namespace {
+
+struct BenchState {
+  bench::BenchConfig config;
+  std::string flash_attn = "auto";
+  std::vector<std::string> mixed;
+  bool json_out = false;
+  bool no_mmap = false;
+  std::string gpu_source = "auto";
+};
+
+void run_bench_command(BenchState& st) {
+  auto& config = st.config;
+  config.engine.flash_attn =
+      value_or_fatal(engine::parse_flash_attn(st.flash_attn.empty() ? "on" : st.flash_attn));
+  config.engine.use_mmap = !st.no_mmap;
+  value_or_fatal(engine::kv_cache_type_id(config.engine.cache_type_k));
+  value_or_fatal(engine::kv_cache_type_id(config.engine.cache_type_v));
+  if (!st.mixed.empty()) {
+    if (st.mixed.size() != 2) throw Fatal({ErrorKind::usage, "--mixed takes SHORT,LONG"});
+    config.mixed = {static_cast<uint32_t>(std::stoul(st.mixed[0])),
+                    static_cast<uint32_t>(std::stoul(st.mixed[1]))};
+  }
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(config.engine.model_path, ec)) {
+    throw Fatal(
+        {ErrorKind::not_found, fmt::format("no GGUF file at {} (make one with `kvprof make-gguf`)",
+                                           config.engine.model_path)});
+  }
+  config.model_label = config.engine.model_path;
+  value_or_fatal(bench::resolve_defaults(config));
+  // The library must be there before a run folder is made for nothing.
+  value_or_fatal(engine::find_llama_library(config.library));
+  std::unique_ptr<gpu::MemorySource> gpu_source;
+  std::string gpu_name = "none";
+  if (st.gpu_source != "none") {
+    auto nvml = gpu::NvmlSource::open();
+    if (nvml) {
+      gpu_source = std::move(*nvml);
+      gpu_name = "nvml";
+    } else if (st.gpu_source == "nvml") {
+      throw Fatal(nvml.error());
+    }
+  }
+  auto report = value_or_fatal(bench::run_bench(config, gpu_source.get(), gpu_name));
+  if (st.json_out) {
+    std::fputs((bench::summary_json(config, report).dump(2) + "\n").c_str(), stdout);
+  } else {
+    std::fputs(bench::summary_text(config, report).c_str(), stdout);
+  }
+  for (const auto& w : report.warnings)
+    std::fprintf(stderr, "kvprof: warning: %s\n", w.c_str());
+  const int rc = bench::bench_exit_code(report);
+  if (rc != 0) {
+    const ErrorKind kind = rc == 130 ? ErrorKind::interrupted
+                           : rc == 2 ? ErrorKind::input
+                                     : ErrorKind::driver;
+    throw Fatal({kind, fmt::format("bench {}: {} (results kept in {})", report.status, report.error,
+                                   report.run_dir)});
+  }
+}
+
+}  // namespace
+
+void register_bench_command(CLI::App& app) {
+  auto st = std::make_shared<BenchState>();
+  auto* cmd = app.add_subcommand(
+      "bench",
+      "Run llama.cpp in-process on a GGUF (libllama, loaded at run time) through a grid of "
+      "concurrency x prompt length: host memory (RSS/PSS) at every step and GPU memory "
+      "(NVML) where there is a GPU, next to the buffers llama.cpp reports; TTFT, ITL, tokens/s. "
+      "Results go to results/<run_id>/ like `kvprof profile`'s.");
+  auto& c = st->config;
+  auto& e = c.engine;
+  cmd->add_option("-m,--model", e.model_path, "GGUF file (make one with `kvprof make-gguf`)")
+      ->required()
+      ->envname("KVPROF_MODEL");
+  cmd->add_option("--concurrency", c.concurrencies, "Sequences run together (e.g. 1,2,4,8)")
+      ->delimiter(',')
+      ->capture_default_str();
+  cmd->add_option("--prompt-toks,--seqlens", c.prompt_tokens,
+                  "Prompt tokens per sequence; several values sweep the length")
+      ->delimiter(',')
+      ->capture_default_str();
+  cmd->add_option("--gen-toks", c.gen_tokens, "Tokens generated per sequence")
+      ->capture_default_str();
+  cmd->add_option("--mixed", st->mixed,
+                  "SHORT,LONG: half the sequences of each condition short, half long")
+      ->delimiter(',');
+  cmd->add_option("-c,--ctx-size", e.n_ctx,
+                  "Context cells (all sequences); default: sized for each condition")
+      ->each([&c = c](const std::string&) { c.ctx_from_user = true; });
+  cmd->add_option("--parallel", e.n_seq_max, "Sequences (slots); default: each concurrency")
+      ->each([&c = c](const std::string&) { c.parallel_from_user = true; });
+  cmd->add_option("-b,--batch-size", e.n_batch, "Logical batch size")->capture_default_str();
+  cmd->add_option("--ubatch-size", e.n_ubatch, "Physical batch size")->capture_default_str();
+  cmd->add_option("--flash-attn", st->flash_attn, "on | off | auto (bare -fa: on)")
+      ->expected(0, 1)
+      ->capture_default_str();
+  cmd->add_option("--cache-type-k", e.cache_type_k, "K cache type")->capture_default_str();
+  cmd->add_option("--cache-type-v", e.cache_type_v, "V cache type")->capture_default_str();
+  cmd->add_option("--n-gpu-layers,--gpu-layers", e.n_gpu_layers,
+                  "Layers on the GPU (-1 = all; CPU builds ignore it)")
+      ->capture_default_str();
+  cmd->add_option("-t,--threads", e.n_threads, "CPU threads (0 = every core)")
+      ->capture_default_str();
+  cmd->add_flag("--no-mmap", st->no_mmap, "Read the model into memory instead of mapping it");
+  cmd->add_option("--seed", c.seed, "Seed of the prompt tokens")->capture_default_str();
+  cmd->add_option("--llama-lib", c.library.path,
+                  "libllama.so or its folder (default: KVPROF_LLAMA_LIB, then .deps/llama/)");
+  cmd->add_option("--gpu-source", st->gpu_source, "auto | nvml | none")->capture_default_str();
+  cmd->add_option("--output-dir", c.output_dir, "Where results/<run_id>/ goes")
+      ->envname("KVPROF_OUTPUT_DIR")
+      ->capture_default_str();
+  cmd->add_option("--tag", c.run_tag, "Appended to the run id")->envname("KVPROF_RUN_TAG");
+  cmd->add_flag("--json", st->json_out, "Print summary.json instead of the table");
+  cmd->callback([st] { run_bench_command(*st); });
+}
+
+}  // namespace kvprof::cli
