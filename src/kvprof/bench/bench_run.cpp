@@ -83,6 +83,11 @@ void apply_event(const json& e, BenchReport& r, std::optional<size_t>& current) 
       c.end_rss_bytes = opt_u64(e, "rss_bytes");
       c.end_pss_bytes = opt_u64(e, "pss_bytes");
       c.end_mono_ns = t;
+      // A condition shorter than the sampling interval still has the worker's own readings.
+      for (const auto& v : {c.start_rss_bytes, c.end_rss_bytes})
+        if (v) c.peak_rss_bytes = std::max(c.peak_rss_bytes.value_or(0), *v);
+      if (c.end_pss_bytes)
+        c.peak_pss_bytes = std::max(c.peak_pss_bytes.value_or(0), *c.end_pss_bytes);
     }
     current.reset();
   } else if (ev == "error") {

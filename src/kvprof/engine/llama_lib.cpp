@@ -9,6 +9,7 @@
 #include <array>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string_view>
 
@@ -208,13 +209,19 @@ Expected<fs::path> find_llama_library(const LlamaLibOptions& options) {
   std::string looked;
   for (const auto& d : dirs)
     looked += (looked.empty() ? "" : ", ") + d.string();
-  return fail(ErrorKind::not_found,
+  // A missing engine is a missing dependency (exit 1), not a wrong argument.
+  return fail(ErrorKind::driver,
               fmt::format("no libllama found (looked in {}); {}", looked, k_install_hint));
 }
 
 Expected<std::shared_ptr<LlamaLib>> LlamaLib::load(const LlamaLibOptions& options) {
   auto file = find_llama_library(options);
   if (!file) return std::unexpected(file.error());
+  // ggml's backend registry is process-wide: a library is loaded and initialised once.
+  static std::mutex loaded_mutex;
+  static std::map<fs::path, std::shared_ptr<LlamaLib>> loaded;  // never unloaded
+  std::lock_guard loaded_lock(loaded_mutex);
+  if (auto it = loaded.find(*file); it != loaded.end()) return it->second;
   std::shared_ptr<LlamaLib> lib(new LlamaLib());
   lib->m_info.library = *file;
   void* handle = dlopen(file->c_str(), RTLD_NOW | RTLD_LOCAL);
@@ -250,6 +257,7 @@ Expected<std::shared_ptr<LlamaLib>> LlamaLib::load(const LlamaLibOptions& option
       lib->m_info.cpu_backend = fs::path(line.substr(pos + k_cpu.size())).filename().string();
     }
   }
+  loaded[*file] = lib;
   return lib;
 }
 

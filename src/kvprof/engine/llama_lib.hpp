@@ -54,10 +54,9 @@ struct LlamaLogLine {
 class LlamaLib {
  public:
   // Finds, loads and checks libllama: --llama-lib, then KVPROF_LLAMA_LIB, then extra_dirs, then
-  // .deps/llama/*/ above the kvprof executable, then /usr/local/lib and /usr/lib. not_found
-  // (saying where it looked and how to install it) when there is none; driver error when a
-  // library is found but cannot be loaded, lacks an entry point, or has a parameter layout this
-  // kvprof does not know.
+  // .deps/llama/*/ above the kvprof executable, then /usr/local/lib and /usr/lib. A driver error
+  // when there is none (saying where it looked and how to install it), when the library cannot
+  // be loaded, lacks an entry point, or has a parameter layout this kvprof does not know.
   static Expected<std::shared_ptr<LlamaLib>> load(const LlamaLibOptions& options = {});
 
   ~LlamaLib();
@@ -101,8 +100,8 @@ class LlamaLib {
 // its not-found message).
 std::vector<std::filesystem::path> llama_search_dirs(const LlamaLibOptions& options);
 
-// The libllama file load() would use for `options`; not_found saying where it looked and how to
-// install it.
+// The libllama file load() would use for `options`; a driver error saying where it looked and
+// how to install it.
 Expected<std::filesystem::path> find_llama_library(const LlamaLibOptions& options);
 
 // The ggml type id of a KV cache type name as llama.cpp's -ctk/-ctv take it (f32, f16, bf16,
