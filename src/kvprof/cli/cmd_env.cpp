@@ -2,6 +2,8 @@
 // and the inference engines on PATH with their versions.
 #include <fmt/format.h>
 
+#include "kvprof/engine/llama_lib.hpp"
+
 #include <cstdlib>
 
 #include "kvprof/cli/commands.hpp"
@@ -86,6 +88,33 @@ void describe_gpus(nlohmann::json& json, std::string& text) {
   json["gpu"] = std::move(gpu);
 }
 
+// llama.cpp's libllama (dlopen): fills json["llama_cpp"] and appends the text lines.
+void describe_libllama(nlohmann::json& json, std::string& text) {
+  auto lib = engine::LlamaLib::load();
+  if (!lib) {
+    json["llama_cpp"] = {{"found", false}, {"note", lib.error().message}};
+    text += fmt::format("libllama: not loaded: {}\n", lib.error().message);
+    return;
+  }
+  const auto& info = (*lib)->info();
+  nlohmann::json devices = nlohmann::json::array();
+  for (const auto& d : info.devices)
+    devices.push_back({{"name", d.name}, {"description", d.description}, {"type", d.type}});
+  json["llama_cpp"] = {{"found", true},
+                       {"library", info.library.string()},
+                       {"llama_version", info.llama_version},
+                       {"package", info.package},
+                       {"llama_cpp_release", info.llama_cpp_release},
+                       {"cpu_backend", info.cpu_backend},
+                       {"devices", devices}};
+  text += fmt::format("libllama: llama.cpp {} ({}{}), CPU backend {}\n          {}\n",
+                      info.llama_version, info.package.empty() ? "unpackaged" : info.package,
+                      info.llama_cpp_release.empty() ? "" : ", " + info.llama_cpp_release,
+                      info.cpu_backend.empty() ? "?" : info.cpu_backend, info.library.string());
+  for (const auto& d : info.devices)
+    text += fmt::format("          device {}: {} ({})\n", d.name, d.description, d.type);
+}
+
 }  // namespace
 
 void register_env_command(CLI::App& app) {
@@ -94,7 +123,8 @@ void register_env_command(CLI::App& app) {
       "env",
       "Show this machine: OS, CPU, RAM, GPUs and driver (NVML), inference engines on PATH.\n"
       "NVML is loaded from libnvidia-ml.so.1 (or $KVPROF_NVML_LIBRARY); engines are asked for\n"
-      "their version with `<tool> --version` (5 s limit each, run in parallel).");
+      "their version with `<tool> --version` (5 s limit each, run in parallel); libllama is\n"
+      "loaded like `kvprof bench` loads it (--llama-lib / $KVPROF_LLAMA_LIB / .deps/llama/).");
   add_output_options(cmd, *out);
   cmd->callback([out] {
     nlohmann::json json = {{"schema_version", 1}};
@@ -123,6 +153,7 @@ void register_env_command(CLI::App& app) {
                         optional_bytes(mem.available_bytes));
 
     describe_gpus(json, text);
+    describe_libllama(json, text);
 
     const char* path_env = std::getenv("PATH");
     const auto engines = sys::find_engines(path_env != nullptr ? path_env : "");
