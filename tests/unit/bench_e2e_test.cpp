@@ -189,7 +189,8 @@ TEST(BenchE2e, CtrlCKeepsWhatWasMeasured) {
   kvprof::test::write_tiny_llama(dir / "tiny.gguf");
   const pid_t pid = spawn(long_run(dir, *lib_dir), dir / "log.txt");
   wait_for_engine(dir / "out");
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  // Past loading and the 16-token prefill, into the 30,000 generation steps (~20 s).
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   kill(pid, SIGINT);
   EXPECT_EQ(wait_exit(pid), 130);
   const fs::path run = run_dir(dir / "out");
