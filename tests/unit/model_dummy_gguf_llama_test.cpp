@@ -14,82 +14,17 @@
 #include "kvprof/model/dummy_gguf.hpp"
 #include "kvprof/model/dummy_vocab.hpp"
 #include "kvprof/model/resolve.hpp"
+#include "support/dummy_model_configs.hpp"
 #include "support/llama_dl.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
 using kvprof::model::DummyGgufOptions;
+using kvprof::test::k_dummy_cases;
+using kvprof::test::k_dummy_vocab_size;
 
-struct Case {
-  const char* name;
-  const char* config;  // HF config.json
-  const char* arch;    // expected llama.cpp architecture
-};
-
-constexpr uint32_t k_vocab = 1024;
-
-const Case k_cases[] = {
-    {"llama",
-     R"({"architectures":["LlamaForCausalLM"],"model_type":"llama","hidden_size":128,
-        "intermediate_size":256,"num_attention_heads":4,"num_key_value_heads":2,
-        "num_hidden_layers":2,"vocab_size":1024,"max_position_embeddings":2048,
-        "tie_word_embeddings":false,"torch_dtype":"bfloat16"})",
-     "llama"},
-    {"mistral",
-     R"({"architectures":["MistralForCausalLM"],"model_type":"mistral","hidden_size":128,
-        "intermediate_size":256,"num_attention_heads":4,"num_key_value_heads":1,
-        "num_hidden_layers":2,"vocab_size":1024,"max_position_embeddings":2048,
-        "sliding_window":null,"torch_dtype":"bfloat16"})",
-     "llama"},
-    {"mixtral",
-     R"({"architectures":["MixtralForCausalLM"],"model_type":"mixtral","hidden_size":128,
-        "intermediate_size":64,"num_attention_heads":4,"num_key_value_heads":2,
-        "num_hidden_layers":2,"vocab_size":1024,"max_position_embeddings":2048,
-        "num_local_experts":4,"num_experts_per_tok":2,"torch_dtype":"bfloat16"})",
-     "llama"},
-    {"qwen2",
-     R"({"architectures":["Qwen2ForCausalLM"],"model_type":"qwen2","hidden_size":128,
-        "intermediate_size":256,"num_attention_heads":4,"num_key_value_heads":2,
-        "num_hidden_layers":2,"vocab_size":1024,"max_position_embeddings":2048,
-        "tie_word_embeddings":true,"torch_dtype":"bfloat16"})",
-     "qwen2"},
-    {"qwen3",
-     R"({"architectures":["Qwen3ForCausalLM"],"model_type":"qwen3","hidden_size":128,
-        "intermediate_size":256,"num_attention_heads":4,"num_key_value_heads":2,"head_dim":64,
-        "num_hidden_layers":2,"vocab_size":1024,"max_position_embeddings":2048,
-        "tie_word_embeddings":true,"torch_dtype":"bfloat16"})",
-     "qwen3"},
-    {"qwen3moe",
-     R"({"architectures":["Qwen3MoeForCausalLM"],"model_type":"qwen3_moe","hidden_size":128,
-        "intermediate_size":256,"moe_intermediate_size":64,"num_experts":8,
-        "num_experts_per_tok":2,"decoder_sparse_step":1,"mlp_only_layers":[],
-        "num_attention_heads":4,"num_key_value_heads":2,"head_dim":32,"num_hidden_layers":2,
-        "vocab_size":1024,"max_position_embeddings":2048,"tie_word_embeddings":false,
-        "torch_dtype":"bfloat16"})",
-     "qwen3moe"},
-    {"phi3",
-     R"({"architectures":["Phi3ForCausalLM"],"model_type":"phi3","hidden_size":128,
-        "intermediate_size":256,"num_attention_heads":4,"num_key_value_heads":4,
-        "num_hidden_layers":2,"vocab_size":1024,"max_position_embeddings":4096,
-        "sliding_window":2047,"tie_word_embeddings":false,"torch_dtype":"bfloat16"})",
-     "phi3"},
-    {"gemma2",
-     R"({"architectures":["Gemma2ForCausalLM"],"model_type":"gemma2","hidden_size":128,
-        "intermediate_size":256,"num_attention_heads":4,"num_key_value_heads":2,"head_dim":32,
-        "num_hidden_layers":2,"vocab_size":1024,"max_position_embeddings":2048,
-        "sliding_window":64,"query_pre_attn_scalar":32,"torch_dtype":"bfloat16"})",
-     "gemma2"},
-    {"gemma3",
-     R"({"architectures":["Gemma3ForCausalLM"],"model_type":"gemma3_text","hidden_size":128,
-        "intermediate_size":256,"num_attention_heads":4,"num_key_value_heads":1,"head_dim":32,
-        "num_hidden_layers":3,"vocab_size":1024,"max_position_embeddings":2048,
-        "sliding_window":64,"sliding_window_pattern":2,"query_pre_attn_scalar":32,
-        "torch_dtype":"bfloat16"})",
-     "gemma3"},
-};
-
-class DummyGgufLlama : public testing::TestWithParam<Case> {
+class DummyGgufLlama : public testing::TestWithParam<kvprof::test::DummyCase> {
  protected:
   void SetUp() override {
     m_dir = fs::temp_directory_path() /
@@ -114,8 +49,8 @@ void check_in_llama(kvprof::test::LlamaLib& lib, const fs::path& file, uint64_t 
   EXPECT_NEAR(mib, static_cast<double>(tensor_bytes) / (1 << 20), 0.0051) << log;
 
   const void* vocab = lib.model_get_vocab(model);
-  EXPECT_EQ(lib.vocab_n_tokens(vocab), static_cast<int32_t>(k_vocab));
-  const std::string text = kvprof::model::dummy_prompt(7, k_vocab);
+  EXPECT_EQ(lib.vocab_n_tokens(vocab), static_cast<int32_t>(k_dummy_vocab_size));
+  const std::string text = kvprof::model::dummy_prompt(7, k_dummy_vocab_size);
   std::vector<int32_t> tokens(64);
   const int32_t n = lib.tokenize(vocab, text.c_str(), static_cast<int32_t>(text.size()),
                                  tokens.data(), static_cast<int32_t>(tokens.size()), true, false);
@@ -133,11 +68,11 @@ void check_in_llama(kvprof::test::LlamaLib& lib, const fs::path& file, uint64_t 
   ASSERT_NE(logits, nullptr);
   int finite = 0;
   float max_abs = 0;
-  for (uint32_t i = 0; i < k_vocab; ++i) {
+  for (uint32_t i = 0; i < k_dummy_vocab_size; ++i) {
     finite += std::isfinite(logits[i]) ? 1 : 0;
     max_abs = std::max(max_abs, std::fabs(logits[i]));
   }
-  EXPECT_EQ(finite, static_cast<int>(k_vocab));
+  EXPECT_EQ(finite, static_cast<int>(k_dummy_vocab_size));
   EXPECT_GT(max_abs, 0.0F);  // random weights give non-constant logits
   lib.free_context(ctx);
   lib.model_free(model);
@@ -145,7 +80,7 @@ void check_in_llama(kvprof::test::LlamaLib& lib, const fs::path& file, uint64_t 
 
 TEST_P(DummyGgufLlama, LoadsTokenizesAndDecodes) {
   KVPROF_REQUIRE_LLAMA_OR_SKIP(lib);
-  const Case& c = GetParam();
+  const kvprof::test::DummyCase& c = GetParam();
   const fs::path config = m_dir / "config.json";
   std::ofstream(config) << c.config;
   const auto spec = kvprof::model::load_model(config.string());
@@ -163,7 +98,7 @@ TEST_P(DummyGgufLlama, LoadsTokenizesAndDecodes) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Archs, DummyGgufLlama, testing::ValuesIn(k_cases),
+INSTANTIATE_TEST_SUITE_P(Archs, DummyGgufLlama, testing::ValuesIn(k_dummy_cases),
                          [](const auto& param_info) { return std::string(param_info.param.name); });
 
 }  // namespace
