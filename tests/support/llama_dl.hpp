@@ -42,7 +42,7 @@ class LlamaLib {
   static std::filesystem::path lib_dir() {
     if (const char* env = std::getenv("KVPROF_LLAMA_LIB"); env != nullptr && *env != '\0') {
       const std::filesystem::path p(env);
-      return std::filesystem::is_directory(p) ? p : p.parent_path();
+      return p.extension() == ".so" ? p.parent_path() : p;
     }
     return std::filesystem::path(KVPROF_SOURCE_DIR) / ".deps/llama/linux-x64";
   }
