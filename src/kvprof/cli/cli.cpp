@@ -31,7 +31,8 @@ int run(int argc, char** argv) {
       "  workload   generate workload.jsonl: the grid of request conditions\n"
       "  requests   stream workload.jsonl to a server; request_trace.csv, TTFT/ITL/E2E\n"
       "  profile    measure a live server (or the built-in simulator): memory, /metrics, latency\n"
-      "  bench      run llama.cpp in-process on a GGUF: memory and speed per concurrency",
+      "  bench      run llama.cpp in-process on a GGUF: memory and speed per concurrency\n"
+      "  make-gguf  write a GGUF with random weights that llama.cpp loads (memory tests)",
       "kvprof"};
   app.set_version_flag("--version", std::string("kvprof ") + KVPROF_VERSION);
   app.require_subcommand(1);
@@ -47,6 +48,7 @@ int run(int argc, char** argv) {
   register_requests_command(app);
   register_profile_command(app);
   register_bench_command(app);
+  register_make_gguf_command(app);
 
   try {
     auto args = normalize_short_flags(std::vector<std::string>(argv, argv + argc));

@@ -15,5 +15,6 @@ void register_workload_command(CLI::App& app);
 void register_requests_command(CLI::App& app);
 void register_profile_command(CLI::App& app);
 void register_bench_command(CLI::App& app);
+void register_make_gguf_command(CLI::App& app);
 
 }  // namespace kvprof::cli
