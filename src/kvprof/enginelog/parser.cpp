@@ -1,0 +1,129 @@
+// The line splitter, the engine detection and the file reader (see parser.hpp).
+#include "kvprof/enginelog/parser.hpp"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+
+#include "kvprof/enginelog/scan.hpp"
+
+namespace kvprof::enginelog {
+
+EngineLogParser::EngineLogParser(ParseOptions options) : m_options(options) {
+  m_report.engine = options.engine;
+}
+
+void EngineLogParser::feed(std::string_view bytes) {
+  if (m_report.truncated) return;
+  if (bytes.size() > m_options.max_total_bytes - m_total_bytes) {
+    bytes = bytes.substr(0, m_options.max_total_bytes - m_total_bytes);
+    m_report.truncated = true;
+  }
+  m_total_bytes += bytes.size();
+  while (!bytes.empty()) {
+    const size_t nl = bytes.find('\n');
+    const auto part = bytes.substr(0, nl);
+    if (!m_skipping) {
+      if (m_line.size() + part.size() > m_options.max_line_bytes) {
+        m_skipping = true;
+        m_line.clear();
+        m_line.shrink_to_fit();
+      } else {
+        m_line.append(part);
+      }
+    }
+    if (nl == std::string_view::npos) break;
+    end_line();
+    bytes.remove_prefix(nl + 1);
+  }
+}
+
+void EngineLogParser::end_line() {
+  ++m_report.n_lines;
+  if (m_skipping) {
+    ++m_report.n_skipped_long_lines;
+    m_skipping = false;
+  } else {
+    std::string_view line = m_line;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    parse_line(line);
+  }
+  m_line.clear();
+}
+
+void EngineLogParser::parse_line(std::string_view line) {
+  std::string clean;
+  if (line.find('\x1b') != std::string_view::npos) {
+    clean = strip_ansi(line);
+    line = clean;
+  }
+  const detail::LineInput in{m_report.n_lines, line};
+  const Engine engine = m_report.engine;
+  bool recognised = false;
+  Engine found = Engine::unknown;
+  auto try_engine = [&](Engine e, auto&& parse, auto&& marker) {
+    if (recognised || (engine != Engine::unknown && engine != e)) return;
+    if (parse()) {
+      recognised = true;
+      found = e;
+    } else if (found == Engine::unknown && engine == Engine::unknown && marker()) {
+      found = e;
+    }
+  };
+  try_engine(
+      Engine::llamacpp, [&] { return detail::parse_llamacpp_line(in, m_llama, m_report); },
+      [&] { return detail::is_llamacpp_marker(line); });
+  try_engine(
+      Engine::vllm, [&] { return detail::parse_vllm_line(in, m_report); },
+      [&] { return detail::is_vllm_marker(line); });
+  try_engine(
+      Engine::sglang, [&] { return detail::parse_sglang_line(in, m_report); },
+      [&] { return detail::is_sglang_marker(line); });
+  try_engine(
+      Engine::trtllm, [&] { return detail::parse_trtllm_line(in, m_report); },
+      [&] { return detail::is_trtllm_marker(line); });
+  if (recognised) ++m_report.n_recognised_lines;
+  if (engine == Engine::unknown && found != Engine::unknown) m_report.engine = found;
+}
+
+EngineLogReport EngineLogParser::finish() {
+  if (!m_line.empty() || m_skipping) end_line();
+  return std::move(m_report);
+}
+
+EngineLogReport parse_engine_log(std::string_view text, const ParseOptions& options) {
+  EngineLogParser parser(options);
+  parser.feed(text);
+  return parser.finish();
+}
+
+Expected<EngineLogReport> parse_engine_log_file(const std::filesystem::path& path,
+                                                const ParseOptions& options) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) {
+    return fail(ErrorKind::not_found, "no such file: " + path.string());
+  }
+  if (std::filesystem::is_directory(path, ec)) {
+    return fail(ErrorKind::input, path.string() + " is a directory, not a log file");
+  }
+  std::unique_ptr<FILE, int (*)(FILE*)> file(std::fopen(path.c_str(), "rb"), &std::fclose);
+  if (!file) {
+    return fail(ErrorKind::io, "cannot read " + path.string() + ": " + std::strerror(errno));
+  }
+  EngineLogParser parser(options);
+  std::string buffer(1 << 16, '\0');
+  uint64_t total = 0;
+  while (total <= options.max_total_bytes) {
+    const size_t n = std::fread(buffer.data(), 1, buffer.size(), file.get());
+    if (n == 0) break;
+    total += n;
+    parser.feed(std::string_view(buffer.data(), n));
+  }
+  if (std::ferror(file.get())) {
+    return fail(ErrorKind::io, "error reading " + path.string() + ": " + std::strerror(errno));
+  }
+  return parser.finish();
+}
+
+}  // namespace kvprof::enginelog
