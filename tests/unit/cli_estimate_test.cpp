@@ -9,25 +9,14 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "support/run_kvprof.hpp"
+
 namespace {
 
-struct Run {
-  int rc = -1;
-  std::string out;  // stdout and stderr
-};
+using kvprof::test::Run;
 
 Run run(const std::string& args) {
-  const std::string cmd = std::string(KVPROF_BIN) + " " + args + " 2>&1";
-  Run r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) return r;
-  std::array<char, 4096> buf{};
-  size_t n = 0;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0)
-    r.out.append(buf.data(), n);
-  const int status = pclose(p);
-  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  return kvprof::test::run_kvprof(args);
 }
 
 TEST(CliEstimate, DefaultRunPrintsTableAndVerdict) {

@@ -54,7 +54,8 @@ void add_grid_options(CLI::App* cmd, GridCliValues& v) {
       ->capture_default_str();
   cmd->add_option("--count-mode", v.count_mode,
                   "times-concurrency: N x concurrency requests per condition, so the "
-                  "concurrency is reached and held; exact: N requests (as seed 002)")
+                  "concurrency is reached and held; exact: N requests per condition, whatever the "
+                  "concurrency")
       ->check(CLI::IsMember({"times-concurrency", "exact"}))
       ->capture_default_str();
   cmd->add_option("--seed", v.seed, "Seed for prompts and arrivals (same seed, same workload)")

@@ -1,0 +1,33 @@
+// Test-only: runs the kvprof binary with arguments through the shell and returns its exit code
+// and everything it printed (stdout and stderr together).
+#pragma once
+
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <string>
+
+namespace kvprof::test {
+
+struct Run {
+  int rc = -1;      // exit code; -1 when it did not exit normally
+  std::string out;  // stdout and stderr
+};
+
+// `kvprof <args>`; `args` is shell text (quote what needs quoting).
+inline Run run_kvprof(const std::string& args) {
+  const std::string cmd = std::string(KVPROF_BIN) + " " + args + " 2>&1";
+  Run r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) return r;
+  std::array<char, 4096> buf{};
+  size_t n = 0;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0)
+    r.out.append(buf.data(), n);
+  const int status = pclose(p);
+  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+}  // namespace kvprof::test
