@@ -30,7 +30,8 @@ int run(int argc, char** argv) {
       "  sample     record GPU (and host) memory over time into CSV traces\n"
       "  workload   generate workload.jsonl: the grid of request conditions\n"
       "  requests   stream workload.jsonl to a server; request_trace.csv, TTFT/ITL/E2E\n"
-      "  profile    measure a live server (or the built-in simulator): memory, /metrics, latency",
+      "  profile    measure a live server (or the built-in simulator): memory, /metrics, latency\n"
+      "  parse-log  read an engine's startup log: the memory it reported, per device and line",
       "kvprof"};
   app.set_version_flag("--version", std::string("kvprof ") + KVPROF_VERSION);
   app.require_subcommand(1);
@@ -45,6 +46,7 @@ int run(int argc, char** argv) {
   register_workload_command(app);
   register_requests_command(app);
   register_profile_command(app);
+  register_parse_log_command(app);
 
   try {
     auto args = normalize_short_flags(std::vector<std::string>(argv, argv + argc));

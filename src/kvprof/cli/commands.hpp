@@ -14,5 +14,6 @@ void register_sample_command(CLI::App& app);
 void register_workload_command(CLI::App& app);
 void register_requests_command(CLI::App& app);
 void register_profile_command(CLI::App& app);
+void register_parse_log_command(CLI::App& app);
 
 }  // namespace kvprof::cli

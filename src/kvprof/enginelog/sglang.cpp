@@ -5,7 +5,7 @@
 namespace kvprof::enginelog::detail {
 
 bool is_sglang_marker(std::string_view text) {
-  return contains(text, "sglang") || contains(text, "[TP0]") || contains(text, "[DP0 TP0]");
+  return contains(text, "sglang.srt") || contains(text, "sglang.launch_server");
 }
 
 bool parse_sglang_line(const LineInput&, EngineLogReport&) {
