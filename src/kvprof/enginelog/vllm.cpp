@@ -107,6 +107,8 @@ bool parse_vllm_line(const LineInput& in, EngineLogReport& report) {
   auto& s = report.settings;
   if (contains(text, "Model loading took"))
     return figure_after(in, "Model loading took", Component::weights, report);
+  if (contains(text, "Loading model weights took"))  // v0: "Loading model weights took 6.1138 GB"
+    return figure_after(in, "Loading model weights took", Component::weights, report);
   if (contains(text, "Available KV cache memory:"))
     return figure_after(in, "Available KV cache memory:", Component::kv_cache, report);
   if (contains(text, "Graph capturing finished in"))
