@@ -32,7 +32,8 @@ int run(int argc, char** argv) {
       "  requests   stream workload.jsonl to a server; request_trace.csv, TTFT/ITL/E2E\n"
       "  profile    measure a live server (or the built-in simulator): memory, /metrics, latency\n"
       "  bench      run llama.cpp in-process on a GGUF: memory and speed per concurrency\n"
-      "  make-gguf  write a GGUF with random weights that llama.cpp loads (memory tests)",
+      "  make-gguf  write a GGUF with random weights that llama.cpp loads (memory tests)\n"
+      "  parse-log  read an engine's startup log: the memory it reported, per device and line",
       "kvprof"};
   app.set_version_flag("--version", std::string("kvprof ") + KVPROF_VERSION);
   app.require_subcommand(1);
@@ -49,6 +50,7 @@ int run(int argc, char** argv) {
   register_profile_command(app);
   register_bench_command(app);
   register_make_gguf_command(app);
+  register_parse_log_command(app);
 
   try {
     auto args = normalize_short_flags(std::vector<std::string>(argv, argv + argc));

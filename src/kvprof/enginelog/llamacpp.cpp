@@ -106,6 +106,9 @@ bool parse_kv_summary(const LineInput& in, LlamaCppState& state, EngineLogReport
   c.seek_past(self_size ? "KV self size =" : ": size =");
   if (!c.read_size()) return false;
   auto& s = report.settings;
+  uint64_t cells_v = 0;
+  uint64_t layers_v = 0;
+  std::string_view seqs_v;
   if (!self_size) {
     if (!c.eat("(")) return false;
     const auto cells = c.read_uint();
@@ -114,10 +117,9 @@ bool parse_kv_summary(const LineInput& in, LlamaCppState& state, EngineLogReport
     if (!layers || !c.eat("layers,")) return false;
     const auto seqs = c.read_token(")");
     if (seqs.empty() || !c.eat("seqs),")) return false;
-    // The first cache printed is the main one (an iSWA model prints the SWA cache second).
-    if (!s.kv_cells) s.kv_cells = Printed<uint64_t>{*cells, ref(in)};
-    if (!s.kv_layers) s.kv_layers = Printed<uint64_t>{*layers, ref(in)};
-    if (!s.kv_seqs) s.kv_seqs = Printed<std::string>{std::string(seqs), ref(in)};
+    cells_v = *cells;
+    layers_v = *layers;
+    seqs_v = seqs;
   } else if (!c.eat(",")) {
     return false;
   }
@@ -130,6 +132,13 @@ bool parse_kv_summary(const LineInput& in, LlamaCppState& state, EngineLogReport
     auto size = c.read_size();
     if (!size) return false;
     sizes[i] = std::move(*size);
+  }
+  // Nothing is kept unless the whole line read. The first cache printed is the main one (an
+  // iSWA model prints its SWA cache second).
+  if (!self_size) {
+    if (!s.kv_cells) s.kv_cells = Printed<uint64_t>{cells_v, ref(in)};
+    if (!s.kv_layers) s.kv_layers = Printed<uint64_t>{layers_v, ref(in)};
+    if (!s.kv_seqs) s.kv_seqs = Printed<std::string>{std::string(seqs_v), ref(in)};
   }
   add_figure(report, in, Component::kv_cache_k, "", std::move(sizes[0]), state.context, types[0]);
   add_figure(report, in, Component::kv_cache_v, "", std::move(sizes[1]), state.context, types[1]);

@@ -5,7 +5,7 @@
 namespace kvprof::enginelog::detail {
 
 bool is_trtllm_marker(std::string_view text) {
-  return contains(text, "[TRT-LLM]") || contains(text, "tensorrt_llm");
+  return contains(text, "[TRT-LLM]");
 }
 
 bool parse_trtllm_line(const LineInput&, EngineLogReport&) {

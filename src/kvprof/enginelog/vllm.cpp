@@ -10,7 +10,8 @@
 //   "GPU KV cache size: 126,256 tokens"                                kv_cache_utils.py
 //   "Maximum concurrency for 8,192 tokens per request: 15.41x"        kv_cache_utils.py
 //   "Graph capturing finished in 4 secs, took 0.89 GiB"               gpu_model_runner.py
-//   "# GPU blocks: 7891" (v0) / "... num_gpu_blocks is: 7891" (v1 debug)
+//   "# GPU blocks: 7891" (v0; "# cuda blocks:" when named after the platform) /
+//   "... num_gpu_blocks is: 7891" (v1 debug)
 // vLLM's "GB" in older versions is GiB (bytes / 2^30); it is read as such.
 #include <algorithm>
 #include <string>
@@ -97,9 +98,8 @@ bool parse_version(const LineInput& in, EngineLogReport& report) {
 }  // namespace
 
 bool is_vllm_marker(std::string_view text) {
-  return contains(text, "(EngineCore") || contains(text, "(APIServer") ||
-         contains(text, "vLLM API server") || contains(text, "[vllm") || contains(text, "vllm.") ||
-         contains(text, "(VllmWorker");
+  return contains(text, "(EngineCore") || contains(text, "(APIServer pid=") ||
+         contains(text, "vLLM API server") || contains(text, "(VllmWorker");
 }
 
 bool parse_vllm_line(const LineInput& in, EngineLogReport& report) {
@@ -107,6 +107,8 @@ bool parse_vllm_line(const LineInput& in, EngineLogReport& report) {
   auto& s = report.settings;
   if (contains(text, "Model loading took"))
     return figure_after(in, "Model loading took", Component::weights, report);
+  if (contains(text, "Loading model weights took"))  // v0: "Loading model weights took 6.1138 GB"
+    return figure_after(in, "Loading model weights took", Component::weights, report);
   if (contains(text, "Available KV cache memory:"))
     return figure_after(in, "Available KV cache memory:", Component::kv_cache, report);
   if (contains(text, "Graph capturing finished in"))
@@ -114,6 +116,7 @@ bool parse_vllm_line(const LineInput& in, EngineLogReport& report) {
   if (contains(text, "GPU KV cache size:"))
     return uint_after(in, "GPU KV cache size:", s.kv_cache_tokens);
   if (contains(text, "# GPU blocks:")) return uint_after(in, "# GPU blocks:", s.num_gpu_blocks);
+  if (contains(text, "# cuda blocks:")) return uint_after(in, "# cuda blocks:", s.num_gpu_blocks);
   if (contains(text, "num_gpu_blocks is:"))
     return uint_after(in, "num_gpu_blocks is:", s.num_gpu_blocks);
   if (contains(text, "Maximum concurrency for ")) {

@@ -1,0 +1,48 @@
+// `kvprof parse-log FILE`: reads an engine's startup log (llama.cpp, vLLM, ...) and prints the
+// memory it reported (per component and device, with line numbers) and the settings it printed.
+#include <fmt/format.h>
+
+#include "kvprof/cli/commands.hpp"
+#include "kvprof/cli/output.hpp"
+#include "kvprof/enginelog/parser.hpp"
+#include "kvprof/report/engine_log_report.hpp"
+#include "kvprof/util/error.hpp"
+
+namespace kvprof::cli {
+
+void register_parse_log_command(CLI::App& app) {
+  struct Options {
+    std::string path;
+    std::string engine = "auto";
+    OutputOptions out;
+  };
+  auto opts = std::make_shared<Options>();
+  auto* cmd = app.add_subcommand(
+      "parse-log",
+      "Read an engine's startup log: the memory it reported per component and device "
+      "(confidence: reported by engine), its settings and model facts.\n"
+      "Exit codes: 0 memory figures found; 1 the file was read but no memory line was "
+      "recognised (so a script never takes an empty report for a log that reported nothing); "
+      "2 the file is missing or unreadable, or a bad flag.");
+  cmd->add_option("file", opts->path, "The log file (stdout/stderr of the engine as printed)")
+      ->required()
+      ->type_name("FILE");
+  cmd->add_option("--engine", opts->engine, "Which engine wrote it; auto = detect from the lines")
+      ->check(CLI::IsMember({"auto", "llamacpp", "vllm", "sglang", "trtllm"}))
+      ->capture_default_str();
+  add_output_options(cmd, opts->out);
+  cmd->callback([opts] {
+    enginelog::ParseOptions options;
+    if (opts->engine != "auto") options.engine = *enginelog::engine_from_name(opts->engine);
+    const auto log = value_or_fatal(enginelog::parse_engine_log_file(opts->path, options));
+    emit(opts->out, report::engine_log_json(log), report::engine_log_text(log));
+    if (!enginelog::has_memory_figures(log)) {
+      // Exit 1: the input was fine as a file but gave no figure, a runtime outcome.
+      throw Fatal({ErrorKind::internal,
+                   fmt::format("no memory lines recognised in '{}' ({} lines read, engine: {})",
+                               opts->path, log.n_lines, enginelog::engine_name(log.engine))});
+    }
+  });
+}
+
+}  // namespace kvprof::cli

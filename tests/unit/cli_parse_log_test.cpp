@@ -1,0 +1,112 @@
+// Black-box tests of `kvprof parse-log`: table, --json, --engine, exit codes and one-line errors.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace {
+
+struct Run {
+  int rc = -1;
+  std::string out;  // stdout and stderr
+};
+
+Run run(const std::string& args, bool with_stderr = true) {
+  const std::string cmd =
+      std::string(KVPROF_BIN) + " " + args + (with_stderr ? " 2>&1" : " 2>/dev/null");
+  Run r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) return r;
+  std::array<char, 4096> buf{};
+  size_t n = 0;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0)
+    r.out.append(buf.data(), n);
+  const int status = pclose(p);
+  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+std::string fixture(const std::string& name) {
+  return std::string(KVPROF_FIXTURES_DIR) + "/" + name;
+}
+
+TEST(CliParseLog, LlamaCppTableShowsFiguresDevicesAndLines) {
+  const auto r = run("parse-log " + fixture("llama_cpp_logs/startup_f16_np4.log"));
+  ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_NE(r.out.find("engine: llamacpp"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("CPU_Mapped"), std::string::npos);
+  EXPECT_NE(r.out.find("110.53 MiB    93"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("148.01 MiB"), std::string::npos);
+  EXPECT_NE(r.out.find("n_ctx_seq"), std::string::npos);
+}
+
+TEST(CliParseLog, JsonHasBytesLinesAndSettings) {
+  const auto r = run("parse-log --json " + fixture("llama_cpp_logs/startup_q8kv_fa_np4.log"));
+  ASSERT_EQ(r.rc, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j.at("schema_version"), 1);
+  EXPECT_EQ(j.at("kind"), "engine_log");
+  EXPECT_EQ(j.at("engine"), "llamacpp");
+  EXPECT_EQ(j.at("confidence"), "reported by engine");
+  const auto& f = j.at("figures");
+  ASSERT_EQ(f.size(), 6U);
+  EXPECT_EQ(f[0].at("component"), "weights");
+  EXPECT_EQ(f[0].at("device"), "CPU_Mapped");
+  EXPECT_EQ(f[0].at("bytes").get<uint64_t>(), (12638ULL * (1 << 20) + 50) / 100);
+  EXPECT_EQ(f[0].at("printed"), "126.38 MiB");
+  EXPECT_EQ(f[0].at("line"), 93);
+  EXPECT_EQ(j.at("settings").at("flash_attn").at("value"), "1");
+  EXPECT_EQ(j.at("settings").at("n_ctx").at("value"), 32768);
+  EXPECT_EQ(j.at("settings").at("type_k").at("value"), "q8_0");
+  EXPECT_EQ(j.at("model").at("block_count").at("value"), 12);
+  EXPECT_EQ(j.at("devices").size(), 2U);
+}
+
+TEST(CliParseLog, VllmQuoteIsDetected) {
+  const auto path = std::filesystem::temp_directory_path() / "kvprof_parse_log_vllm.log";
+  {
+    std::ifstream in(fixture("vllm_startup_public.jsonl"));
+    std::string line;
+    std::getline(in, line);
+    std::ofstream out(path);
+    out << nlohmann::json::parse(line).at("quote").get<std::string>() << "\n";
+  }
+  const auto r = run("parse-log --json " + path.string());
+  ASSERT_EQ(r.rc, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j.at("engine"), "vllm");
+  EXPECT_EQ(j.at("settings").at("num_gpu_blocks").at("value"), 7891);
+  const auto forced = run("parse-log --engine llamacpp " + path.string());
+  EXPECT_EQ(forced.rc, 1) << forced.out;
+  std::filesystem::remove(path);
+}
+
+TEST(CliParseLog, MissingFileIsOneLineExitTwo) {
+  const auto r = run("parse-log /no/such/engine.log");
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_EQ(r.out, "kvprof: error: no such file: /no/such/engine.log\n");
+}
+
+TEST(CliParseLog, NothingRecognisedExitsOne) {
+  const auto path = std::filesystem::temp_directory_path() / "kvprof_parse_log_empty.log";
+  {
+    std::ofstream out(path);
+    out << "hello\nnothing here\n";
+  }
+  const auto r = run("parse-log " + path.string());
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.out.find("no memory lines recognised"), std::string::npos) << r.out;
+  std::filesystem::remove(path);
+}
+
+TEST(CliParseLog, BadEngineIsUsageError) {
+  const auto r = run("parse-log --engine ollama " + fixture("llama_cpp_logs/startup_f16_np4.log"));
+  EXPECT_EQ(r.rc, 2);
+}
+
+}  // namespace
