@@ -20,7 +20,7 @@ namespace {
 struct BenchState {
   bench::BenchConfig config;
   std::string flash_attn = "auto";
-  std::vector<std::string> mixed;
+  std::vector<uint32_t> mixed;
   bool json_out = false;
   bool no_mmap = false;
   std::string gpu_source = "auto";
@@ -35,8 +35,7 @@ void run_bench_command(BenchState& st) {
   value_or_fatal(engine::kv_cache_type_id(config.engine.cache_type_v));
   if (!st.mixed.empty()) {
     if (st.mixed.size() != 2) throw Fatal({ErrorKind::usage, "--mixed takes SHORT,LONG"});
-    config.mixed = {static_cast<uint32_t>(std::stoul(st.mixed[0])),
-                    static_cast<uint32_t>(std::stoul(st.mixed[1]))};
+    config.mixed = {st.mixed[0], st.mixed[1]};
   }
   std::error_code ec;
   if (!std::filesystem::is_regular_file(config.engine.model_path, ec)) {
