@@ -185,6 +185,7 @@ json summary_json(const BenchConfig& config, const BenchReport& r) {
         {"cache_type_k", e.cache_type_k},
         {"cache_type_v", e.cache_type_v},
         {"mmap", e.use_mmap},
+        {"swa_full", e.swa_full},
         {"gen_tokens", config.gen_tokens},
         {"seed", config.seed}}},
       {"memory_source", r.memory_source},

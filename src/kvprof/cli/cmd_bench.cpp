@@ -23,6 +23,7 @@ struct BenchState {
   std::vector<uint32_t> mixed;
   bool json_out = false;
   bool no_mmap = false;
+  bool swa_full = false;
   std::string gpu_source = "auto";
 };
 
@@ -31,6 +32,7 @@ void run_bench_command(BenchState& st) {
   config.engine.flash_attn =
       value_or_fatal(engine::parse_flash_attn(st.flash_attn.empty() ? "on" : st.flash_attn));
   config.engine.use_mmap = !st.no_mmap;
+  config.engine.swa_full = st.swa_full;
   value_or_fatal(engine::kv_cache_type_id(config.engine.cache_type_k));
   value_or_fatal(engine::kv_cache_type_id(config.engine.cache_type_v));
   if (!st.mixed.empty()) {
@@ -121,6 +123,8 @@ void register_bench_command(CLI::App& app) {
   cmd->add_option("-t,--threads", e.n_threads, "CPU threads (0 = every core)")
       ->capture_default_str();
   cmd->add_flag("--no-mmap", st->no_mmap, "Read the model into memory instead of mapping it");
+  cmd->add_flag("--swa-full", st->swa_full,
+                "Sliding-window layers keep a cache of all -c cells (llama-server's --swa-full)");
   cmd->add_option("--seed", c.seed, "Seed of the prompt tokens")->capture_default_str();
   cmd->add_option("--llama-lib", c.library.path,
                   "libllama.so or its folder (default: KVPROF_LLAMA_LIB, then .deps/llama/)");

@@ -28,7 +28,13 @@ std::vector<std::string> split_list(const std::vector<std::string>& items) {
 estimate::EstimateInput build_estimate_input(const EstimateOptions& o) {
   estimate::EstimateInput in;
   in.model = value_or_fatal(model::load_model(o.model));
-  if (!o.gpu_mem.empty()) {
+  const std::string gpu_lower = to_lower(o.gpu);
+  if (gpu_lower == "cpu" || gpu_lower == "none") {
+    // A CPU-only deployment (llama.cpp): no GPU; host RAM is the budget.
+    in.gpu = gpu::custom_gpu(1);
+    in.gpu.name = "none (CPU)";
+    in.settings.no_gpu = true;
+  } else if (!o.gpu_mem.empty()) {
     auto bytes = parse_bytes(o.gpu_mem);
     if (!bytes || *bytes == 0) {
       throw Fatal(
@@ -75,6 +81,20 @@ estimate::EstimateInput build_estimate_input(const EstimateOptions& o) {
   s.flash_attn = to_lower(o.flash_attn) != "off" && o.flash_attn != "0";
   s.n_parallel = std::max<uint32_t>(o.n_parallel, 1);
   s.n_ubatch = std::max<uint32_t>(o.n_ubatch, 1);
+  s.n_batch = std::max<uint32_t>(o.n_batch, 1);
+  s.cache_type_k = o.cache_type_k;
+  s.cache_type_v = o.cache_type_v;
+  s.use_mmap = !o.no_mmap;
+  s.swa_full = o.swa_full;
+  s.kv_unified = !o.no_kv_unified;
+  if (!o.host_mem.empty()) {
+    auto b = parse_bytes(o.host_mem);
+    if (!b || *b == 0) {
+      throw Fatal(
+          {ErrorKind::usage, fmt::format("--host-mem: '{}' is not a memory size", o.host_mem)});
+    }
+    s.host_memory_bytes = *b;
+  }
   s.speculative_model = o.speculative_model;
   s.num_speculative_tokens = o.num_speculative_tokens;
   s.spec_runtime_control = o.spec_runtime_control;
@@ -142,6 +162,15 @@ void add_estimate_options(CLI::App* cmd, EstimateOptions& o) {
       ->capture_default_str();
   eng->add_option("--parallel,--np", o.n_parallel, "llama.cpp -np: slots")->capture_default_str();
   eng->add_option("--ubatch-size", o.n_ubatch, "llama.cpp -ub")->capture_default_str();
+  eng->add_option("--batch-size", o.n_batch, "llama.cpp -b")->capture_default_str();
+  eng->add_option("--cache-type-k", o.cache_type_k,
+                  "llama.cpp -ctk: f16 bf16 f32 q8_0 q4_0 q4_1 q5_0 q5_1 iq4_nl");
+  eng->add_option("--cache-type-v", o.cache_type_v, "llama.cpp -ctv (quantized needs -fa on)");
+  eng->add_flag("--no-mmap", o.no_mmap, "llama.cpp: read the model into RAM instead of mapping");
+  eng->add_flag("--swa-full", o.swa_full, "llama.cpp: full-size cache for sliding-window layers");
+  eng->add_flag("--no-kv-unified", o.no_kv_unified, "llama.cpp: one KV stream per slot");
+  eng->add_option("--host-mem", o.host_mem,
+                  "Host RAM for CPU engines (llama.cpp), e.g. 32GiB (default: this machine's)");
   auto* spec = cmd->add_option_group("speculative decoding");
   spec->add_option("--speculative-model,--draft-model", o.speculative_model,
                    "Draft model (catalog id or path)");
@@ -166,6 +195,8 @@ std::vector<std::string> normalize_short_flags(std::vector<std::string> args) {
       {"-np", "--parallel"},
       {"-fa", "--flash-attn"},
       {"-ub", "--ubatch-size"},
+      {"-b", "--batch-size"},
+      {"-c", "--ctx-size"},
       {"-ctk", "--cache-type-k"},
       {"-ctv", "--cache-type-v"},
   };

@@ -40,6 +40,13 @@ struct EstimateOptions {
   std::string flash_attn = "on";
   uint32_t n_parallel = 1;
   uint32_t n_ubatch = 512;
+  uint32_t n_batch = 2048;
+  std::string cache_type_k;
+  std::string cache_type_v;
+  bool no_mmap = false;
+  bool swa_full = false;
+  bool no_kv_unified = false;
+  std::string host_mem;
   std::string speculative_model;
   uint32_t num_speculative_tokens = 0;
   bool spec_runtime_control = false;

@@ -102,6 +102,7 @@ Expected<std::unique_ptr<LlamaContext>> LlamaContext::create(LlamaModel& model,
   params.n_threads = threads;
   params.n_threads_batch = threads;
   params.kv_unified = settings.kv_unified;
+  params.swa_full = settings.swa_full;
   params.no_perf = false;
   std::unique_ptr<LlamaContext> ctx(new LlamaContext());
   ctx->m_model = &model;

@@ -36,6 +36,8 @@ struct LlamaSettings {
   std::string cache_type_v = "f16";         // -ctv
   int32_t n_threads = 0;                    // -t; 0 = the machine's cores
   bool kv_unified = true;                   // one KV buffer shared by every sequence
+  bool swa_full = false;  // --swa-full: sliding-window layers keep all n_ctx cells (llama-server's
+                          // default is off)
 };
 
 // The model as llama.cpp describes it after loading.

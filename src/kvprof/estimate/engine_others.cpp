@@ -1,5 +1,6 @@
-// SGLang, TensorRT-LLM (PyTorch backend), llama.cpp and HF transformers profiles, and the
-// dispatcher. Each reproduces the engine's own budget rule; see the comment on each.
+// SGLang, TensorRT-LLM (PyTorch backend) and HF transformers profiles, and the dispatcher
+// (llama.cpp's is in engine_llamacpp.cpp). Each reproduces the engine's own budget rule; see the
+// comment on each.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -225,84 +226,6 @@ Expected<Estimate> estimate_trtllm(const EstimateInput& in) {
   finish_engine(est, blocks > 0,
                 "TensorRT-LLM: KV = free_gpu_memory_fraction x (free memory after weights, "
                 "warm-up activations and CUDA graphs); tokens_per_block 32");
-  return est;
-}
-
-// llama.cpp (llama-server): KV = n_ctx x layers x (K + V width) in the cache type (f16 by
-// default), sliding layers bounded by window + n_ubatch; compute buffers sized by n_ubatch
-// (and n_ctx x heads without flash attention); weights of the -ngl offloaded layers.
-Expected<Estimate> estimate_llamacpp(const EstimateInput& in) {
-  EngineSettings settings = in.settings;
-  if (settings.kv_cache_dtype == KvCacheDtype::auto_) settings.kv_cache_dtype = KvCacheDtype::f16;
-  if (!settings.max_model_len) settings.max_model_len = 4096;  // llama-server --ctx-size
-  auto c = prepare(in, settings);
-  if (!c) return std::unexpected(c.error());
-  Estimate& est = c->est;
-  auto& s = est.settings;
-  const auto& m = in.model;
-  const uint32_t n_layer = m.n_layer;
-  const uint32_t ngl = std::min<uint32_t>(s.n_gpu_layers.value_or(n_layer + 1), n_layer + 1);
-  s.n_gpu_layers = ngl;
-  const uint32_t gpu_layers = std::min(ngl, n_layer);
-  const uint64_t n_ctx = *s.max_model_len;
-  MemoryBreakdown& mb = est.per_gpu;
-  // Weights: the offloaded share of the decoder; the output layer only with ngl > n_layer; the
-  // token embedding stays in host memory.
-  const auto& wb = est.weights;
-  const uint64_t layer_bytes = wb.attention_bytes + wb.mlp_bytes + wb.expert_bytes + wb.other_bytes;
-  mb.weights_bytes = n_layer == 0 ? 0 : layer_bytes * gpu_layers / n_layer;
-  if (ngl > n_layer)
-    mb.weights_bytes += wb.lm_head_bytes > 0 ? wb.lm_head_bytes : wb.embedding_bytes;
-  uint64_t kv = 0;
-  for (const auto& l : c->layout.layers) {
-    if (l.layer < n_layer - gpu_layers) continue;
-    uint64_t cells = n_ctx;
-    if ((l.kind == model::AttentionKind::sliding || l.kind == model::AttentionKind::chunked) &&
-        l.window_tokens > 0) {
-      cells = std::min<uint64_t>(n_ctx, (static_cast<uint64_t>(l.window_tokens) + s.n_ubatch) *
-                                            std::max<uint32_t>(s.n_parallel, 1));
-    }
-    kv += cells * l.bytes_per_token + l.state_bytes * std::max<uint32_t>(s.n_parallel, 1);
-  }
-  mb.kv_cache_bytes = kv;
-  const uint64_t ub = s.n_ubatch;
-  const uint64_t ctx_per_seq = n_ctx / std::max<uint32_t>(s.n_parallel, 1);
-  uint64_t compute =
-      ub * (static_cast<uint64_t>(m.vocab_size) * 4 + m.hidden_size * 4ULL * 6 +
-            std::max(m.intermediate_size, m.moe.expert_intermediate_size) * 4ULL * 2);
-  if (!s.flash_attn) compute += ub * ctx_per_seq * m.n_head * 4ULL * 2;
-  mb.activation_bytes = gpu_layers > 0 ? compute : 0;
-  mb.cuda_context_bytes = 300ULL << 20;
-  sum_total(mb);
-  auto& rep = est.engine_report;
-  rep.available_kv_cache_bytes = kv;
-  rep.kv_cache_tokens = n_ctx;
-  rep.max_model_len = n_ctx;
-  rep.max_num_seqs = s.n_parallel;
-  rep.max_concurrency = s.n_parallel;
-  rep.block_size = 1;
-  rep.log_lines = {
-      fmt::format("offloaded {}/{} layers to GPU", ngl, n_layer + 1),
-      fmt::format("llama_kv_cache: size = {:.2f} MiB ({} cells, {} layers, {} seqs)",
-                  static_cast<double>(kv) / k_mib, n_ctx, gpu_layers, s.n_parallel),
-      fmt::format("CUDA0 compute buffer size = {:.2f} MiB", static_cast<double>(compute) / k_mib)};
-  const Workload w = default_workload(in.workload, n_ctx / std::max<uint32_t>(s.n_parallel, 1));
-  // The KV is allocated up front for n_ctx cells; a workload fits while its tokens fit in it.
-  const uint64_t per_token = n_ctx == 0 ? 0 : kv / n_ctx;
-  fill_rows(est, w, kv, true, [per_token](uint64_t ctx) { return ctx * per_token; });
-  est.max_parallel_requests = s.n_parallel;
-  for (auto& r : est.rows) {
-    if (r.concurrency > s.n_parallel) {
-      r.note = fmt::format("only {} slots (-np): requests beyond them wait", s.n_parallel);
-      if (r.verdict == Verdict::fits) r.verdict = Verdict::tight;
-    }
-  }
-  if (gpu_layers < n_layer) {
-    est.notes.push_back(fmt::format("{} layers stay in host memory", n_layer - gpu_layers));
-  }
-  finish_engine(est, true,
-                "llama.cpp: KV for all n_ctx cells is allocated at start; compute buffer from "
-                "n_ubatch (flash attention avoids the n_ctx x heads scores)");
   return est;
 }
 

@@ -63,6 +63,25 @@ struct WorkloadRow {
   std::string note;
 };
 
+// llama.cpp's placement: host RAM as a budget of its own, and the largest -ngl and -c that fit.
+struct LlamaCppSummary {
+  bool has_gpu = false;
+  uint32_t gpu_layers = 0;          // repeating layers offloaded
+  bool output_on_gpu = false;       // the output layer too (-ngl above the layer count)
+  uint32_t kv_cells = 0;            // cells of a full-attention layer (all slots)
+  uint32_t kv_cells_swa = 0;        // cells of a sliding-window layer
+  uint64_t host_weights_bytes = 0;  // resident weights (mapped pages once used, repacked copies)
+  uint64_t host_kv_bytes = 0;
+  uint64_t host_compute_bytes = 0;  // the part of the compute buffer a running server touches
+  uint64_t host_output_bytes = 0;
+  uint64_t host_runtime_bytes = 0;  // libllama, ggml, vocabulary
+  uint64_t host_total_bytes = 0;
+  uint64_t host_budget_bytes = 0;  // --host-mem, or this machine's RAM
+  int64_t host_headroom_bytes = 0;
+  std::optional<uint32_t> max_gpu_layers;  // largest -ngl that fits (with a GPU)
+  uint64_t max_ctx_size = 0;               // largest -c (multiple of 256) that fits; 0 = none
+};
+
 struct Estimate {
   std::string model_id;
   std::string model_source;
@@ -84,7 +103,8 @@ struct Estimate {
   // state included): the inverse questions are answered from these two.
   uint64_t kv_capacity_bytes = 0;
   std::function<uint64_t(uint64_t)> request_kv_bytes;
-  uint32_t max_parallel_requests = 0;  // engine slot limit (llama.cpp -np), 0 = none
+  uint32_t max_parallel_requests = 0;       // engine slot limit (llama.cpp -np), 0 = none
+  std::optional<LlamaCppSummary> llamacpp;  // llama.cpp only
 
   Verdict verdict = Verdict::fits;
   int64_t headroom_bytes = 0;  // GPU memory - total (negative: does not fit)

@@ -52,6 +52,14 @@ struct EngineSettings {
   bool flash_attn = true;                // -fa
   uint32_t n_parallel = 1;               // -np slots
   uint32_t n_ubatch = 512;
+  uint32_t n_batch = 2048;   // -b
+  std::string cache_type_k;  // -ctk (llama.cpp names); "" = --kv-cache-dtype or f16
+  std::string cache_type_v;  // -ctv
+  bool use_mmap = true;      // --no-mmap
+  bool swa_full = false;     // --swa-full
+  bool kv_unified = true;    // --kv-unified (one KV stream for all slots)
+  bool no_gpu = false;       // --gpu cpu: a CPU-only deployment
+  std::optional<uint64_t> host_memory_bytes;  // --host-mem (default: this machine's RAM)
   // Speculative decoding (seed 000): a draft model and extra CUDA graph sets.
   std::string speculative_model;  // catalog id / path of the draft model ("" = none)
   uint32_t num_speculative_tokens = 0;

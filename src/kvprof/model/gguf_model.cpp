@@ -492,6 +492,9 @@ Expected<ModelSpec> model_from_gguf(const GgufFile& gguf, std::string_view sourc
   }
 
   m.tensors = gguf.tensors;
+  for (size_t i = 0; i < m.tensors.size() && i < gguf.tensor_offsets.size(); ++i) {
+    m.tensors[i].offset_bytes = gguf.tensor_offsets[i];
+  }
   read_structure(m, names, traits);
   read_types(m, gguf);
   return m;

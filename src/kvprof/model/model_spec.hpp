@@ -101,6 +101,7 @@ struct TensorInfo {
   std::string type_name;        // as the file names it: "BF16", "F8_E4M3", "Q4_K", ...
   std::vector<uint64_t> shape;  // as declared (GGUF: ne[0] first)
   uint64_t bytes = 0;           // exact bytes of the data in the file
+  uint64_t offset_bytes = 0;    // GGUF: where the data starts, from the start of the data section
 };
 
 struct ModelSpec {

@@ -33,6 +33,47 @@ std::string upper(std::string_view s) {
 
 }  // namespace
 
+namespace {
+
+nlohmann::json llamacpp_json(const estimate::LlamaCppSummary& l) {
+  return {{"has_gpu", l.has_gpu},
+          {"gpu_layers", l.gpu_layers},
+          {"output_on_gpu", l.output_on_gpu},
+          {"kv_cells", l.kv_cells},
+          {"kv_cells_swa", l.kv_cells_swa},
+          {"host",
+           {{"weights_bytes", l.host_weights_bytes},
+            {"kv_cache_bytes", l.host_kv_bytes},
+            {"compute_bytes", l.host_compute_bytes},
+            {"output_bytes", l.host_output_bytes},
+            {"runtime_bytes", l.host_runtime_bytes},
+            {"total_bytes", l.host_total_bytes},
+            {"budget_bytes", l.host_budget_bytes},
+            {"headroom_bytes", l.host_headroom_bytes}}},
+          {"max_n_gpu_layers",
+           l.max_gpu_layers ? nlohmann::json(*l.max_gpu_layers) : nlohmann::json(nullptr)},
+          {"max_ctx_size", l.max_ctx_size}};
+}
+
+std::string llamacpp_text(const estimate::LlamaCppSummary& l) {
+  Table t({"host RAM", "GiB"});
+  t.add_row({"weights (resident)", gib(l.host_weights_bytes)});
+  t.add_row({"KV cache", gib(l.host_kv_bytes)});
+  t.add_row({"compute (touched)", gib(l.host_compute_bytes)});
+  t.add_row({"output (logits)", gib(l.host_output_bytes)});
+  t.add_row({"libllama + vocabulary", gib(l.host_runtime_bytes)});
+  t.add_row({"total", gib(l.host_total_bytes)});
+  t.add_row({"RAM", gib(l.host_budget_bytes)});
+  t.add_row({"headroom", signed_gib(l.host_headroom_bytes)});
+  std::string out = "\n" + t.render();
+  if (l.max_gpu_layers) out += fmt::format("\nlargest -ngl that fits: {}", *l.max_gpu_layers);
+  out += l.max_ctx_size > 0 ? fmt::format("\nlargest -c that fits: {}\n", l.max_ctx_size)
+                            : std::string("\nno -c fits\n");
+  return out;
+}
+
+}  // namespace
+
 nlohmann::json estimate_json(const Estimate& e) {
   const auto& s = e.settings;
   const auto& mb = e.per_gpu;
@@ -122,6 +163,7 @@ nlohmann::json estimate_json(const Estimate& e) {
       {"confidence", e.confidence},
       {"warnings", e.warnings},
       {"notes", e.notes},
+      {"llamacpp", e.llamacpp ? llamacpp_json(*e.llamacpp) : nlohmann::json(nullptr)},
   };
 }
 
@@ -139,18 +181,26 @@ std::string estimate_text(const Estimate& e) {
   if (s.gpu_memory_utilization)
     out += fmt::format("  memory-fraction={:.3g}", *s.gpu_memory_utilization);
   out += "\n\n";
-  Table parts({"per GPU", "GiB"});
+  const bool cpu_only = e.llamacpp && !e.llamacpp->has_gpu;
+  Table parts({cpu_only ? "host (CPU deployment)" : "per GPU", "GiB"});
   parts.add_row({"weights", gib(mb.weights_bytes)});
   parts.add_row({"KV cache", gib(mb.kv_cache_bytes)});
   parts.add_row({"activations (peak)", gib(mb.activation_bytes)});
-  parts.add_row({"CUDA graphs", gib(mb.cuda_graph_bytes)});
-  parts.add_row({"non-torch (NCCL, cuBLAS)", gib(mb.non_torch_bytes)});
-  parts.add_row({"CUDA context", gib(mb.cuda_context_bytes)});
+  if (!cpu_only) parts.add_row({"CUDA graphs", gib(mb.cuda_graph_bytes)});
+  parts.add_row(
+      {cpu_only ? "output + libllama" : "non-torch (NCCL, cuBLAS)", gib(mb.non_torch_bytes)});
+  if (!cpu_only) parts.add_row({"CUDA context", gib(mb.cuda_context_bytes)});
   if (mb.draft_bytes > 0) parts.add_row({"draft model", gib(mb.draft_bytes)});
   parts.add_row({"total", gib(mb.total_bytes)});
-  parts.add_row({"GPU usable", gib(e.gpu.memory_bytes)});
+  parts.add_row({cpu_only ? "RAM" : "GPU usable", gib(e.gpu.memory_bytes)});
   parts.add_row({"headroom", signed_gib(e.headroom_bytes)});
   out += parts.render();
+  if (e.llamacpp && e.llamacpp->has_gpu) out += llamacpp_text(*e.llamacpp);
+  if (cpu_only) {
+    out += e.llamacpp->max_ctx_size > 0
+               ? fmt::format("\nlargest -c that fits: {}\n", e.llamacpp->max_ctx_size)
+               : std::string("\nno -c fits\n");
+  }
   out += fmt::format("\nKV bytes per token per GPU: {}", e.kv_bytes_per_token);
   if (e.state_bytes_per_request > 0) {
     out += fmt::format("  (+ {} state bytes per request)", e.state_bytes_per_request);
