@@ -5,6 +5,7 @@
 
 #include <fstream>
 
+#include "kvprof/bench/bench_estimate.hpp"
 #include "kvprof/client/stats.hpp"
 #include "kvprof/report/table.hpp"
 #include "kvprof/sys/host_info.hpp"
@@ -74,7 +75,7 @@ json component(std::optional<uint64_t> bytes, const char* confidence, const char
 
 // The measured breakdown of the largest condition: engine-reported buffers, and the rest of
 // the process's growth as overhead.
-json breakdown_json(const BenchReport& r) {
+json breakdown_json(const BenchReport& r, const json& plan_of_condition) {
   const ConditionResult* biggest = nullptr;
   for (const auto& c : r.conditions) {
     if (c.started &&
@@ -94,18 +95,25 @@ json breakdown_json(const BenchReport& r) {
   const auto reported = [&](uint64_t v) {
     return b.reported ? std::optional<uint64_t>(v) : std::nullopt;
   };
-  return {{"memory", "host (RSS of the engine process)"},
-          {"condition", biggest != nullptr ? json(biggest->condition.label) : json(nullptr)},
-          {"process_growth_bytes", opt(growth)},
-          {"weights", component(reported(b.model_bytes), "high",
-                                "reported by engine: llama.cpp's model buffers")},
-          {"kv_cache", component(reported(b.context_bytes), "high",
-                                 "reported by engine: llama.cpp's KV cache buffers")},
-          {"activations", component(reported(b.compute_bytes), "high",
-                                    "reported by engine: llama.cpp's compute buffers")},
-          {"overhead", component(overhead, "medium",
-                                 "peak RSS growth since before load, less the engine's buffers "
-                                 "(mapped weights count once touched)")}};
+  return {
+      {"memory", "host (RSS of the engine process)"},
+      {"condition", biggest != nullptr ? json(biggest->condition.label) : json(nullptr)},
+      {"process_growth_bytes", opt(growth)},
+      {"weights",
+       component(reported(b.model_bytes), "high", "reported by engine: llama.cpp's model buffers")},
+      {"kv_cache", component(reported(b.context_bytes), "high",
+                             "reported by engine: llama.cpp's KV cache buffers")},
+      {"activations", component(reported(b.compute_bytes), "high",
+                                "reported by engine: llama.cpp's compute buffers")},
+      {"estimate", plan_of_condition},
+      {"host_growth_vs_estimate", growth && plan_of_condition.is_object()
+                                      ? json(plan_of_condition["host_total_bytes"].get<double>() /
+                                                 static_cast<double>(*growth) -
+                                             1.0)
+                                      : json(nullptr)},
+      {"overhead", component(overhead, "medium",
+                             "peak RSS growth since before load, less the engine's buffers "
+                             "(mapped weights count once touched)")}};
 }
 
 }  // namespace
@@ -123,11 +131,29 @@ EngineBuffers sum_buffers(const json& breakdown) {
   return b;
 }
 
+bool lib_has_gpu(const json& lib) {
+  if (!lib.contains("devices") || !lib["devices"].is_array()) return false;
+  for (const auto& d : lib["devices"]) {
+    if (d.is_object() && d.value("type", std::string()) == "gpu") return true;
+  }
+  return false;
+}
+
 json summary_json(const BenchConfig& config, const BenchReport& r) {
+  const auto spec = bench_model_spec(config);
+  const model::ModelSpec* model = spec ? &*spec : nullptr;
+  const bool has_gpu = lib_has_gpu(r.lib);
   json conditions = json::array();
+  json biggest_plan = nullptr;
+  uint64_t biggest_tokens = 0;
   for (const auto& c : r.conditions) {
     const auto f = figures(c);
     const EngineBuffers b = sum_buffers(c.breakdown);
+    json plan = c.started ? bench_plan_json(config, model, has_gpu, c.n_ctx, c.n_seq_max) : json();
+    if (c.started && c.condition.kv_tokens() >= biggest_tokens) {
+      biggest_tokens = c.condition.kv_tokens();
+      biggest_plan = plan;
+    }
     conditions.push_back(
         {{"index", c.condition.index},
          {"condition", c.condition.label},
@@ -142,6 +168,7 @@ json summary_json(const BenchConfig& config, const BenchReport& r) {
          {"kv_cache_bytes", b.reported ? json(b.context_bytes) : json(nullptr)},
          {"compute_buffer_bytes", b.reported ? json(b.compute_bytes) : json(nullptr)},
          {"engine_buffers", c.breakdown},
+         {"estimate", plan},
          {"rss_after_context_bytes", opt(c.start_rss_bytes)},
          {"peak_rss_bytes", opt(c.peak_rss_bytes)},
          {"peak_pss_bytes", opt(c.peak_pss_bytes)},
@@ -194,7 +221,7 @@ json summary_json(const BenchConfig& config, const BenchReport& r) {
         {"peak_rss_bytes", opt(r.peak_rss_bytes)},
         {"peak_pss_bytes", opt(r.peak_pss_bytes)}}},
       {"engine_reported", r.breakdown},
-      {"memory_breakdown", breakdown_json(r)},
+      {"memory_breakdown", breakdown_json(r, biggest_plan)},
       {"conditions", conditions},
       {"warnings", r.warnings},
       {"engine_last_log_lines", r.last_log_lines},
@@ -277,16 +304,30 @@ std::string summary_text(const BenchConfig& config, const BenchReport& r) {
   for (const auto& p : r.phases)
     out += fmt::format(" {} {}", p.name, mib(p.rss_bytes));
   out += "\n";
-  const json bd = breakdown_json(r);
+  const json summary = summary_json(config, r);
+  const json& bd = summary["memory_breakdown"];
+  const json& plan = bd["estimate"];
   out += fmt::format("\nmeasured breakdown ({}, {}):\n", bd.value("memory", ""),
                      bd["condition"].is_string() ? bd["condition"].get<std::string>() : "-");
-  report::Table bt({"component", "MiB", "confidence", "how"});
-  for (const char* name : {"weights", "kv_cache", "activations", "overhead"}) {
+  report::Table bt({"component", "MiB", "estimate MiB", "confidence", "how"});
+  const std::pair<const char*, const char*> rows[] = {{"weights", "weights_bytes"},
+                                                      {"kv_cache", "kv_cache_bytes"},
+                                                      {"activations", "compute_bytes"},
+                                                      {"overhead", ""}};
+  for (const auto& [name, plan_key] : rows) {
     const auto& c = bd[name];
+    const bool planned = plan.is_object() && *plan_key != '\0';
     bt.add_row({name, c["bytes"].is_number() ? mib(c["bytes"].get<uint64_t>()) : "-",
-                c.value("confidence", ""), c.value("method", "")});
+                planned ? mib(plan[plan_key].get<uint64_t>()) : "-", c.value("confidence", ""),
+                c.value("method", "")});
   }
   out += bt.render();
+  if (plan.is_object() && bd["process_growth_bytes"].is_number()) {
+    out += fmt::format("process grew {} MiB; planned host RAM {} MiB ({:+.1f}%)\n",
+                       mib(bd["process_growth_bytes"].get<uint64_t>()),
+                       mib(plan["host_total_bytes"].get<uint64_t>()),
+                       bd["host_growth_vs_estimate"].get<double>() * 100.0);
+  }
   if (r.status != "completed") {
     out += fmt::format("\nstatus: {}: {}\n", r.status, r.error);
     for (const auto& line : r.last_log_lines)

@@ -1,0 +1,21 @@
+// What kvprof's llama.cpp planner predicted for each bench condition, written beside what
+// llama.cpp reported and what the process grew by, so a bench run checks the plan.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "kvprof/bench/bench_config.hpp"
+#include "kvprof/model/model_spec.hpp"
+
+namespace kvprof::bench {
+
+// The model of the run as the planner reads it (its GGUF header); nullopt when unreadable.
+std::optional<model::ModelSpec> bench_model_spec(const BenchConfig& config);
+
+// The plan for a context of `n_ctx` cells and `n_seq_max` sequences under the run's settings:
+// {weights_bytes, kv_cache_bytes, compute_bytes, host_total_bytes, ...}; null without a model.
+nlohmann::json bench_plan_json(const BenchConfig& config, const model::ModelSpec* spec,
+                               bool has_gpu, uint32_t n_ctx, uint32_t n_seq_max);
+
+}  // namespace kvprof::bench
