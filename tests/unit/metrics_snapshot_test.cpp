@@ -156,5 +156,28 @@ TEST(LlamacppSlots, OlderStateFieldAndErrors) {
   EXPECT_EQ(parse_llamacpp_slots("[]").value().slots_total, 0U);
 }
 
+TEST(LlamacppSlots, KvTokensOfBusySlotsFromCurrentAndOlderShapes) {
+  // Current llama-server: n_prompt_tokens + next_token[0].n_decoded; idle slots (whose cached
+  // prompt is free for reuse) do not count.
+  const auto current = parse_llamacpp_slots(R"([
+    {"id":0,"n_ctx":512,"is_processing":true,"n_prompt_tokens":100,
+     "next_token":[{"has_next_token":true,"n_remain":10,"n_decoded":7}]},
+    {"id":1,"n_ctx":512,"is_processing":false,"n_prompt_tokens":300,
+     "next_token":[{"n_decoded":20}]}])");
+  ASSERT_TRUE(current.has_value()) << current.error().message;
+  ASSERT_TRUE(current->kv_used_tokens.has_value());
+  EXPECT_EQ(*current->kv_used_tokens, 107U);
+  EXPECT_EQ(current->n_ctx_total_tokens, 1024U);
+  // kvprof serve (and some llama-server versions) send n_past, which wins.
+  const auto past = parse_llamacpp_slots(
+      R"([{"id":0,"n_ctx":256,"is_processing":true,"n_past":42,"n_prompt_tokens":30}])");
+  ASSERT_TRUE(past.has_value());
+  EXPECT_EQ(past->kv_used_tokens, std::optional<uint64_t>(42));
+  // Older servers say nothing about tokens: no KV figure, never a made-up 0.
+  const auto fixture = parse_llamacpp_slots(test::read_fixture("prometheus/llamacpp_slots.json"));
+  ASSERT_TRUE(fixture.has_value());
+  EXPECT_FALSE(fixture->kv_used_tokens.has_value());
+}
+
 }  // namespace
 }  // namespace kvprof::metrics

@@ -26,6 +26,7 @@ int run(int argc, char** argv) {
       "  models     list the built-in model catalog\n"
       "  gpus       list the built-in GPU catalog\n"
       "  serve-sim  run a SIMULATED OpenAI-compatible vLLM server on loopback (tests, demos)\n"
+      "  serve      serve a GGUF with llama.cpp in-process: OpenAI API, /slots, /metrics\n"
       "  env        show this machine: OS, CPU, RAM, GPUs (NVML), inference engines\n"
       "  sample     record GPU (and host) memory over time into CSV traces\n"
       "  workload   generate workload.jsonl: the grid of request conditions\n"
@@ -44,6 +45,7 @@ int run(int argc, char** argv) {
   register_gpus_command(app);
   register_env_command(app);
   register_serve_sim_command(app);
+  register_serve_command(app);
   register_sample_command(app);
   register_workload_command(app);
   register_requests_command(app);

@@ -10,6 +10,7 @@ void register_models_command(CLI::App& app);
 void register_gpus_command(CLI::App& app);
 void register_env_command(CLI::App& app);
 void register_serve_sim_command(CLI::App& app);
+void register_serve_command(CLI::App& app);
 void register_sample_command(CLI::App& app);
 void register_workload_command(CLI::App& app);
 void register_requests_command(CLI::App& app);

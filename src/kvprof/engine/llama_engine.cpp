@@ -71,6 +71,43 @@ Expected<std::unique_ptr<LlamaModel>> LlamaModel::load(std::shared_ptr<LlamaLib>
   return model;
 }
 
+Expected<std::vector<int32_t>> LlamaModel::tokenize(std::string_view text, bool add_special) const {
+  const auto& f = m_lib->fn();
+  if (text.size() > static_cast<size_t>(INT32_MAX / 2)) {
+    return fail(ErrorKind::input, "text too long to tokenize");
+  }
+  const auto len = static_cast<int32_t>(text.size());
+  std::vector<int32_t> tokens(text.size() + 2);
+  int32_t n = f.tokenize(m_vocab, text.data(), len, tokens.data(),
+                         static_cast<int32_t>(tokens.size()), add_special, /*parse_special=*/true);
+  if (n < 0) {  // -n tokens are needed
+    tokens.resize(static_cast<size_t>(-n));
+    n = f.tokenize(m_vocab, text.data(), len, tokens.data(), static_cast<int32_t>(tokens.size()),
+                   add_special, true);
+  }
+  if (n < 0) return fail(ErrorKind::input, "llama.cpp could not tokenize the text");
+  tokens.resize(static_cast<size_t>(n));
+  return tokens;
+}
+
+std::string LlamaModel::token_piece(int32_t token) const {
+  if (token < 0 || token >= m_facts.n_vocab) return {};
+  const auto& f = m_lib->fn();
+  std::string piece(32, '\0');
+  int32_t n = f.token_to_piece(m_vocab, token, piece.data(), static_cast<int32_t>(piece.size()), 0,
+                               /*special=*/true);
+  if (n < 0) {
+    piece.resize(static_cast<size_t>(-n));
+    n = f.token_to_piece(m_vocab, token, piece.data(), static_cast<int32_t>(piece.size()), 0, true);
+  }
+  piece.resize(n > 0 ? static_cast<size_t>(n) : 0);
+  return piece;
+}
+
+bool LlamaModel::is_eog(int32_t token) const {
+  return m_lib->fn().vocab_is_eog(m_vocab, token);
+}
+
 LlamaModel::~LlamaModel() {
   if (m_model != nullptr) m_lib->fn().model_free(m_model);
 }
@@ -222,6 +259,33 @@ Expected<std::vector<int32_t>> LlamaContext::step(const std::vector<int32_t>& se
   for (int32_t i = 0; i < n; ++i)
     next[i] = argmax(i);
   return next;
+}
+
+Expected<std::vector<int32_t>> LlamaContext::decode_greedy(std::span<const BatchToken> tokens) {
+  if (tokens.empty()) return std::vector<int32_t>{};
+  if (tokens.size() > static_cast<size_t>(m_batch_capacity)) {
+    return fail(ErrorKind::internal, "decode batch larger than n_batch");
+  }
+  const auto n = static_cast<int32_t>(tokens.size());
+  for (int32_t i = 0; i < n; ++i) {
+    const BatchToken& t = tokens[static_cast<size_t>(i)];
+    m_batch.token[i] = t.token;
+    m_batch.pos[i] = t.pos;
+    m_batch.n_seq_id[i] = 1;
+    m_batch.seq_id[i][0] = t.seq_id;
+    m_batch.logits[i] = t.logits ? 1 : 0;
+  }
+  if (auto ok = decode(n); !ok) return std::unexpected(ok.error());
+  std::vector<int32_t> next;
+  for (int32_t i = 0; i < n; ++i) {
+    if (tokens[static_cast<size_t>(i)].logits) next.push_back(argmax(i));
+  }
+  return next;
+}
+
+void LlamaContext::remove_sequence(int32_t seq_id) {
+  const auto& f = m_model->lib().fn();
+  f.memory_seq_rm(f.get_memory(m_ctx), seq_id, -1, -1);
 }
 
 LlamaPerf LlamaContext::perf() const {

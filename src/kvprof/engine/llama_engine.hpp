@@ -7,7 +7,9 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "kvprof/engine/llama_lib.hpp"
@@ -65,6 +67,15 @@ class LlamaModel {
   [[nodiscard]] LlamaLib& lib() const { return *m_lib; }
   [[nodiscard]] const abi::Vocab* vocab() const { return m_vocab; }
 
+  // The tokens of `text` (llama_tokenize; BOS added when `add_special` and the vocabulary wants
+  // it); input error when the vocabulary cannot tokenize it.
+  [[nodiscard]] Expected<std::vector<int32_t>> tokenize(std::string_view text,
+                                                        bool add_special) const;
+  // The text of one token (special tokens rendered); empty for an id out of range.
+  [[nodiscard]] std::string token_piece(int32_t token) const;
+  // Whether `token` ends generation (EOS, EOT, ...).
+  [[nodiscard]] bool is_eog(int32_t token) const;
+
  private:
   LlamaModel() = default;
   std::shared_ptr<LlamaLib> m_lib;
@@ -119,6 +130,21 @@ class LlamaContext {
   Expected<std::vector<int32_t>> step(const std::vector<int32_t>& seq_ids,
                                       const std::vector<int32_t>& tokens,
                                       const std::vector<int32_t>& positions);
+
+  // One token of a mixed batch: sequence, position, and whether its logits are wanted.
+  struct BatchToken {
+    int32_t token = 0;
+    int32_t pos = 0;
+    int32_t seq_id = 0;
+    bool logits = false;
+  };
+
+  // Decodes `tokens` (at most n_batch) in one llama_decode and returns the greedy next token of
+  // each entry that asked for logits, in order. Driver error when llama_decode fails.
+  Expected<std::vector<int32_t>> decode_greedy(std::span<const BatchToken> tokens);
+
+  // Forgets every cell of sequence `seq_id` (its KV cache is free for others).
+  void remove_sequence(int32_t seq_id);
 
   // llama.cpp's own timings since the last reset_perf().
   [[nodiscard]] LlamaPerf perf() const;

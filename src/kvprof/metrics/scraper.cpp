@@ -197,6 +197,21 @@ ScrapeRecord MetricsScraper::scrape_once() {
     rec.http_status = response->status;
     missing = response->status == 404;
     error = fmt::format("GET {}: HTTP {}", m_options.metrics_url, response->status);
+    // llama-server without --metrics (404 or 501) may still serve /slots: the one source left.
+    MetricsSnapshot from_slots;
+    from_slots.engine = Engine::llamacpp;
+    if ((response->status == 404 || response->status == 501) && !m_slots_url.empty() &&
+        poll_slots(from_slots)) {
+      if (!m_warned_slots_only && !stopping()) {
+        m_warned_slots_only = true;
+        warn(fmt::format("{} answered HTTP {}; reading slots and KV usage from {}",
+                         m_options.metrics_url, response->status, m_slots_url));
+      }
+      rec.status = ScrapeStatus::ok;
+      rec.snapshot = from_slots;
+      missing = false;
+      error.clear();
+    }
   } else {
     rec.http_status = response->status;
     ParseOptions parse_options;
@@ -231,7 +246,7 @@ ScrapeRecord MetricsScraper::scrape_once() {
   return rec;
 }
 
-void MetricsScraper::poll_slots(MetricsSnapshot& snapshot) {
+bool MetricsScraper::poll_slots(MetricsSnapshot& snapshot) {
   client::HttpGetOptions http_options;
   http_options.timeout_ms = m_options.timeout_ms;
   http_options.connect_timeout_ms = std::min<uint32_t>(m_options.timeout_ms, 1000);
@@ -241,15 +256,24 @@ void MetricsScraper::poll_slots(MetricsSnapshot& snapshot) {
   if (!response || response->status != 200) {
     // Served only with --slots; a server without it is not asked again.
     if (response) m_slots_url.clear();
-    return;
+    return false;
   }
   const auto slots = parse_llamacpp_slots(response->body);
   if (!slots) {
     m_slots_url.clear();
-    return;
+    return false;
   }
   snapshot.slots_total = static_cast<double>(slots->slots_total);
   snapshot.slots_busy = static_cast<double>(slots->slots_busy);
+  // KV usage from /slots where /metrics has no KV gauge (llama.cpp dropped them).
+  if (!snapshot.kv_cache_usage && slots->kv_used_tokens && slots->n_ctx_total_tokens > 0) {
+    snapshot.kv_cache_used_tokens = static_cast<double>(*slots->kv_used_tokens);
+    snapshot.kv_cache_capacity_tokens = slots->n_ctx_total_tokens;
+    snapshot.kv_cache_usage = static_cast<double>(*slots->kv_used_tokens) /
+                              static_cast<double>(slots->n_ctx_total_tokens);
+    snapshot.kv_cache_source = KvSource::slots;
+  }
+  return true;
 }
 
 std::optional<Error> MetricsScraper::write_error() const {

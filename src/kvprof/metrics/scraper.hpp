@@ -88,7 +88,9 @@ class MetricsScraper {
   explicit MetricsScraper(ScraperOptions options);
   void run();
   ScrapeRecord scrape_once();
-  void poll_slots(MetricsSnapshot& snapshot);
+  // GETs /slots into `snapshot` (slot counts; KV usage when /metrics had none); false when
+  // the server has no usable /slots (it is then not asked again).
+  bool poll_slots(MetricsSnapshot& snapshot);
   void record(const ScrapeRecord& rec);
   void warn(const std::string& message);
   [[nodiscard]] bool stopping() const;
@@ -103,6 +105,7 @@ class MetricsScraper {
   bool m_missing = false;  // thread-only: the endpoint is missing, poll at missing_interval_ms
   bool m_warned_missing = false;
   bool m_warned_failure = false;
+  bool m_warned_slots_only = false;
 
   mutable std::mutex m_mutex;
   mutable std::condition_variable m_cv;

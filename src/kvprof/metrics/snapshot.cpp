@@ -199,8 +199,50 @@ MetricsSnapshot extract_snapshot(const Exposition& exposition) {
     case Engine::unknown:
       break;
   }
+  if (snap.kv_cache_usage) snap.kv_cache_source = KvSource::metrics;
   return snap;
 }
+
+std::string_view kv_source_name(KvSource source) {
+  switch (source) {
+    case KvSource::metrics:
+      return "metrics";
+    case KvSource::slots:
+      return "slots";
+    case KvSource::none:
+      break;
+  }
+  return "";
+}
+
+namespace {
+
+constexpr uint64_t k_max_slot_tokens = 1ULL << 40;
+
+std::optional<uint64_t> unsigned_field(const nlohmann::json& object, const char* name) {
+  const auto it = object.find(name);
+  if (it == object.end() || !it->is_number_unsigned()) return std::nullopt;
+  const auto v = it->get<uint64_t>();
+  return v <= k_max_slot_tokens ? std::optional<uint64_t>(v) : std::nullopt;
+}
+
+// Tokens one slot holds in the KV cache: "n_past" when the server sends it, else its prompt
+// tokens plus the tokens decoded (next_token is an array of one object in current llama.cpp,
+// an object before).
+std::optional<uint64_t> slot_kv_tokens(const nlohmann::json& slot) {
+  if (auto past = unsigned_field(slot, "n_past")) return past;
+  auto prompt = unsigned_field(slot, "n_prompt_tokens");
+  if (!prompt) prompt = unsigned_field(slot, "n_prompt_tokens_processed");
+  if (!prompt) return std::nullopt;
+  uint64_t decoded = 0;
+  if (const auto nt = slot.find("next_token"); nt != slot.end()) {
+    const nlohmann::json* first = nt->is_array() && !nt->empty() ? &(*nt)[0] : &*nt;
+    if (first->is_object()) decoded = unsigned_field(*first, "n_decoded").value_or(0);
+  }
+  return *prompt + decoded;
+}
+
+}  // namespace
 
 Expected<SlotsSummary> parse_llamacpp_slots(std::string_view json_text) {
   constexpr size_t k_max_slots = 65536;
@@ -229,6 +271,9 @@ Expected<SlotsSummary> parse_llamacpp_slots(std::string_view json_text) {
     }
     ++summary.slots_total;
     if (busy) ++summary.slots_busy;
+    if (const auto held = slot_kv_tokens(slot)) {
+      summary.kv_used_tokens = summary.kv_used_tokens.value_or(0) + (busy ? *held : 0);
+    }
   }
   return summary;
 }

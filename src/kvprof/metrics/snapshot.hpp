@@ -21,6 +21,13 @@ std::string_view engine_name(Engine engine);
 // most families; unknown when none does.
 Engine guess_engine(const Exposition& exposition);
 
+// Where a snapshot's KV usage came from: the engine's /metrics gauge, or llama.cpp's /slots
+// (tokens held by the busy slots over the slots' n_ctx; llama.cpp no longer exports KV gauges).
+enum class KvSource : uint8_t { none, metrics, slots };
+
+// "", "metrics" or "slots".
+std::string_view kv_source_name(KvSource source);
+
 struct MetricsSnapshot {
   Engine engine = Engine::unknown;
   // Fraction of the KV cache in use, 0..1 (vLLM kv_cache_usage_perc, SGLang token_usage,
@@ -39,9 +46,10 @@ struct MetricsSnapshot {
   std::optional<double> prefix_cache_hits_total;     // tokens hit (vLLM)
   std::optional<double> prompt_tokens_total;
   std::optional<double> generation_tokens_total;
-  std::optional<double> batch_max_tokens;  // TGI tgi_batch_current_max_tokens
-  std::optional<double> slots_busy;        // llama.cpp /slots
-  std::optional<double> slots_total;       // llama.cpp /slots
+  std::optional<double> batch_max_tokens;     // TGI tgi_batch_current_max_tokens
+  std::optional<double> slots_busy;           // llama.cpp /slots
+  std::optional<double> slots_total;          // llama.cpp /slots
+  KvSource kv_cache_source = KvSource::none;  // of kv_cache_usage
 };
 
 // Extracts the canonical fields from `exposition` for the engine guess_engine() names. Counts are
@@ -53,10 +61,14 @@ struct SlotsSummary {
   uint64_t slots_total = 0;
   uint64_t slots_busy = 0;
   uint64_t n_ctx_total_tokens = 0;  // sum of the slots' n_ctx
+  // Tokens the busy slots hold in the KV cache ("n_past", else prompt tokens + n_decoded); absent
+  // when no slot says. Idle slots' cached prompts are free for reuse and not counted.
+  std::optional<uint64_t> kv_used_tokens;
 };
 
 // Parses llama.cpp's GET /slots answer (a JSON array of slots with "is_processing" or an older
-// integer "state"); an input error when it is not such an array or holds over 65536 slots.
+// integer "state", "n_ctx", and per busy slot "n_past" or "n_prompt_tokens" and
+// next_token.n_decoded); an input error when it is not such an array or holds over 65536 slots.
 Expected<SlotsSummary> parse_llamacpp_slots(std::string_view json_text);
 
 }  // namespace kvprof::metrics

@@ -9,7 +9,7 @@
 namespace kvprof::metrics {
 namespace {
 
-constexpr std::array<std::string_view, 22> k_columns{
+constexpr std::array<std::string_view, 23> k_columns{
     "mono_ns",
     "wall_ms",
     "status",
@@ -32,6 +32,7 @@ constexpr std::array<std::string_view, 22> k_columns{
     "slots_busy",
     "slots_total",
     "skipped_lines",
+    "kv_cache_source",
 };
 
 template <class T>
@@ -93,6 +94,8 @@ std::string format_trace_row(const ScrapeRecord& record) {
   append_cell(row, s.slots_busy);
   append_cell(row, s.slots_total);
   append_cell(row, record.skipped_lines);
+  row.push_back(',');
+  row.append(kv_source_name(s.kv_cache_source));
   return row;
 }
 

@@ -109,6 +109,10 @@ json server_json(const MetricsWindowStats& s) {
   return {{"n_scrapes", s.n_scrapes},
           {"peak_kv_cache_usage", opt_json(s.peak_kv_cache_usage)},
           {"mean_kv_cache_usage", opt_json(s.mean_kv_cache_usage)},
+          {"kv_cache_usage_source",
+           s.kv_cache_source == metrics::KvSource::none
+               ? json(nullptr)
+               : json(s.kv_cache_source == metrics::KvSource::slots ? "/slots" : "/metrics")},
           {"peak_kv_cache_used_tokens", opt_json(s.peak_kv_cache_used_tokens)},
           {"peak_num_requests_running", opt_json(s.peak_num_requests_running)},
           {"peak_num_requests_waiting", opt_json(s.peak_num_requests_waiting)},

@@ -92,6 +92,7 @@ MetricsWindowStats metrics_in(const std::vector<MetricsPoint>& points, Window wi
     ++out.n_scrapes;
     raise(out.peak_kv_cache_usage, s.kv_cache_usage);
     if (s.kv_cache_usage && std::isfinite(*s.kv_cache_usage)) {
+      out.kv_cache_source = s.kv_cache_source;
       usage_sum += *s.kv_cache_usage;
       ++usage_n;
     }

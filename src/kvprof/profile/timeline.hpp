@@ -71,7 +71,8 @@ std::vector<GpuWindowStats> memory_in(const std::vector<MemoryPoint>& points, Wi
 // The scraped server state over a window.
 struct MetricsWindowStats {
   uint64_t n_scrapes = 0;
-  std::optional<double> peak_kv_cache_usage;  // 0..1
+  std::optional<double> peak_kv_cache_usage;                    // 0..1
+  metrics::KvSource kv_cache_source = metrics::KvSource::none;  // of the usage figures
   std::optional<double> mean_kv_cache_usage;
   std::optional<double> peak_kv_cache_used_tokens;
   std::optional<double> peak_num_requests_running;

@@ -15,6 +15,7 @@
 #include <ctime>
 #include <nlohmann/json.hpp>
 
+#include "kvprof/serve/http_io.hpp"
 #include "kvprof/sim/metrics_text.hpp"
 #include "kvprof/sim/openai_api.hpp"
 #include "kvprof/sim/tokenizer.hpp"
@@ -30,49 +31,17 @@ using boost::system::error_code;
 constexpr uint64_t k_max_body_bytes = 8ULL << 20;
 constexpr uint32_t k_max_header_bytes = 64U << 10;
 
-const char* reason_phrase(int status) {
-  switch (status) {
-    case 200:
-      return "OK";
-    case 400:
-      return "Bad Request";
-    case 404:
-      return "Not Found";
-    case 405:
-      return "Method Not Allowed";
-    case 413:
-      return "Payload Too Large";
-    case 429:
-      return "Too Many Requests";
-    case 500:
-      return "Internal Server Error";
-    case 503:
-      return "Service Unavailable";
-    default:
-      return "Error";
-  }
-}
+constexpr std::string_view k_sim_server_headers = "Server: kvprof-sim\r\nX-Kvprof-Simulated: 1\r\n";
 
 // The status line and headers; `content_length` < 0 means chunked.
 std::string response_head(int status, std::string_view content_type, int64_t content_length,
                           bool keep_alive, std::string_view extra_headers = {}) {
-  std::string head = fmt::format(
-      "HTTP/1.1 {} {}\r\nServer: kvprof-sim\r\nX-Kvprof-Simulated: 1\r\nContent-Type: {}\r\n",
-      status, reason_phrase(status), content_type);
-  if (content_length >= 0) {
-    head += fmt::format("Content-Length: {}\r\n", content_length);
-  } else {
-    head += "Transfer-Encoding: chunked\r\nCache-Control: no-cache\r\n";
-  }
-  if (!keep_alive) head += "Connection: close\r\n";
-  head += extra_headers;
-  head += "\r\n";
-  return head;
+  return serve::http_io::response_head(status, k_sim_server_headers, content_type, content_length,
+                                       keep_alive, extra_headers);
 }
 
-std::string http_chunk(std::string_view data) {
-  return fmt::format("{:x}\r\n{}\r\n", data.size(), data);
-}
+using serve::http_io::http_chunk;
+using serve::http_io::write_all;
 
 double fault_draw(uint64_t seed, uint64_t request_number) {
   uint64_t x = seed ^ (request_number * 0x9e3779b97f4a7c15ULL);
@@ -87,13 +56,6 @@ asio::awaitable<void> sleep_s(double seconds) {
   timer.expires_after(std::chrono::microseconds(static_cast<int64_t>(seconds * 1e6)));
   error_code ec;
   co_await timer.async_wait(redirect_error(use_awaitable, ec));
-}
-
-asio::awaitable<bool> write_all(tcp::socket& socket, std::string_view data) {
-  error_code ec;
-  co_await asio::async_write(socket, asio::buffer(data.data(), data.size()),
-                             redirect_error(use_awaitable, ec));
-  co_return !ec;
 }
 
 // Waits for the next engine output of a request.

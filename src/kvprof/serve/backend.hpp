@@ -1,0 +1,72 @@
+// The seam between an OpenAI-compatible HTTP front end (serve/server.hpp) and the engine that
+// generates: a small table of operations. A new engine is a new implementation of Backend, not a
+// branch in the server. LlamaBackend (llama_backend.hpp) runs libllama in-process.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kvprof/util/error.hpp"
+
+namespace kvprof::serve {
+
+struct GenerateRequest {
+  std::vector<int32_t> prompt_tokens;
+  uint32_t max_tokens = 0;  // 0: until the slot's context is full
+  bool ignore_eos = false;
+};
+
+// One step's output for one request, delivered in order; the last has finished = true.
+struct GenerateEvent {
+  std::vector<int32_t> tokens;  // newly generated tokens
+  std::string text;             // their text
+  bool finished = false;
+  std::string finish_reason;  // "stop", "length", or "error"
+  uint32_t prompt_tokens = 0;
+  uint32_t completion_tokens = 0;  // generated so far
+  double prompt_ms = 0;
+  double predicted_ms = 0;
+};
+
+using EventSink = std::function<void(GenerateEvent)>;
+
+// A whole HTTP answer to an engine-specific request.
+struct HttpReply {
+  int status = 200;
+  std::string content_type = "application/json; charset=utf-8";
+  std::string body;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  // The model id clients send and /v1/models lists.
+  [[nodiscard]] virtual std::string model_id() const = 0;
+  // The tokens of `text`; input error when the engine cannot tokenize it.
+  [[nodiscard]] virtual Expected<std::vector<int32_t>> tokenize(std::string_view text,
+                                                                bool add_special) const = 0;
+  // The text of `tokens`.
+  [[nodiscard]] virtual std::string detokenize(const std::vector<int32_t>& tokens) const = 0;
+  // Fills in a default max_tokens and checks that the request fits; an error answer (the
+  // engine's status and wording) when it is refused.
+  [[nodiscard]] virtual std::optional<HttpReply> admit(GenerateRequest& request) const = 0;
+  // Queues an admitted request; `sink` is called on the engine's thread with every event.
+  // Returns the task id (for cancel()).
+  virtual uint64_t submit(GenerateRequest request, EventSink sink) = 0;
+  // Drops a request whose client went away (its sink is not called again).
+  virtual void cancel(uint64_t task_id) = 0;
+  // The engine's own GET endpoints (/health, /v1/models, /metrics, /slots, /props, ...);
+  // nullopt when `path` is not one.
+  [[nodiscard]] virtual std::optional<HttpReply> get(std::string_view path) const = 0;
+  // The engine's error body for `status` with `message`.
+  [[nodiscard]] virtual std::string error_body(int status, std::string_view message) const = 0;
+  // Stops the engine; submitted requests get no more events. Idempotent.
+  virtual void stop() = 0;
+};
+
+}  // namespace kvprof::serve

@@ -1,0 +1,148 @@
+// llama-server's JSON and Prometheus text for kvprof serve.
+#include "kvprof/serve/llama_api.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace kvprof::serve {
+
+namespace {
+
+const char* error_type(int status) {
+  switch (status) {
+    case 400:
+      return "invalid_request_error";
+    case 401:
+      return "authentication_error";
+    case 404:
+      return "not_found_error";
+    case 501:
+      return "not_supported_error";
+    case 503:
+      return "unavailable_error";
+    default:
+      return "server_error";
+  }
+}
+
+}  // namespace
+
+nlohmann::ordered_json llama_error_json(int status, std::string_view message) {
+  return {{"error", {{"code", status}, {"message", message}, {"type", error_type(status)}}}};
+}
+
+nlohmann::ordered_json llama_exceed_context_json(std::string_view message, uint32_t n_prompt_tokens,
+                                                 uint32_t n_ctx) {
+  return {{"error",
+           {{"code", 400},
+            {"message", message},
+            {"type", "exceed_context_size_error"},
+            {"n_prompt_tokens", n_prompt_tokens},
+            {"n_ctx", n_ctx}}}};
+}
+
+nlohmann::ordered_json slots_json(const std::vector<SlotView>& slots) {
+  auto out = nlohmann::ordered_json::array();
+  for (const auto& s : slots) {
+    nlohmann::ordered_json j{{"id", s.id},
+                             {"n_ctx", s.n_ctx},
+                             {"speculative", false},
+                             {"is_processing", s.is_processing},
+                             {"n_past", s.n_past}};
+    if (s.id_task >= 0) {
+      j["id_task"] = s.id_task;
+      j["n_prompt_tokens"] = s.n_prompt_tokens;
+      j["n_prompt_tokens_processed"] = s.n_prompt_tokens_processed;
+      j["n_prompt_tokens_cache"] = 0;
+      j["params"] = {{"temperature", 0.0}, {"top_k", 1}, {"n_predict", -1}};
+      j["next_token"] = nlohmann::ordered_json::array({{{"has_next_token", s.has_next_token},
+                                                        {"has_new_line", false},
+                                                        {"n_remain", s.n_remain},
+                                                        {"n_decoded", s.n_decoded}}});
+    }
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
+std::string take_utf8(std::string& pending, bool flush) {
+  constexpr std::string_view k_replacement = "\xEF\xBF\xBD";
+  std::string out;
+  size_t i = 0;
+  while (i < pending.size()) {
+    const auto c = static_cast<unsigned char>(pending[i]);
+    const size_t len = c < 0x80           ? 1
+                       : (c >> 5) == 0x6  ? 2
+                       : (c >> 4) == 0xE  ? 3
+                       : (c >> 3) == 0x1E ? 4
+                                          : 0;
+    if (len == 0) {
+      out += k_replacement;
+      ++i;
+      continue;
+    }
+    if (i + len > pending.size()) {
+      bool prefix_ok = true;  // the bytes so far could still become a character
+      for (size_t k = i + 1; k < pending.size(); ++k)
+        prefix_ok = prefix_ok && (static_cast<unsigned char>(pending[k]) >> 6) == 0x2;
+      if (prefix_ok && !flush) break;
+      out += k_replacement;
+      ++i;
+      continue;
+    }
+    bool ok = true;
+    for (size_t k = i + 1; k < i + len; ++k)
+      ok = ok && (static_cast<unsigned char>(pending[k]) >> 6) == 0x2;
+    if (!ok) {
+      out += k_replacement;
+      ++i;
+      continue;
+    }
+    out.append(pending, i, len);
+    i += len;
+  }
+  pending.erase(0, i);
+  return out;
+}
+
+std::string llama_metrics_text(const BatcherStats& s) {
+  std::string out;
+  auto emit = [&out](std::string_view name, std::string_view help, std::string_view type,
+                     double value) {
+    out += fmt::format("# HELP llamacpp:{} {}\n# TYPE llamacpp:{} {}\nllamacpp:{} {}\n", name, help,
+                       name, type, name, value);
+  };
+  const double prompt_tps =
+      s.prompt_seconds_total > 0
+          ? static_cast<double>(s.prompt_tokens_total) / s.prompt_seconds_total
+          : 0.0;
+  const double predicted_tps =
+      s.tokens_predicted_seconds_total > 0
+          ? static_cast<double>(s.tokens_predicted_total) / s.tokens_predicted_seconds_total
+          : 0.0;
+  emit("prompt_tokens_total", "Number of prompt tokens processed.", "counter",
+       static_cast<double>(s.prompt_tokens_total));
+  emit("prompt_seconds_total", "Prompt process time", "counter", s.prompt_seconds_total);
+  emit("tokens_predicted_total", "Number of generation tokens processed.", "counter",
+       static_cast<double>(s.tokens_predicted_total));
+  emit("tokens_predicted_seconds_total", "Predict process time", "counter",
+       s.tokens_predicted_seconds_total);
+  emit("n_decode_total", "Total number of llama_decode() calls", "counter",
+       static_cast<double>(s.n_decode_total));
+  emit("n_tokens_max", "Largest observed n_tokens.", "counter",
+       static_cast<double>(s.n_tokens_max));
+  emit("n_busy_slots_per_decode", "Average number of busy slots per llama_decode() call", "counter",
+       static_cast<double>(s.n_busy_slots_total) /
+           std::max(1.0, static_cast<double>(s.n_decode_total)));
+  emit("prompt_tokens_seconds", "Average prompt throughput in tokens/s.", "gauge", prompt_tps);
+  emit("predicted_tokens_seconds", "Average generation throughput in tokens/s.", "gauge",
+       predicted_tps);
+  emit("requests_processing", "Number of requests processing.", "gauge",
+       static_cast<double>(s.requests_processing));
+  emit("requests_deferred", "Number of requests deferred.", "gauge",
+       static_cast<double>(s.requests_deferred));
+  return out;
+}
+
+}  // namespace kvprof::serve

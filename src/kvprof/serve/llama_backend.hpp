@@ -1,0 +1,60 @@
+// LlamaBackend: the real engine behind `kvprof serve` — libllama in-process (dlopen), one model,
+// one context of -c cells shared by -np slots, and one engine thread running ContinuousBatcher.
+// Serves llama-server's own endpoints: /health, /v1/models, /props (with kvprof's exact memory
+// breakdown per buffer type), /slots and, with --metrics, /metrics.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "kvprof/engine/llama_engine.hpp"
+#include "kvprof/engine/llama_lib.hpp"
+#include "kvprof/serve/backend.hpp"
+#include "kvprof/util/error.hpp"
+
+namespace kvprof::serve {
+
+struct LlamaBackendOptions {
+  engine::LlamaSettings engine;     // -m -c -np -b -ub -fa -ctk -ctv -ngl -t
+  engine::LlamaLibOptions library;  // --llama-lib
+  std::string alias;                // --alias: the served model id (default: the file name)
+  bool metrics = false;             // --metrics: serve /metrics (llama-server's default is off)
+  bool slots = true;                // /slots (llama-server: on unless --no-slots)
+};
+
+class LlamaBackend final : public Backend {
+ public:
+  // Loads libllama, the model and the context, and starts the engine thread. Driver error when
+  // libllama is missing or the context cannot be created, input error when llama.cpp refuses
+  // the model file, usage error for bad settings.
+  static Expected<std::unique_ptr<LlamaBackend>> start(const LlamaBackendOptions& options);
+
+  ~LlamaBackend() override;
+  LlamaBackend(const LlamaBackend&) = delete;
+  LlamaBackend& operator=(const LlamaBackend&) = delete;
+
+  [[nodiscard]] std::string model_id() const override;
+  [[nodiscard]] Expected<std::vector<int32_t>> tokenize(std::string_view text,
+                                                        bool add_special) const override;
+  [[nodiscard]] std::string detokenize(const std::vector<int32_t>& tokens) const override;
+  [[nodiscard]] std::optional<HttpReply> admit(GenerateRequest& request) const override;
+  uint64_t submit(GenerateRequest request, EventSink sink) override;
+  void cancel(uint64_t task_id) override;
+  [[nodiscard]] std::optional<HttpReply> get(std::string_view path) const override;
+  [[nodiscard]] std::string error_body(int status, std::string_view message) const override;
+  void stop() override;
+
+  // One line for the startup log: model, context, slots, memory.
+  [[nodiscard]] std::string describe() const;
+  // The loaded library (for its log sink).
+  [[nodiscard]] engine::LlamaLib& lib() const;
+
+  class Impl;
+
+ private:
+  explicit LlamaBackend(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> m_impl;
+};
+
+}  // namespace kvprof::serve

@@ -1,0 +1,129 @@
+// parse_request: llama-server's reading of completion and chat requests.
+#include "kvprof/serve/request.hpp"
+
+#include <fmt/format.h>
+
+#include <limits>
+
+namespace kvprof::serve {
+
+namespace {
+
+using nlohmann::json;
+
+bool all_integers(const json& array) {
+  for (const auto& v : array) {
+    if (!v.is_number_integer()) return false;
+  }
+  return true;
+}
+
+Expected<std::vector<int32_t>> token_ids(const json& array) {
+  std::vector<int32_t> out;
+  out.reserve(array.size());
+  for (const auto& v : array) {
+    const auto id = v.get<int64_t>();
+    if (id < 0 || id > std::numeric_limits<int32_t>::max()) {
+      return fail(ErrorKind::input, fmt::format("invalid token id {}", id));
+    }
+    out.push_back(static_cast<int32_t>(id));
+  }
+  return out;
+}
+
+Expected<std::string> chat_text(const json& messages) {
+  if (!messages.is_array() || messages.empty()) {
+    return fail(ErrorKind::input, "'messages' must be a non-empty array");
+  }
+  std::string text;
+  for (const auto& m : messages) {
+    if (!m.is_object() || !m.contains("content")) {
+      return fail(ErrorKind::input, "each message must be an object with 'content'");
+    }
+    const json& content = m["content"];
+    std::string part;
+    if (content.is_string()) {
+      part = content.get<std::string>();
+    } else if (content.is_array()) {
+      for (const auto& piece : content) {
+        if (piece.is_object() && piece.value("type", "") == "text" && piece.contains("text") &&
+            piece["text"].is_string()) {
+          part += piece["text"].get<std::string>();
+        } else {
+          return fail(ErrorKind::input, "only text content parts are supported");
+        }
+      }
+    } else if (!content.is_null()) {
+      return fail(ErrorKind::input, "'content' must be a string or an array of parts");
+    }
+    if (!text.empty()) text += "\n";
+    text += part;
+  }
+  return text;
+}
+
+}  // namespace
+
+Expected<std::vector<int32_t>> prompt_tokens(const json& prompt, const Backend& backend) {
+  if (prompt.is_string()) return backend.tokenize(prompt.get<std::string>(), true);
+  if (prompt.is_array() && !prompt.empty() && all_integers(prompt)) return token_ids(prompt);
+  if (prompt.is_array() && prompt.size() == 1) return prompt_tokens(prompt[0], backend);
+  if (prompt.is_array() && prompt.size() > 1 && !all_integers(prompt)) {
+    return fail(ErrorKind::input, "kvprof serve takes one prompt per request");
+  }
+  return fail(ErrorKind::input,
+              "\"prompt\" must be a string, a list of tokens, or a list with one of them");
+}
+
+Expected<ParsedRequest> parse_request(std::string_view body, Endpoint endpoint,
+                                      const Backend& backend) {
+  const json doc = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded() || !doc.is_object()) {
+    return fail(ErrorKind::input, "the request body is not a JSON object");
+  }
+  ParsedRequest out;
+  if (endpoint == Endpoint::chat) {
+    if (!doc.contains("messages")) return fail(ErrorKind::input, "'messages' is required");
+    auto text = chat_text(doc["messages"]);
+    if (!text) return std::unexpected(text.error());
+    auto tokens = backend.tokenize(*text, true);
+    if (!tokens) return std::unexpected(tokens.error());
+    out.generate.prompt_tokens = std::move(*tokens);
+  } else {
+    if (!doc.contains("prompt")) return fail(ErrorKind::input, "\"prompt\" is required");
+    auto tokens = prompt_tokens(doc["prompt"], backend);
+    if (!tokens) return std::unexpected(tokens.error());
+    out.generate.prompt_tokens = std::move(*tokens);
+  }
+  if (out.generate.prompt_tokens.empty()) {
+    return fail(ErrorKind::input, "\"prompt\" must not be empty");
+  }
+  // n_predict wins over max_tokens, as in llama-server; -1 (or absent) = until the context ends.
+  for (const char* key : {"max_tokens", "max_completion_tokens", "n_predict"}) {
+    if (!doc.contains(key) || doc[key].is_null()) continue;
+    if (!doc[key].is_number_integer()) {
+      return fail(ErrorKind::input, fmt::format("'{}' must be an integer", key));
+    }
+    const auto n = doc[key].get<int64_t>();
+    if (n == 0 && std::string_view(key) != "n_predict") {
+      return fail(ErrorKind::input, fmt::format("'{}' must be at least 1", key));
+    }
+    out.generate.max_tokens =
+        n < 0 ? 0
+              : static_cast<uint32_t>(std::min<int64_t>(n, std::numeric_limits<int32_t>::max()));
+  }
+  if (doc.contains("stream") && doc["stream"].is_boolean()) out.stream = doc["stream"].get<bool>();
+  if (const auto it = doc.find("stream_options"); it != doc.end() && it->is_object()) {
+    out.include_usage = it->value("include_usage", false);
+  }
+  if (const auto it = doc.find("ignore_eos"); it != doc.end() && it->is_boolean()) {
+    out.generate.ignore_eos = it->get<bool>();
+  }
+  if (const auto it = doc.find("n");
+      it != doc.end() && it->is_number_integer() && it->get<int64_t>() != 1) {
+    return fail(ErrorKind::input, "Only one completion choice is allowed");
+  }
+  return out;
+}
+
+}  // namespace kvprof::serve

@@ -1,0 +1,33 @@
+// Reading a generation request the way llama-server reads it: /v1/completions and /completion
+// take "prompt" as a string, an array of token ids, or a one-element array of either;
+// /v1/chat/completions takes "messages" (no chat template: the contents are joined with
+// newlines). max_tokens / max_completion_tokens / n_predict (-1 = until the context is full),
+// stream, stream_options.include_usage, ignore_eos. No sockets here.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string_view>
+
+#include "kvprof/serve/backend.hpp"
+#include "kvprof/util/error.hpp"
+
+namespace kvprof::serve {
+
+enum class Endpoint { completions, chat, native_completion };
+
+struct ParsedRequest {
+  GenerateRequest generate;
+  bool stream = false;
+  bool include_usage = false;
+};
+
+// Parses `body` for `endpoint`, tokenizing text with `backend`; input error (HTTP 400) with
+// llama-server's wording for a missing or malformed field.
+Expected<ParsedRequest> parse_request(std::string_view body, Endpoint endpoint,
+                                      const Backend& backend);
+
+// The prompt tokens of a "prompt" value (string, token ids, or a one-element array of either);
+// input error otherwise (several prompts in one request are refused).
+Expected<std::vector<int32_t>> prompt_tokens(const nlohmann::json& prompt, const Backend& backend);
+
+}  // namespace kvprof::serve

@@ -1,0 +1,189 @@
+// `kvprof serve` end to end: the binary serves a tiny random-weight GGUF with the real libllama;
+// a streamed completion, /slots, /props, /metrics (llamacpp: names), /tokenize and the
+// exceed-context 400; `kvprof profile --endpoint` against it (every request succeeds, KV usage
+// read from /slots, host memory of the serving process); and the bad inputs (a file the engine
+// refuses, no libllama, a port in use).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "support/run_kvprof.hpp"
+#include "support/serve_process.hpp"
+#include "support/tiny_llama.hpp"
+
+namespace {
+namespace fs = std::filesystem;
+using kvprof::test::http_request;
+using kvprof::test::ServeProcess;
+using nlohmann::json;
+
+class ServeE2E : public testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    s_dir = fs::temp_directory_path() / ("kvprof_serve_e2e_" + std::to_string(::getpid()));
+    fs::create_directories(s_dir);
+    // 32000 tokens: profile's token-ID prompts (ids 1000..30000) are all in the vocabulary.
+    s_ok = kvprof::test::write_dummy_llama(s_dir / "tiny.gguf", 32000);
+  }
+  static void TearDownTestSuite() { fs::remove_all(s_dir); }
+
+  static std::vector<std::string> args(const fs::path& lib, std::vector<std::string> extra) {
+    std::vector<std::string> a = {"-m",          (s_dir / "tiny.gguf").string(),
+                                  "--llama-lib", lib.string(),
+                                  "--port",      "0",
+                                  "-t",          "1",
+                                  "--quiet"};
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  }
+
+  static inline fs::path s_dir;
+  static inline bool s_ok = false;
+};
+
+TEST_F(ServeE2E, StreamsSlotsMetricsTokenize) {
+  KVPROF_REQUIRE_LLAMA_OR_SKIP(lib_dir);
+  ASSERT_TRUE(s_ok);
+  ServeProcess serve(args(*lib_dir, {"-c", "1024", "-np", "2", "--metrics", "--alias", "tiny"}));
+  ASSERT_NE(serve.port(), 0) << serve.first_line();
+  const uint16_t port = serve.port();
+
+  auto health = http_request(port, "GET", "/health");
+  EXPECT_EQ(health.status, 200);
+  auto models = json::parse(http_request(port, "GET", "/v1/models").body);
+  EXPECT_EQ(models["data"][0]["id"], "tiny");
+
+  auto tok = http_request(port, "POST", "/tokenize", R"({"content":"w0 w1 w2"})");
+  EXPECT_EQ(json::parse(tok.body)["tokens"], json::array({261, 262, 263}));
+  auto detok = http_request(port, "POST", "/detokenize", R"({"tokens":[261,262]})");
+  EXPECT_EQ(json::parse(detok.body)["content"], " w0 w1");
+
+  // A streamed completion: SSE chunks, then usage, then [DONE].
+  auto stream = http_request(
+      port, "POST", "/v1/completions",
+      R"({"model":"tiny","prompt":"w0 w1 w2 w3","max_tokens":5,"stream":true,"ignore_eos":true,
+          "stream_options":{"include_usage":true}})");
+  EXPECT_EQ(stream.status, 200);
+  size_t chunks = 0;
+  for (size_t p = 0; (p = stream.body.find("\"text_completion\"", p)) != std::string::npos; ++p)
+    ++chunks;
+  EXPECT_EQ(chunks, 6U) << stream.body;  // 5 tokens + the usage chunk
+  EXPECT_NE(stream.body.find("\"completion_tokens\":5"), std::string::npos);
+  EXPECT_NE(stream.body.find("\"prompt_tokens\":5"), std::string::npos);  // BOS + 4 words
+  EXPECT_NE(stream.body.find("data: [DONE]"), std::string::npos);
+
+  // Token-ID prompts are taken, as llama-server's tokenize_input_prompts does.
+  auto ids = http_request(port, "POST", "/v1/completions",
+                          R"({"prompt":[1,261,262,263,264],"max_tokens":5,"ignore_eos":true})");
+  ASSERT_EQ(ids.status, 200) << ids.body;
+  auto whole = json::parse(ids.body);
+  EXPECT_EQ(whole["usage"]["completion_tokens"], 5);
+  EXPECT_EQ(whole["choices"][0]["finish_reason"], "length");
+
+  auto chat = http_request(port, "POST", "/v1/chat/completions",
+                           R"({"messages":[{"role":"user","content":"w5 w6"}],"max_tokens":2})");
+  EXPECT_EQ(chat.status, 200) << chat.body;
+
+  auto too_long =
+      http_request(port, "POST", "/v1/completions", R"({"prompt":"w0 w1","max_tokens":600})");
+  EXPECT_EQ(too_long.status, 400);
+  auto err = json::parse(too_long.body);
+  EXPECT_EQ(err["error"]["type"], "exceed_context_size_error");
+  EXPECT_EQ(err["error"]["n_ctx"], 512);
+  EXPECT_EQ(err["error"]["message"],
+            "request (603 tokens) exceeds the available context size (512 tokens), try "
+            "increasing it");
+
+  auto slots = json::parse(http_request(port, "GET", "/slots").body);
+  ASSERT_EQ(slots.size(), 2U);
+  EXPECT_EQ(slots[0]["n_ctx"], 512);
+  EXPECT_EQ(slots[0]["is_processing"], false);
+  EXPECT_TRUE(slots[0].contains("id_task"));
+  EXPECT_EQ(slots[0]["next_token"][0]["n_decoded"].is_number(), true);
+
+  auto props = json::parse(http_request(port, "GET", "/props").body);
+  EXPECT_EQ(props["default_generation_settings"]["n_ctx"], 512);
+  EXPECT_EQ(props["total_slots"], 2);
+  EXPECT_GT(props["kvprof"]["memory"]["context_bytes"].get<uint64_t>(), 0U);  // the KV cache
+
+  const auto metrics = http_request(port, "GET", "/metrics").body;
+  for (const char* name :
+       {"llamacpp:prompt_tokens_total", "llamacpp:tokens_predicted_total",
+        "llamacpp:prompt_seconds_total", "llamacpp:tokens_predicted_seconds_total",
+        "llamacpp:n_decode_total", "llamacpp:n_busy_slots_per_decode",
+        "llamacpp:requests_processing", "llamacpp:requests_deferred"}) {
+    EXPECT_NE(metrics.find(std::string("\n") + name + " "), std::string::npos) << name;
+  }
+  EXPECT_NE(metrics.find("llamacpp:tokens_predicted_total 12"), std::string::npos) << metrics;
+  EXPECT_EQ(serve.stop(), 0);  // Ctrl-C: a clean stop
+}
+
+TEST_F(ServeE2E, ProfileEndpointReadsKvUsageFromSlots) {
+  KVPROF_REQUIRE_LLAMA_OR_SKIP(lib_dir);
+  ASSERT_TRUE(s_ok);
+  // No --metrics, as llama-server by default: KV usage can only come from /slots.
+  ServeProcess serve(args(*lib_dir, {"-c", "2048", "-np", "4", "--alias", "tiny"}));
+  ASSERT_NE(serve.port(), 0) << serve.first_line();
+  const fs::path out = s_dir / "results";
+  const auto r = kvprof::test::run_kvprof(
+      "profile --endpoint " + serve.url() + " --output-dir " + out.string() +
+      " --input-lens 64,200 --output-lens 32 --concurrencies 1,4 "
+      "--n-per-condition 2 --baseline-s 0.2 --post-warmup-s 0.2 --warmup-requests 1 "
+      "--metrics-interval-ms 20 --prefix-modes low --json -q");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  fs::path run;
+  for (const auto& e : fs::directory_iterator(out))
+    run = e.path();
+  std::ifstream in(run / "summary.json");
+  const json summary = json::parse(in, nullptr, false);
+  ASSERT_FALSE(summary.is_discarded()) << r.out;
+  const auto& conditions = summary["conditions"];
+  ASSERT_FALSE(conditions.empty());
+  double peak = 0;
+  EXPECT_EQ(summary["requests"]["n_errors"], 0) << summary["requests"].dump();
+  EXPECT_EQ(summary["requests"]["n_ok"], summary["requests"]["n_requests"]);
+  for (const auto& c : conditions) {
+    if (c["peak_kv_cache_usage"].is_number())
+      peak = std::max(peak, c["peak_kv_cache_usage"].get<double>());
+  }
+  EXPECT_GT(peak, 0.0) << summary.dump(1);
+  EXPECT_LE(peak, 1.0);
+  EXPECT_EQ(summary["server_metrics"]["kv_cache_usage_source"], "/slots")
+      << summary["server_metrics"].dump(1);
+  // The serving process's host memory was sampled (the endpoint's listening pid).
+  std::ifstream host(run / "host_mem_trace.csv");
+  std::string header, row;
+  std::getline(host, header);
+  EXPECT_TRUE(static_cast<bool>(std::getline(host, row))) << "no host memory rows";
+  std::ifstream trace(run / "metrics_trace.csv");
+  std::string all((std::istreambuf_iterator<char>(trace)), std::istreambuf_iterator<char>());
+  EXPECT_NE(all.find(",slots"), std::string::npos);
+}
+
+TEST_F(ServeE2E, BadInputsAreOneLineErrors) {
+  KVPROF_REQUIRE_LLAMA_OR_SKIP(lib_dir);
+  ASSERT_TRUE(s_ok);
+  // A file llama.cpp refuses.
+  std::ofstream(s_dir / "broken.gguf") << "GGUF this is not a model";
+  auto r = kvprof::test::run_kvprof("serve -m " + (s_dir / "broken.gguf").string() +
+                                    " --llama-lib " + lib_dir->string() + " --quiet");
+  EXPECT_EQ(r.rc, 2) << r.out;
+  EXPECT_NE(r.out.find("kvprof: error: llama.cpp could not load"), std::string::npos) << r.out;
+  // No libllama.
+  r = kvprof::test::run_kvprof("serve -m " + (s_dir / "tiny.gguf").string() + " --llama-lib " +
+                               (s_dir / "nowhere").string() + " --quiet");
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_NE(r.out.find("kvprof: error:"), std::string::npos) << r.out;
+  // A port in use.
+  ServeProcess first(args(*lib_dir, {"-c", "256"}));
+  ASSERT_NE(first.port(), 0);
+  r = kvprof::test::run_kvprof("serve -m " + (s_dir / "tiny.gguf").string() + " --llama-lib " +
+                               lib_dir->string() + " --quiet --port " +
+                               std::to_string(first.port()));
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_NE(r.out.find("cannot listen on"), std::string::npos) << r.out;
+}
+
+}  // namespace
