@@ -123,6 +123,12 @@ void register_serve_sim_command(CLI::App& app) {
   cmd->add_flag("--kv-on-demand", f.kv_on_demand,
                 "Count only KV blocks in use as used memory (vLLM preallocates all of them)");
   cmd->add_flag("--no-metrics", f.no_metrics, "Answer 404 for /metrics (a server without it)");
+  cmd->add_option("--api-key", f.api_key,
+                  "Answer 401 on /v1/* without \"Authorization: Bearer KEY\" (like vLLM's "
+                  "--api-key)");
+  cmd->add_flag("--reject-token-prompts", f.reject_token_prompts,
+                "Answer 400 to a token-ID prompt, as llama.cpp's server does (\"prompt\" must "
+                "be a string)");
   cmd->add_option("--fault-kind", f.fault_kind,
                   "Fault to inject: reset, 500, 503, 429, stall, malformed, slow_first_token, "
                   "with optional ;after=N ;seconds=S");

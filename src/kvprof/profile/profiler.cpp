@@ -15,6 +15,7 @@
 #include "kvprof/client/trace_writer.hpp"
 #include "kvprof/gpu/sampler.hpp"
 #include "kvprof/metrics/scraper.hpp"
+#include "kvprof/profile/endpoint_check.hpp"
 #include "kvprof/profile/manifest.hpp"
 #include "kvprof/profile/server_probe.hpp"
 #include "kvprof/sys/proc.hpp"
@@ -148,11 +149,28 @@ Expected<ProfileOutcome> run_profile(const ProfileConfig& config_in, const Profi
   if (!server) return std::unexpected(server.error());
   if (config.run.model.empty()) {
     if (server->models.empty()) {
-      return fail(ErrorKind::usage, "the server lists no model; pass --model");
+      if (server->models_status == 200) {
+        return fail(ErrorKind::usage, "the server lists no model; pass --model");
+      }
+      return fail(ErrorKind::network,
+                  fmt::format("GET {}/v1/models answered {}: check the path of --endpoint, or "
+                              "pass --model",
+                              server_root(config.run.endpoint), server->models_status));
     }
     config.run.model = server->models.front();
   }
   if (auto ok = client::validate(config.run, *requests); !ok) return std::unexpected(ok.error());
+  auto check = check_endpoint(config.run, *server, config.grid);
+  if (!check) return std::unexpected(check.error());
+  std::string prompt_warning;
+  if (check->use_text_prompts) {
+    config.grid.prompt_format = workload::PromptFormat::text;
+    requests = workload::generate(config.grid);
+    if (!requests) return std::unexpected(requests.error());
+    prompt_warning = fmt::format(
+        "the server refuses token-ID prompts (400: {}); the grid runs with text prompts, {}",
+        check->token_prompt_refusal, check_text_token_counts(config.run, *requests));
+  }
   const auto make_transport = [&] {
     return deps.make_transport ? deps.make_transport() : client::make_run_transport(config.run);
   };
@@ -176,6 +194,7 @@ Expected<ProfileOutcome> run_profile(const ProfileConfig& config_in, const Profi
                   {"summary", "summary.json"},
                   {"manifest", "manifest.json"}};
   Warnings warnings(deps);
+  if (!prompt_warning.empty()) warnings.add(prompt_warning);
   const auto conditions = workload::conditions_of(*requests);
   progress(fmt::format("run {}: {} requests in {} conditions against {} ({}) -> {}", report.run_id,
                        requests->size(), conditions.size(), config.run.endpoint, config.run.model,
@@ -269,11 +288,28 @@ Expected<ProfileOutcome> run_profile(const ProfileConfig& config_in, const Profi
     if (!warm) return std::unexpected(warm.error());
     progress(fmt::format("warmup: {} requests", warm->size()));
     client::RequestRunner warm_runner(config.run, make_transport());
+    std::string first_error;
+    warm_runner.set_on_record([&first_error](const client::RequestRecord& r) -> Expected<void> {
+      if (first_error.empty() && r.status == client::RequestStatus::error)
+        first_error = r.error_text;
+      return {};
+    });
     auto warm_result = warm_runner.run(*warm, stop);
-    if (warm_result && !warm_result->conditions.empty() &&
-        warm_result->conditions.front().n_ok < warm->size()) {
-      warnings.add(fmt::format("{} of {} warmup requests failed",
-                               warm->size() - warm_result->conditions.front().n_ok, warm->size()));
+    const uint64_t warm_ok =
+        warm_result && !warm_result->conditions.empty() ? warm_result->conditions.front().n_ok : 0;
+    if (warm_result && !warm_result->stopped && warm_ok == 0) {
+      // A server that fails every warmup request would fail the grid too: stop with the reason.
+      (*scraper)->stop();
+      if (sampler) (void)sampler->stop();
+      (void)write_manifest("failed");
+      return fail(
+          ErrorKind::network,
+          fmt::format("every warmup request failed ({} of {}), the grid was not run: {}",
+                      warm->size(), warm->size(), first_error.empty() ? "no answer" : first_error));
+    }
+    if (warm_result && warm_ok < warm->size()) {
+      warnings.add(
+          fmt::format("{} of {} warmup requests failed", warm->size() - warm_ok, warm->size()));
     }
   }
   const int64_t t_post_warmup = now_ns();
