@@ -67,6 +67,8 @@ struct ProfileReport {
   client::TransportCounters transport;  // the measured run's reads
   std::vector<std::string> warnings;
   std::map<std::string, std::string> files;  // role -> file name in the run directory
+  nlohmann::json launch;           // launch_json (startup.hpp) of a launched server, else null
+  nlohmann::json engine_reported;  // engine_reported_json (startup.hpp) when a log was read
 };
 
 // Request totals over all conditions.
