@@ -3,13 +3,16 @@
 // and every request's timing on one clock, into results/<run_id>/.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 
 #include "kvprof/cli/commands.hpp"
 #include "kvprof/cli/estimate_options.hpp"
 #include "kvprof/client/cli_options.hpp"
+#include "kvprof/client/raw_request.hpp"
 #include "kvprof/gpu/nvml.hpp"
+#include "kvprof/profile/launcher.hpp"
 #include "kvprof/profile/profiler.hpp"
 #include "kvprof/profile/server_probe.hpp"
 #include "kvprof/sim/sim_memory_source.hpp"
@@ -39,6 +42,12 @@ struct ProfileCliState {
   std::string estimate_with;
   std::string sim_gpu = "H100";
   double sim_tokens_per_s = 0;
+  std::string launch;
+  std::string launch_host = "127.0.0.1";
+  uint16_t launch_port = 0;
+  double launch_timeout_s = 600;
+  double launch_grace_s = 15;
+  std::string server_log;
   bool json = false;
   bool quiet = false;
   CLI::App* cmd = nullptr;
@@ -62,11 +71,37 @@ nlohmann::json user_configuration(const ProfileCliState& st) {
           {"endpoint", st.run.endpoint.empty() ? "(built-in simulator)" : st.run.endpoint},
           {"model", st.run.model},
           {"estimate_with", st.estimate_with},
-          {"sim_gpu", st.run.endpoint.empty() ? st.sim_gpu : ""}};
+          {"sim_gpu", st.run.endpoint.empty() && st.launch.empty() ? st.sim_gpu : ""},
+          {"launch", st.launch},
+          {"server_log", st.server_log}};
+}
+
+// --launch: where the server will listen, and the command with its placeholders filled.
+profile::LaunchSettings launch_settings(ProfileCliState& st, const workload::GridOptions& grid) {
+  profile::LaunchSettings ls;
+  ls.host = st.launch_host;
+  ls.ready_timeout_s = st.launch_timeout_s;
+  ls.grace_s = st.launch_grace_s;
+  if (!st.run.endpoint.empty()) {
+    auto url = value_or_fatal(client::parse_http_url(st.run.endpoint));
+    ls.host = url.host;
+    ls.port = url.port;
+  } else {
+    ls.port = st.launch_port > 0 ? st.launch_port : value_or_fatal(profile::free_port(ls.host));
+    st.run.endpoint = fmt::format("http://{}:{}/v1", ls.host, ls.port);
+  }
+  const uint32_t max_concurrency =
+      *std::max_element(grid.concurrencies.begin(), grid.concurrencies.end());
+  ls.command = value_or_fatal(profile::fill_placeholders(
+      st.launch, {{"model", st.run.model},
+                  {"port", std::to_string(ls.port)},
+                  {"host", ls.host},
+                  {"max_concurrency", std::to_string(max_concurrency)}}));
+  return ls;
 }
 
 void run_profile_command(ProfileCliState& st) {
-  const bool simulate = st.run.endpoint.empty();
+  const bool simulate = st.run.endpoint.empty() && st.launch.empty();
   profile::ProfileConfig config;
   if (simulate && !grid_given(st.cmd)) {
     st.grid.input_lens = {"512", "2048"};
@@ -90,6 +125,8 @@ void run_profile_command(ProfileCliState& st) {
   config.warmup_requests = st.warmup_requests;
   config.post_warmup_s = st.post_warmup_s;
   config.estimate_flags = st.estimate_with;
+  config.server_log = st.server_log;
+  if (!st.launch.empty()) config.launch = launch_settings(st, config.grid);
 
   profile::ProfileDeps deps;
   std::unique_ptr<sim::SimServer> server;
@@ -130,7 +167,7 @@ void run_profile_command(ProfileCliState& st) {
   config.run = value_or_fatal(client::resolve(st.run));
   if (!st.estimate_with.empty()) {
     est_defaults.model = config.run.model;
-    if (est_defaults.model.empty()) {
+    if (est_defaults.model.empty() && !config.launch) {
       const auto info =
           value_or_fatal(profile::probe_server(config.run.endpoint, config.run.api_key));
       if (!info.models.empty()) est_defaults.model = info.models.front();
@@ -228,6 +265,32 @@ void register_profile_command(CLI::App& app) {
   phases->add_option("--post-warmup-s", st->post_warmup_s, "Idle seconds measured after warmup")
       ->check(CLI::Range(0.0, 3600.0))
       ->capture_default_str();
+  auto* launch = cmd->add_option_group("launch a server");
+  launch
+      ->add_option("--launch", st->launch,
+                   "Start this server command, e.g. \"vllm serve {model} --port {port} "
+                   "--max-num-seqs {max_concurrency}\" ({model}, {port}: a free port or "
+                   "--endpoint's, {host}, {max_concurrency}: the grid's largest); its output goes "
+                   "to server.log, its startup is sampled and timed, and it is stopped at the end")
+      ->envname("KVPROF_LAUNCH");
+  launch->add_option("--launch-host", st->launch_host, "Address {host} stands for")
+      ->capture_default_str();
+  launch->add_option("--launch-port", st->launch_port,
+                     "Port {port} stands for (default: a free one)");
+  launch
+      ->add_option("--launch-timeout", st->launch_timeout_s,
+                   "Seconds to wait for /health or /v1/models to answer")
+      ->check(CLI::Range(0.1, 86400.0))
+      ->capture_default_str();
+  launch
+      ->add_option("--launch-grace", st->launch_grace_s,
+                   "Seconds between SIGTERM and SIGKILL when stopping it")
+      ->check(CLI::Range(0.0, 3600.0))
+      ->capture_default_str();
+  cmd->add_option("--server-log", st->server_log,
+                  "The log of a server started elsewhere: its engine-reported memory figures go "
+                  "into summary.json")
+      ->check(CLI::ExistingFile);
   cmd->add_option("--estimate-with", st->estimate_with,
                   "Compare with the plan for these engine flags, e.g. \"-tp 2 "
                   "--gpu-memory-utilization 0.9 --gpu H100\" (model and GPU default to the "

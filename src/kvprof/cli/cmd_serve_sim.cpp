@@ -5,10 +5,17 @@
 #include <chrono>
 #include <cstdio>
 #include <optional>
+#include <thread>
+
+#include <unistd.h>
 
 #include "kvprof/cli/commands.hpp"
+#include "kvprof/enginelog/parser.hpp"
+#include "kvprof/sim/live_state.hpp"
 #include "kvprof/sim/sim_server.hpp"
+#include "kvprof/sys/proc.hpp"
 #include "kvprof/sys/signals.hpp"
+#include "kvprof/util/strings.hpp"
 #include "kvprof/util/units.hpp"
 
 namespace kvprof::cli {
@@ -25,7 +32,45 @@ struct ServeSimOptions {
   std::string kv_bytes_per_block;
   std::string activation_bytes_per_token;
   double duration_s = 0;
+  std::string startup_log;
+  uint32_t startup_line_delay_ms = 50;
 };
+
+// Prints the lines of `path` (a real engine's startup log) to stdout, one every `delay_ms`, before
+// the server listens, so a launched serve-sim has a startup to watch. With a live-state file the
+// simulated memory grows as the lines report it: non-torch at first, the weights after a weights
+// line, the KV pool after a KV line, the CUDA graphs after a graph line.
+void play_startup_log(const std::string& path, uint32_t delay_ms, const sim::SimConfig& config) {
+  auto text = value_or_fatal(sys::read_text_file(path, 16U << 20));
+  sim::LiveMemory live{config.total_bytes, config.reserved_bytes, config.non_torch_bytes,
+                       static_cast<uint32_t>(::getpid())};
+  const auto publish = [&] {
+    if (!config.live_state_path.empty()) (void)sim::write_live_state(config.live_state_path, live);
+  };
+  publish();
+  enginelog::EngineLogParser parser;
+  for (const auto& line : split(text, '\n')) {
+    if (line.empty()) continue;
+    std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+    if (sys::stop_requested()) return;
+    std::printf("%s\n", line.c_str());
+    std::fflush(stdout);
+    const size_t seen = parser.report().figures.size();
+    parser.feed(line + "\n");
+    const auto& figures = parser.report().figures;
+    for (size_t i = seen; i < figures.size(); ++i) {
+      const auto& f = figures[i];
+      if (f.component == enginelog::Component::weights) live.used_bytes += config.weights_bytes;
+      if (f.component == enginelog::Component::kv_cache &&
+          config.kv_pool_mode == sim::KvPoolMode::preallocated) {
+        live.used_bytes += uint64_t{config.num_gpu_blocks} * config.kv_bytes_per_block;
+      }
+      if (f.component == enginelog::Component::cuda_graph)
+        live.used_bytes += config.cuda_graph_bytes;
+    }
+    publish();
+  }
+}
 
 std::optional<uint64_t> bytes_flag(const std::string& text, const char* name) {
   if (text.empty()) return std::nullopt;
@@ -49,6 +94,10 @@ void run_serve_sim(ServeSimOptions& o) {
 
   sim::SimConfig config = value_or_fatal(sim::sim_config_from_flags(f));
   config.quiet = true;  // the line below is the startup log
+  if (!o.startup_log.empty()) {
+    sys::install_stop_handlers();
+    play_startup_log(o.startup_log, o.startup_line_delay_ms, config);
+  }
   auto server = value_or_fatal(sim::SimServer::start(config));
 
   std::printf(
@@ -123,6 +172,12 @@ void register_serve_sim_command(CLI::App& app) {
   cmd->add_flag("--kv-on-demand", f.kv_on_demand,
                 "Count only KV blocks in use as used memory (vLLM preallocates all of them)");
   cmd->add_flag("--no-metrics", f.no_metrics, "Answer 404 for /metrics (a server without it)");
+  cmd->add_option("--api-key", f.api_key,
+                  "Answer 401 on /v1/* without \"Authorization: Bearer KEY\" (like vLLM's "
+                  "--api-key)");
+  cmd->add_flag("--reject-token-prompts", f.reject_token_prompts,
+                "Answer 400 to a token-ID prompt, as llama.cpp's server does (\"prompt\" must "
+                "be a string)");
   cmd->add_option("--fault-kind", f.fault_kind,
                   "Fault to inject: reset, 500, 503, 429, stall, malformed, slow_first_token, "
                   "with optional ;after=N ;seconds=S");
@@ -130,6 +185,13 @@ void register_serve_sim_command(CLI::App& app) {
       "--fault-rate", f.fault_rate,
       "Fraction of completion requests that get the fault (default 1 with --fault-kind)");
   cmd->add_option("--fault-seed", f.fault_seed, "Seed of the deterministic fault draw")
+      ->capture_default_str();
+  cmd->add_option("--startup-log", o->startup_log,
+                  "Print this engine startup log (e.g. real vLLM lines) line by line before "
+                  "listening; with --live-state the simulated memory grows as the lines say")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--startup-line-delay-ms", o->startup_line_delay_ms,
+                  "Pause before each --startup-log line")
       ->capture_default_str();
   cmd->add_option("--duration", o->duration_s, "Stop after this many seconds (0 = until a signal)");
   cmd->callback([o] { run_serve_sim(*o); });

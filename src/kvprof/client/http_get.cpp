@@ -77,6 +77,17 @@ HttpGetter::~HttpGetter() {
 
 Expected<HttpResponse> HttpGetter::get(const std::string& url, const HttpGetOptions& options,
                                        HttpGetFailure* failure) {
+  return perform(url, nullptr, options, failure);
+}
+
+Expected<HttpResponse> HttpGetter::post(const std::string& url, const std::string& json_body,
+                                        const HttpGetOptions& options, HttpGetFailure* failure) {
+  return perform(url, &json_body, options, failure);
+}
+
+Expected<HttpResponse> HttpGetter::perform(const std::string& url, const std::string* json_body,
+                                           const HttpGetOptions& options, HttpGetFailure* failure) {
+  const char* method = json_body != nullptr ? "POST" : "GET";
   if (failure != nullptr) *failure = HttpGetFailure::none;
   CURL* curl = m_impl->curl;
   if (curl == nullptr) {
@@ -88,7 +99,18 @@ Expected<HttpResponse> HttpGetter::get(const std::string& url, const HttpGetOpti
   m_impl->error_buffer[0] = '\0';
 
   curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
-  curl_easy_setopt(curl, CURLOPT_HTTPGET, 1L);
+  curl_slist* header_list = nullptr;
+  for (const auto& h : options.headers)
+    header_list = curl_slist_append(header_list, h.c_str());
+  if (json_body != nullptr) {
+    header_list = curl_slist_append(header_list, "Content-Type: application/json");
+    curl_easy_setopt(curl, CURLOPT_POST, 1L);
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDS, json_body->data());
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(json_body->size()));
+  } else {
+    curl_easy_setopt(curl, CURLOPT_HTTPGET, 1L);
+  }
+  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, header_list);
   curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
   curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 1L);
@@ -109,25 +131,29 @@ Expected<HttpResponse> HttpGetter::get(const std::string& url, const HttpGetOpti
   // The state lives on this stack frame: make sure no later call sees stale pointers.
   curl_easy_setopt(curl, CURLOPT_WRITEDATA, nullptr);
   curl_easy_setopt(curl, CURLOPT_XFERINFODATA, nullptr);
+  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, nullptr);
+  curl_easy_setopt(curl, CURLOPT_POSTFIELDS, nullptr);
+  curl_slist_free_all(header_list);
 
   if (code != CURLE_OK) {
     const HttpGetFailure why = classify(code, state.too_large);
     if (failure != nullptr) *failure = why;
     if (code == CURLE_URL_MALFORMAT || code == CURLE_UNSUPPORTED_PROTOCOL) {
-      return fail(ErrorKind::input, fmt::format("GET {}: {}", url, curl_easy_strerror(code)));
+      return fail(ErrorKind::input,
+                  fmt::format("{} {}: {}", method, url, curl_easy_strerror(code)));
     }
     if (why == HttpGetFailure::too_large) {
-      return fail(ErrorKind::network, fmt::format("GET {}: response larger than {} bytes", url,
-                                                  options.max_body_bytes));
+      return fail(ErrorKind::network, fmt::format("{} {}: response larger than {} bytes", method,
+                                                  url, options.max_body_bytes));
     }
     if (why == HttpGetFailure::timeout) {
-      return fail(ErrorKind::network,
-                  fmt::format("GET {}: no complete answer within {} ms", url, options.timeout_ms));
+      return fail(ErrorKind::network, fmt::format("{} {}: no complete answer within {} ms", method,
+                                                  url, options.timeout_ms));
     }
     const std::string_view detail = m_impl->error_buffer[0] != '\0'
                                         ? std::string_view(m_impl->error_buffer)
                                         : std::string_view(curl_easy_strerror(code));
-    return fail(ErrorKind::network, fmt::format("GET {}: {}", url, detail));
+    return fail(ErrorKind::network, fmt::format("{} {}: {}", method, url, detail));
   }
   curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &response.status);
   const char* content_type = nullptr;
@@ -142,6 +168,12 @@ Expected<HttpResponse> http_get(const std::string& url, const HttpGetOptions& op
                                 HttpGetFailure* failure) {
   HttpGetter getter;
   return getter.get(url, options, failure);
+}
+
+Expected<HttpResponse> http_post(const std::string& url, const std::string& json_body,
+                                 const HttpGetOptions& options, HttpGetFailure* failure) {
+  HttpGetter getter;
+  return getter.post(url, json_body, options, failure);
 }
 
 }  // namespace kvprof::client

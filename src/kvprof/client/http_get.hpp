@@ -1,11 +1,13 @@
 // A small blocking HTTP GET (libcurl easy behind a private Impl): a whole-request timeout, a
-// bound on the body size and a cancel flag, for polling /metrics and /slots.
+// bound on the body size and a cancel flag, for polling /metrics and /slots; and a POST of a JSON
+// body for the one-off requests of the profile probe (/v1/completions, /tokenize).
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "kvprof/util/error.hpp"
 
@@ -22,6 +24,7 @@ struct HttpGetOptions {
   uint32_t connect_timeout_ms = 1000;  // the TCP (and TLS) connect alone
   uint64_t max_body_bytes = 32ULL << 20;
   const std::atomic<bool>* cancel = nullptr;  // when it turns true the request ends promptly
+  std::vector<std::string> headers;           // extra "Name: value" lines, e.g. Authorization
 };
 
 // Why a GET produced no response (statuses such as 404 are responses, not failures).
@@ -41,7 +44,14 @@ class HttpGetter {
   Expected<HttpResponse> get(const std::string& url, const HttpGetOptions& options = {},
                              HttpGetFailure* failure = nullptr);
 
+  // POSTs `json_body` (Content-Type: application/json); the same answers and errors as get().
+  Expected<HttpResponse> post(const std::string& url, const std::string& json_body,
+                              const HttpGetOptions& options = {},
+                              HttpGetFailure* failure = nullptr);
+
  private:
+  Expected<HttpResponse> perform(const std::string& url, const std::string* json_body,
+                                 const HttpGetOptions& options, HttpGetFailure* failure);
   struct Impl;
   std::unique_ptr<Impl> m_impl;
 };
@@ -49,5 +59,10 @@ class HttpGetter {
 // One GET on a fresh connection; see HttpGetter::get.
 Expected<HttpResponse> http_get(const std::string& url, const HttpGetOptions& options = {},
                                 HttpGetFailure* failure = nullptr);
+
+// One POST on a fresh connection; see HttpGetter::post.
+Expected<HttpResponse> http_post(const std::string& url, const std::string& json_body,
+                                 const HttpGetOptions& options = {},
+                                 HttpGetFailure* failure = nullptr);
 
 }  // namespace kvprof::client

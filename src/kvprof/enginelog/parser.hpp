@@ -29,6 +29,8 @@ class EngineLogParser {
 
   // Consumes `bytes`; lines are split on '\n' (a trailing '\r' is dropped).
   void feed(std::string_view bytes);
+  // The report of the lines read so far (a line counts once its '\n' was fed).
+  [[nodiscard]] const EngineLogReport& report() const { return m_report; }
   // Parses the last unterminated line and returns the report; the parser is spent afterwards.
   EngineLogReport finish();
 

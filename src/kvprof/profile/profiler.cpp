@@ -13,10 +13,14 @@
 
 #include "kvprof/client/raw_request.hpp"
 #include "kvprof/client/trace_writer.hpp"
+#include "kvprof/enginelog/parser.hpp"
 #include "kvprof/gpu/sampler.hpp"
 #include "kvprof/metrics/scraper.hpp"
+#include "kvprof/profile/endpoint_check.hpp"
+#include "kvprof/profile/launcher.hpp"
 #include "kvprof/profile/manifest.hpp"
 #include "kvprof/profile/server_probe.hpp"
+#include "kvprof/profile/startup.hpp"
 #include "kvprof/sys/proc.hpp"
 #include "kvprof/util/units.hpp"
 #include "kvprof/workload/workload_io.hpp"
@@ -133,6 +137,77 @@ void analyse_memory(const ProfileConfig& config, const std::vector<MemoryPoint>&
   }
 }
 
+// Starts GPU and host sampling into `dir` and `timeline` (none when there is nothing to sample);
+// report.gpus and report.files are filled in. `launched_pid` is the host process when kvprof
+// started the server.
+Expected<std::unique_ptr<gpu::Sampler>> start_sampler(const ProfileConfig& config,
+                                                      const ProfileDeps& deps, const fs::path& dir,
+                                                      std::optional<pid_t> launched_pid,
+                                                      Timeline& timeline, ProfileReport& report) {
+  gpu::SamplerOptions so;
+  so.gpus = config.gpus;
+  so.interval_ms = config.gpu_interval_ms;
+  so.process_interval_ms = config.process_interval_ms;
+  so.host_interval_ms = config.host_interval_ms;
+  so.on_device_sample = [&timeline](const gpu::DeviceSample& s) { timeline.add_memory(s); };
+  if (deps.memory) so.gpu_trace_path = (dir / "gpu_mem_trace.csv").string();
+  if (config.host_pid) {
+    so.host_pid = config.host_pid;
+  } else if (launched_pid && config.host_pid_auto) {
+    so.host_pid = launched_pid;
+  } else if (config.host_pid_auto) {
+    if (auto port = client::loopback_port(config.run.endpoint)) {
+      if (auto pid = sys::find_listening_pid(*port); pid && *pid != getpid()) so.host_pid = *pid;
+    }
+  }
+  if (so.host_pid) {
+    so.host_trace_path = (dir / "host_mem_trace.csv").string();
+    report.files["host_mem_trace"] = "host_mem_trace.csv";
+  }
+  std::unique_ptr<gpu::Sampler> sampler;
+  if (deps.memory || so.host_pid) {
+    sampler = std::make_unique<gpu::Sampler>(deps.memory, so);
+    if (auto ok = sampler->start(); !ok) {
+      if (ok.error().kind == ErrorKind::io) return std::unexpected(ok.error());
+      return std::unexpected(ok.error().with_context("GPU sampler"));
+    }
+    if (deps.memory) {
+      for (unsigned g : sampler->gpus()) {
+        auto info = deps.memory->device_info(g);
+        report.gpus.push_back(info ? *info : gpu::DeviceInfo{g, std::nullopt, std::nullopt});
+      }
+    }
+  }
+  if (!deps.memory) {
+    std::FILE* f = std::fopen((dir / "gpu_mem_trace.csv").c_str(), "w");
+    if (f == nullptr)
+      return fail(ErrorKind::io, "cannot write gpu_mem_trace.csv in " + dir.string());
+    std::fprintf(f, "%s\n", gpu::k_gpu_trace_header);
+    std::fclose(f);
+  }
+  return sampler;
+}
+
+// Stops the launched server and watches the GPU memory come back to its figure at launch (for
+// at most release_wait_s).
+void stop_launched(const LaunchSettings& settings, LaunchedServer& server, const Timeline& timeline,
+                   bool have_memory, LaunchReport& launch) {
+  launch.stop = server.stop(settings.grace_s);
+  if (!have_memory) return;
+  launch.used_before_launch_bytes = used_at(timeline.memory(), launch.launched_ns);
+  const auto end =
+      std::chrono::steady_clock::now() + std::chrono::duration<double>(settings.release_wait_s);
+  for (;;) {
+    launch.used_after_stop_bytes = used_at(timeline.memory(), now_ns());
+    if (launch.used_before_launch_bytes && launch.used_after_stop_bytes) {
+      launch.memory_released = *launch.used_after_stop_bytes <=
+                               *launch.used_before_launch_bytes + k_memory_released_slack_bytes;
+    }
+    if (launch.memory_released.value_or(false) || std::chrono::steady_clock::now() >= end) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
 }  // namespace
 
 Expected<ProfileOutcome> run_profile(const ProfileConfig& config_in, const ProfileDeps& deps) {
@@ -143,39 +218,109 @@ Expected<ProfileOutcome> run_profile(const ProfileConfig& config_in, const Profi
   const auto stop = [&] { return deps.should_stop && deps.should_stop(); };
   auto requests = workload::generate(config.grid);
   if (!requests) return std::unexpected(requests.error());
+  ProfileReport report;
+  report.started_unix_s = now_unix_s();
+  report.run_id = make_run_id(config.run_tag, report.started_unix_s);
+
+  // A launched server: started before the probe, sampled from its first moment.
+  Timeline timeline;
+  std::optional<fs::path> dir;
+  std::unique_ptr<gpu::Sampler> sampler;
+  StartupWatcher watcher;
+  LaunchReport launch;
+  std::unique_ptr<LaunchedServer> launched;  // declared last: stopped first
+  if (config.launch) {
+    const auto& ls = *config.launch;
+    if (port_in_use(ls.host, ls.port)) {
+      std::string owner;
+      if (auto pid = sys::find_listening_pid(ls.port)) owner = fmt::format(" (by pid {})", *pid);
+      return fail(ErrorKind::network,
+                  fmt::format("port {} on {} is already in use{}: the launched server could not "
+                              "listen there; nothing was started",
+                              ls.port, ls.host, owner));
+    }
+    auto made = create_run_dir(config.output_dir, report.run_id);
+    if (!made) return std::unexpected(made.error());
+    dir = *made;
+    auto started = LaunchedServer::start(ls.command, *dir / "server.log",
+                                         [&watcher](const LogLine& l) { watcher.on_line(l); });
+    if (!started) return std::unexpected(started.error());
+    launched = std::move(*started);
+    launch.command = ls.command;
+    launch.pid = launched->pid();
+    launch.port = ls.port;
+    launch.launched_ns = launched->started_ns();
+    auto sampling = start_sampler(config, deps, *dir, launched->pid(), timeline, report);
+    if (!sampling) return std::unexpected(sampling.error());
+    sampler = std::move(*sampling);
+    progress(fmt::format("launched (pid {}): {}; log -> {}", launched->pid(), ls.command,
+                         (*dir / "server.log").string()));
+    std::vector<std::string> headers;
+    if (!config.run.api_key.empty())
+      headers.push_back("Authorization: Bearer " + config.run.api_key);
+    auto ready =
+        launched->wait_ready(server_root(config.run.endpoint), headers, ls.ready_timeout_s, stop);
+    if (!ready) {
+      launched->stop(ls.grace_s);
+      if (sampler) (void)sampler->stop();
+      return std::unexpected(ready.error());
+    }
+    watcher.set_ready(now_ns());
+    launch.ready_s = *ready;
+    progress(fmt::format("server ready after {:.1f} s", *ready));
+  }
 
   auto server = probe_server(config.run.endpoint, config.run.api_key);
   if (!server) return std::unexpected(server.error());
   if (config.run.model.empty()) {
     if (server->models.empty()) {
-      return fail(ErrorKind::usage, "the server lists no model; pass --model");
+      if (server->models_status == 200) {
+        return fail(ErrorKind::usage, "the server lists no model; pass --model");
+      }
+      return fail(ErrorKind::network,
+                  fmt::format("GET {}/v1/models answered {}: check the path of --endpoint, or "
+                              "pass --model",
+                              server_root(config.run.endpoint), server->models_status));
     }
     config.run.model = server->models.front();
   }
   if (auto ok = client::validate(config.run, *requests); !ok) return std::unexpected(ok.error());
+  auto check = check_endpoint(config.run, *server, config.grid);
+  if (!check) return std::unexpected(check.error());
+  std::string prompt_warning;
+  if (check->use_text_prompts) {
+    config.grid.prompt_format = workload::PromptFormat::text;
+    requests = workload::generate(config.grid);
+    if (!requests) return std::unexpected(requests.error());
+    prompt_warning = fmt::format(
+        "the server refuses token-ID prompts (400: {}); the grid runs with text prompts, {}",
+        check->token_prompt_refusal, check_text_token_counts(config.run, *requests));
+  }
   const auto make_transport = [&] {
     return deps.make_transport ? deps.make_transport() : client::make_run_transport(config.run);
   };
 
-  ProfileReport report;
-  report.started_unix_s = now_unix_s();
-  report.run_id = make_run_id(config.run_tag, report.started_unix_s);
   report.endpoint = config.run.endpoint;
   report.model = config.run.model;
   report.server = *server;
   report.simulated = !config.simulation.empty() || server->simulated;
   report.memory_source = deps.memory ? deps.memory_source : "none";
   report.estimate_flags = config.estimate_flags;
-  auto dir = create_run_dir(config.output_dir, report.run_id);
-  if (!dir) return std::unexpected(dir.error());
+  if (!dir) {
+    auto made = create_run_dir(config.output_dir, report.run_id);
+    if (!made) return std::unexpected(made.error());
+    dir = *made;
+  }
   report.run_dir = dir->string();
-  report.files = {{"workload", "workload.jsonl"},
-                  {"request_trace", "request_trace.csv"},
-                  {"gpu_mem_trace", "gpu_mem_trace.csv"},
-                  {"metrics_trace", "metrics_trace.csv"},
-                  {"summary", "summary.json"},
-                  {"manifest", "manifest.json"}};
+  report.files.insert({{"workload", "workload.jsonl"},
+                       {"request_trace", "request_trace.csv"},
+                       {"gpu_mem_trace", "gpu_mem_trace.csv"},
+                       {"metrics_trace", "metrics_trace.csv"},
+                       {"summary", "summary.json"},
+                       {"manifest", "manifest.json"}});
+  if (launched) report.files["server_log"] = "server.log";
   Warnings warnings(deps);
+  if (!prompt_warning.empty()) warnings.add(prompt_warning);
   const auto conditions = workload::conditions_of(*requests);
   progress(fmt::format("run {}: {} requests in {} conditions against {} ({}) -> {}", report.run_id,
                        requests->size(), conditions.size(), config.run.endpoint, config.run.model,
@@ -195,50 +340,17 @@ Expected<ProfileOutcome> run_profile(const ProfileConfig& config_in, const Profi
   };
   if (auto ok = write_manifest("running"); !ok) return std::unexpected(ok.error());
 
-  // Samplers on one clock, into the timeline and the traces.
-  Timeline timeline;
-  const int64_t t_begin = now_ns();
-  gpu::SamplerOptions so;
-  so.gpus = config.gpus;
-  so.interval_ms = config.gpu_interval_ms;
-  so.process_interval_ms = config.process_interval_ms;
-  so.host_interval_ms = config.host_interval_ms;
-  so.on_device_sample = [&timeline](const gpu::DeviceSample& s) { timeline.add_memory(s); };
-  if (deps.memory) so.gpu_trace_path = (*dir / "gpu_mem_trace.csv").string();
-  if (config.host_pid) {
-    so.host_pid = config.host_pid;
-  } else if (config.host_pid_auto) {
-    if (auto port = client::loopback_port(config.run.endpoint)) {
-      if (auto pid = sys::find_listening_pid(*port); pid && *pid != getpid()) so.host_pid = *pid;
-    }
-  }
-  if (so.host_pid) {
-    so.host_trace_path = (*dir / "host_mem_trace.csv").string();
-    report.files["host_mem_trace"] = "host_mem_trace.csv";
-  }
-  std::unique_ptr<gpu::Sampler> sampler;
-  if (deps.memory || so.host_pid) {
-    sampler = std::make_unique<gpu::Sampler>(deps.memory, so);
-    if (auto ok = sampler->start(); !ok) {
-      if (ok.error().kind == ErrorKind::io) return std::unexpected(ok.error());
-      return std::unexpected(ok.error().with_context("GPU sampler"));
-    }
-    if (deps.memory) {
-      for (unsigned g : sampler->gpus()) {
-        auto info = deps.memory->device_info(g);
-        report.gpus.push_back(info ? *info : gpu::DeviceInfo{g, std::nullopt, std::nullopt});
-      }
-    }
+  // Samplers on one clock, into the timeline and the traces (already running for a launch).
+  if (!launched) {
+    auto sampling = start_sampler(config, deps, *dir, std::nullopt, timeline, report);
+    if (!sampling) return std::unexpected(sampling.error());
+    sampler = std::move(*sampling);
   }
   if (!deps.memory) {
     warnings.add("GPU memory not sampled: " +
                  (deps.memory_note.empty() ? std::string("no memory source") : deps.memory_note));
-    std::FILE* f = std::fopen((*dir / "gpu_mem_trace.csv").c_str(), "w");
-    if (f == nullptr)
-      return fail(ErrorKind::io, "cannot write gpu_mem_trace.csv in " + report.run_dir);
-    std::fprintf(f, "%s\n", gpu::k_gpu_trace_header);
-    std::fclose(f);
   }
+  const int64_t t_begin = now_ns();
 
   metrics::ScraperOptions mo;
   auto metrics_url = metrics::metrics_url_from_base(config.run.endpoint);
@@ -269,11 +381,28 @@ Expected<ProfileOutcome> run_profile(const ProfileConfig& config_in, const Profi
     if (!warm) return std::unexpected(warm.error());
     progress(fmt::format("warmup: {} requests", warm->size()));
     client::RequestRunner warm_runner(config.run, make_transport());
+    std::string first_error;
+    warm_runner.set_on_record([&first_error](const client::RequestRecord& r) -> Expected<void> {
+      if (first_error.empty() && r.status == client::RequestStatus::error)
+        first_error = r.error_text;
+      return {};
+    });
     auto warm_result = warm_runner.run(*warm, stop);
-    if (warm_result && !warm_result->conditions.empty() &&
-        warm_result->conditions.front().n_ok < warm->size()) {
-      warnings.add(fmt::format("{} of {} warmup requests failed",
-                               warm->size() - warm_result->conditions.front().n_ok, warm->size()));
+    const uint64_t warm_ok =
+        warm_result && !warm_result->conditions.empty() ? warm_result->conditions.front().n_ok : 0;
+    if (warm_result && !warm_result->stopped && warm_ok == 0) {
+      // A server that fails every warmup request would fail the grid too: stop with the reason.
+      (*scraper)->stop();
+      if (sampler) (void)sampler->stop();
+      (void)write_manifest("failed");
+      return fail(
+          ErrorKind::network,
+          fmt::format("every warmup request failed ({} of {}), the grid was not run: {}",
+                      warm->size(), warm->size(), first_error.empty() ? "no answer" : first_error));
+    }
+    if (warm_result && warm_ok < warm->size()) {
+      warnings.add(
+          fmt::format("{} of {} warmup requests failed", warm->size() - warm_ok, warm->size()));
     }
   }
   const int64_t t_post_warmup = now_ns();
@@ -331,6 +460,22 @@ Expected<ProfileOutcome> run_profile(const ProfileConfig& config_in, const Profi
   const Window load_window{t_load, now_ns()};
   (*scraper)->stop();
   std::optional<Error> trace_error = (*scraper)->write_error();
+  if (launched) {
+    progress("stopping the launched server");
+    stop_launched(*config.launch, *launched, timeline, deps.memory != nullptr, launch);
+    if (!launch.stop.group_gone) {
+      warnings.add(
+          fmt::format("processes of the launched server's group {} were still there after "
+                      "SIGKILL",
+                      launch.pid));
+    }
+    if (launch.memory_released == false) {
+      warnings.add(
+          fmt::format("GPU memory did not come back within {:.0f} s of stopping the "
+                      "launched server",
+                      config.launch->release_wait_s));
+    }
+  }
   if (sampler) {
     if (auto ok = sampler->stop(); !ok) trace_error = ok.error();
   }
@@ -362,6 +507,17 @@ Expected<ProfileOutcome> run_profile(const ProfileConfig& config_in, const Profi
     report.sampler = sampler->stats();
   }
   report.scraper = (*scraper)->stats();
+  if (launched) {
+    launch.marks = watcher.marks();
+    report.launch = launch_json(launch, memory);
+    report.engine_reported = engine_reported_json(watcher.finish(), "server.log");
+  } else if (!config.server_log.empty()) {
+    if (auto log = enginelog::parse_engine_log_file(config.server_log)) {
+      report.engine_reported = engine_reported_json(*log, config.server_log.string());
+    } else {
+      warnings.add("--server-log: " + log.error().message);
+    }
+  }
   report.ended_unix_s = now_unix_s();
   for (const auto& w : warnings.list())
     report.warnings.push_back(w);

@@ -3,8 +3,11 @@
 // workload.jsonl, request_trace.csv, gpu_mem_trace.csv, host_mem_trace.csv (when a host process
 // is sampled), metrics_trace.csv, summary.json and manifest.json.
 //
-// Phases: probe the server (a clear error within ~5 s when it is down) -> baseline window (no
-// load) -> warmup requests -> post-warmup window -> the grid, condition by condition -> analysis.
+// Phases: [launch the server and wait for it, sampling from its start: server.log and the startup
+// timeline] -> probe the server (a clear error within ~5 s when it is down; a one-token completion,
+// endpoint_check.hpp) -> baseline window (no load) -> warmup requests (all failing stops the run)
+// -> post-warmup window -> the grid, condition by condition -> [stop the launched server, watch its
+// memory come back] -> analysis, with the engine's own figures from its log.
 // A stop request (Ctrl-C) ends the grid early; everything measured is still analysed and written,
 // with "interrupted": true.
 #pragma once
@@ -31,6 +34,16 @@
 
 namespace kvprof::profile {
 
+// `--launch`: the server command kvprof starts, watches and stops itself.
+struct LaunchSettings {
+  std::string command;  // placeholders already filled (fill_placeholders in launcher.hpp)
+  std::string host = "127.0.0.1";
+  uint16_t port = 0;             // where it will listen (the endpoint's port)
+  double ready_timeout_s = 600;  // for /health or /v1/models to answer
+  double grace_s = 15;           // SIGTERM to SIGKILL
+  double release_wait_s = 10;    // how long to watch GPU memory come back after the stop
+};
+
 struct ProfileConfig {
   workload::GridOptions grid;
   client::RunOptions run;      // endpoint; model empty = the server's first model
@@ -50,6 +63,8 @@ struct ProfileConfig {
   std::string estimate_flags;                  // how it was asked for (manifest, summary)
   std::string simulation;        // non-empty when the server is the built-in simulator: its sizing
   nlohmann::json configuration;  // what the user asked for, for the manifest (no secrets)
+  std::optional<LaunchSettings> launch;  // start the server (see LaunchSettings)
+  std::filesystem::path server_log;      // the log of a server started elsewhere, parsed at the end
 };
 
 struct ProfileDeps {
@@ -70,9 +85,11 @@ struct ProfileOutcome {
   RequestTotals totals;
 };
 
-// Runs the profile. Errors: usage (bad grid or options), network (server unreachable before
-// anything is written), io (the run directory or a trace cannot be written: what was written
-// stays readable). Request failures are not errors: they are in the trace and the totals.
+// Runs the profile. Errors: usage (bad grid or options), network (server unreachable or refusing
+// the probe before anything is written; a launched server that exits, never answers or finds its
+// port taken, with the last lines of its log), io (the run directory or a trace cannot be written:
+// what was written stays readable). Request failures are not errors: they are in the trace and the
+// totals.
 Expected<ProfileOutcome> run_profile(const ProfileConfig& config, const ProfileDeps& deps);
 
 // A fresh run id: UTC "YYYYmmdd_HHMMSS" plus "_<tag>" (tag reduced to [A-Za-z0-9._-]).

@@ -225,6 +225,8 @@ json summary_json(const ProfileReport& r) {
         {"memory_increase_gb",
          have_mem ? json(gib(r.peak.sum_bytes) - gib(r.baseline.sum_bytes)) : json(nullptr)}}},
       {"memory_breakdown", r.breakdown ? breakdown_json(*r.breakdown) : json(nullptr)},
+      {"engine_reported", r.engine_reported},
+      {"launch", r.launch},
       {"estimate_comparison", comparison},
       {"server_metrics",
        [&] {

@@ -26,9 +26,12 @@ inline constexpr int k_summary_schema_version = 1;
 struct ServerInfo {
   std::string base_url;             // as given
   std::vector<std::string> models;  // /v1/models ids
+  long models_status = 0;           // the HTTP status of GET /v1/models
   std::string version;              // /version "version", empty when not served
   std::string owned_by;             // of the first model
   bool simulated = false;           // kvprof serve-sim
+  // "max_model_len" of each model in /v1/models, when listed (vLLM, SGLang, serve-sim).
+  std::map<std::string, uint64_t> max_model_len_tokens;
 };
 
 struct ConditionReport {
@@ -64,6 +67,8 @@ struct ProfileReport {
   client::TransportCounters transport;  // the measured run's reads
   std::vector<std::string> warnings;
   std::map<std::string, std::string> files;  // role -> file name in the run directory
+  nlohmann::json launch;           // launch_json (startup.hpp) of a launched server, else null
+  nlohmann::json engine_reported;  // engine_reported_json (startup.hpp) when a log was read
 };
 
 // Request totals over all conditions.

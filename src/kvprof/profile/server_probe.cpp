@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kvprof/client/http_get.hpp"
+#include "kvprof/profile/endpoint_check.hpp"
 
 namespace kvprof::profile {
 
@@ -23,8 +24,7 @@ std::string server_root(std::string_view base_url) {
 
 Expected<ServerInfo> probe_server(std::string_view base_url, std::string_view api_key,
                                   uint32_t timeout_ms) {
-  // The GET carries no key: a server that wants one for /v1/models is reachable, its model list
-  // stays unknown (the runner sends the key with each request).
+  // The GET carries the key when there is one.
   ServerInfo info;
   info.base_url = std::string(base_url);
   const std::string root = server_root(base_url);
@@ -32,6 +32,7 @@ Expected<ServerInfo> probe_server(std::string_view base_url, std::string_view ap
   options.timeout_ms = timeout_ms;
   options.connect_timeout_ms = std::min<uint32_t>(timeout_ms, 2000);
   options.max_body_bytes = 4U << 20;
+  if (!api_key.empty()) options.headers.push_back("Authorization: Bearer " + std::string(api_key));
   client::HttpGetFailure failure = client::HttpGetFailure::none;
   auto models = client::http_get(root + "/v1/models", options, &failure);
   if (!models) {
@@ -40,11 +41,15 @@ Expected<ServerInfo> probe_server(std::string_view base_url, std::string_view ap
                             "--endpoint to profile the built-in simulator)",
                             root, models.error().message));
   }
-  if ((models->status == 401 || models->status == 403) && api_key.empty()) {
-    return fail(ErrorKind::network,
-                fmt::format("{}/v1/models answered {}: the server wants an API key (--api-key or "
-                            "OPENAI_API_KEY)",
-                            root, models->status));
+  info.models_status = models->status;
+  if (models->status == 401 || models->status == 403) {
+    const std::string message = server_message(models->body);
+    return fail(
+        ErrorKind::network,
+        fmt::format("{}/v1/models answered {}: {} ({})", root, models->status,
+                    message.empty() ? "(no message)" : message,
+                    api_key.empty() ? "the server wants an API key: --api-key or OPENAI_API_KEY"
+                                    : "the server refused the API key"));
   }
   if (models->status == 200) {
     const auto j = nlohmann::json::parse(models->body, nullptr, false);
@@ -54,7 +59,11 @@ Expected<ServerInfo> probe_server(std::string_view base_url, std::string_view ap
     }
     for (const auto& m : j["data"]) {
       if (!m.is_object() || !m.contains("id") || !m["id"].is_string()) continue;
-      if (info.models.size() < 64) info.models.push_back(m["id"].get<std::string>());
+      const auto id = m["id"].get<std::string>();
+      if (info.models.size() < 64) info.models.push_back(id);
+      if (m.contains("max_model_len") && m["max_model_len"].is_number_unsigned()) {
+        info.max_model_len_tokens[id] = m["max_model_len"].get<uint64_t>();
+      }
       if (info.owned_by.empty() && m.contains("owned_by") && m["owned_by"].is_string()) {
         info.owned_by = m["owned_by"].get<std::string>();
       }

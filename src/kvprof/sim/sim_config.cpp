@@ -213,6 +213,8 @@ Expected<SimConfig> sim_config_from_flags(const SimFlags& f) {
   c.live_state_path = f.live_state_path;
   c.kv_pool_mode = f.kv_on_demand ? KvPoolMode::on_demand : KvPoolMode::preallocated;
   c.serve_metrics = !f.no_metrics;
+  c.api_key = f.api_key;
+  c.reject_token_prompts = f.reject_token_prompts;
   if (!f.fault_kind.empty()) {
     auto fault = parse_fault_spec(f.fault_kind);
     if (!fault) return fail(ErrorKind::usage, "--fault-kind: " + fault.error().message);

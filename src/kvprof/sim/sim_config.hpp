@@ -56,6 +56,12 @@ struct SimConfig {
   uint32_t max_model_len = 8192;           // prompt + max_tokens limit per request
   bool enable_prefix_caching = true;
   bool serve_metrics = true;  // false: GET /metrics answers 404 (tests of a missing endpoint)
+  // Non-empty: /v1/* wants "Authorization: Bearer <api_key>" and answers 401 otherwise (vLLM's
+  // --api-key; /health, /metrics and /version stay open).
+  std::string api_key;
+  // A /v1/completions prompt of token IDs gets 400 with llama.cpp's wording (a server that takes
+  // only text prompts).
+  bool reject_token_prompts = false;
 
   // Step time: step_ms = step_base_ms + (prefill_tokens * prefill_us_per_token
   //                                      + decode_tokens * decode_us_per_token) / 1000.
@@ -120,7 +126,9 @@ struct SimFlags {
   std::string live_state_path;
   bool kv_on_demand = false;
   bool no_metrics = false;  // GET /metrics answers 404
-  std::string fault_kind;   // empty = none
+  std::string api_key;      // see SimConfig::api_key
+  bool reject_token_prompts = false;
+  std::string fault_kind;  // empty = none
   double fault_rate = 0.0;
   uint64_t fault_seed = 1;
 };

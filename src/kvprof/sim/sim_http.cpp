@@ -131,7 +131,12 @@ asio::awaitable<void> SimServer::Impl::session(tcp::socket socket) {
     const bool is_completion = target == "/v1/completions";
     const bool is_chat = target == "/v1/chat/completions";
 
-    if (target == "/health" && get) {
+    const bool authorized =
+        m_config.api_key.empty() || !target.starts_with("/v1/") ||
+        std::string_view(req[http::field::authorization]) == "Bearer " + m_config.api_key;
+    if (!authorized) {
+      reply = respond(401, "application/json", R"({"error":"Unauthorized"})");
+    } else if (target == "/health" && get) {
       reply = respond(200, "application/json", "");
     } else if (target == "/v1/models" && get) {
       nlohmann::ordered_json card{{"id", m_config.model},
@@ -208,6 +213,13 @@ asio::awaitable<bool> SimServer::Impl::handle_completion(tcp::socket& socket,
                          extra) +
            err;
   };
+  if (m_config.reject_token_prompts && !chat) {
+    const auto json = nlohmann::json::parse(body, nullptr, false);
+    if (json.is_object() && json.contains("prompt") && !json["prompt"].is_string()) {
+      // llama.cpp's answer to a prompt it does not take.
+      co_return co_await write_all(socket, reply_error(400, "\"prompt\" must be a string"));
+    }
+  }
   auto parsed = parse_completion_request(body, chat, m_config);
   if (!parsed) {
     const int status = parsed.error().kind == ErrorKind::not_found ? 404 : 400;

@@ -1,0 +1,275 @@
+// End-to-end: `kvprof profile --launch` starting serve-sim that prints real vLLM startup lines
+// (startup timeline, engine figures in summary.json, the stop and the memory coming back), and the
+// launches that fail — a command that dies at once, one that never answers, a port in use — each
+// one line with the log's last lines, exit 1 and no process of the group left behind.
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "kvprof/profile/launcher.hpp"
+#include "kvprof/sim/sim_server.hpp"
+#include "kvprof/sys/subprocess.hpp"
+
+namespace kvprof {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+constexpr double k_gib = 1024.0 * 1024.0 * 1024.0;
+
+class ProfileLaunch : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    m_dir = fs::path(::testing::TempDir()) /
+            ("kvprof_launch_" + std::to_string(::getpid()) + "_" +
+             ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(m_dir);
+    fs::create_directories(m_dir);
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(m_dir, ec);
+  }
+
+  sys::CommandResult profile(std::vector<std::string> extra) const {
+    std::vector<std::string> args = {KVPROF_BIN,
+                                     "profile",
+                                     "--output-dir",
+                                     (m_dir / "results").string(),
+                                     "--baseline-s",
+                                     "0.1",
+                                     "--post-warmup-s",
+                                     "0.1",
+                                     "--input-lens",
+                                     "64",
+                                     "--output-lens",
+                                     "4",
+                                     "--concurrencies",
+                                     "2",
+                                     "--prefix-modes",
+                                     "low",
+                                     "-q"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    sys::CommandOptions o;
+    o.timeout = 60s;
+    o.env = {{"KVPROF_NVML_LIBRARY", KVPROF_FAKE_NVML_PATH},
+             {"KVPROF_FAKE_NVML_GPUS", "1"},
+             {"KVPROF_FAKE_NVML_LIVE", (m_dir / "live.txt").string()},
+             {"KVPROF_URL", ""},
+             {"KVPROF_MODEL", ""}};
+    auto r = sys::run_command(args, o);
+    EXPECT_TRUE(r.has_value());
+    return r ? *r : sys::CommandResult{};
+  }
+
+  // A real vLLM v0.19 startup (CodeLlama-7B on an H100) as a log file for serve-sim to print.
+  fs::path vllm_startup_log() const {
+    std::ifstream in(fs::path(KVPROF_FIXTURES_DIR) / "vllm_startup_public.jsonl");
+    std::string line;
+    while (std::getline(in, line)) {
+      const json j = json::parse(line);
+      if (j.at("id") == "gt-047") {
+        const fs::path path = m_dir / "vllm_startup.log";
+        std::ofstream(path) << j.at("quote").get<std::string>() << "\n";
+        return path;
+      }
+    }
+    ADD_FAILURE() << "gt-047 not in the fixture";
+    return {};
+  }
+
+  // The pid a launched shell wrote to `name` (its process group id).
+  pid_t written_pid(const std::string& name) const {
+    std::ifstream in(m_dir / name);
+    pid_t pid = 0;
+    in >> pid;
+    return pid;
+  }
+
+  // True when no process of group `pgid` is left.
+  static bool group_gone(pid_t pgid) { return ::kill(-pgid, 0) != 0 && errno == ESRCH; }
+
+  fs::path run_dir() const { return fs::directory_iterator(m_dir / "results")->path(); }
+
+  fs::path m_dir;
+};
+
+TEST_F(ProfileLaunch, ServeSimPrintingVllmLinesHasAStartupTimelineAndEngineFigures) {
+  const std::string command = std::string(KVPROF_BIN) +
+                              " serve-sim --model {model} --gpu H100 --host {host} --port {port} "
+                              "--max-num-seqs {max_concurrency} --startup-line-delay-ms 40 "
+                              "--startup-log " +
+                              vllm_startup_log().string() + " --live-state " +
+                              (m_dir / "live.txt").string();
+  auto r = profile({"--launch", command, "--model", "sim-llama", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+  const json s = json::parse(r.stdout_text);
+  const json& l = s.at("launch");
+  EXPECT_NE(l.at("command").get<std::string>().find("--max-num-seqs 2 "), std::string::npos);
+  EXPECT_NE(l.at("command").get<std::string>().find("--model sim-llama "), std::string::npos);
+  EXPECT_GT(l.at("ready_s").get<double>(), 0.3);  // 9 lines, 40 ms apart
+
+  // The four phases, in order, each ended by its line, with the simulated memory growing.
+  std::vector<std::string> names;
+  double last_end = 0;
+  uint64_t last_used = 0;
+  for (const auto& p : l.at("phases")) {
+    names.push_back(p.at("phase"));
+    EXPECT_GE(p.at("end_s").get<double>(), last_end);
+    EXPECT_LE(p.at("begin_s").get<double>(), p.at("end_s").get<double>());
+    last_end = p.at("end_s");
+    const uint64_t used = p.at("gpu_used_bytes_at_end");
+    EXPECT_GE(used, last_used) << p;
+    last_used = used;
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"weight_loading", "profile_run", "kv_allocation",
+                                             "cuda_graph_capture"}));
+  const json& phases = l.at("phases");
+  EXPECT_NE(phases[0].at("line").get<std::string>().find("Model loading took 12.56 GiB"),
+            std::string::npos);
+  EXPECT_EQ(phases[0].at("line_no"), 3);
+  EXPECT_GE(phases[0].at("gpu_used_bytes_at_end").get<uint64_t>(), 15ULL << 30);  // sim weights
+  EXPECT_GT(phases[2].at("gpu_used_bytes_at_end").get<uint64_t>(), 60ULL << 30);  // + KV pool
+
+  // Stopped with SIGTERM, the group gone, the memory back.
+  EXPECT_TRUE(l.at("stop").at("was_running").get<bool>());
+  EXPECT_FALSE(l.at("stop").at("killed_after_grace").get<bool>());
+  EXPECT_TRUE(l.at("stop").at("process_group_gone").get<bool>());
+  EXPECT_TRUE(l.at("memory_released").get<bool>());
+  EXPECT_TRUE(group_gone(l.at("pid").get<pid_t>()));
+
+  // The engine's own figures, beside the measurement.
+  const json& e = s.at("engine_reported");
+  EXPECT_EQ(e.at("engine"), "vllm");
+  EXPECT_EQ(e.at("source"), "server.log");
+  const json& c = e.at("components");
+  EXPECT_EQ(c.at("weights").at("confidence"), "reported by engine");
+  EXPECT_NEAR(c.at("weights").at("bytes").get<double>() / k_gib, 12.56, 0.005);
+  EXPECT_NEAR(c.at("kv_cache").at("bytes").get<double>() / k_gib, 61.66, 0.005);
+  EXPECT_NEAR(c.at("cuda_graph").at("bytes").get<double>() / k_gib, 0.89, 0.005);
+  EXPECT_NEAR(c.at("activation_peak").at("bytes").get<double>() / k_gib, 0.77, 0.005);
+  EXPECT_FALSE(s.at("memory_breakdown").is_null());
+  EXPECT_EQ(s.at("requests").at("n_ok"), 2);
+
+  // server.log holds everything it printed; the host memory of the launched pid was sampled.
+  const fs::path dir = run_dir();
+  std::ifstream log(dir / "server.log");
+  const std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("Graph capturing finished in 4 secs, took 0.89 GiB"), std::string::npos);
+  EXPECT_NE(text.find("serve-sim (SIMULATED vllm engine) listening on"), std::string::npos);
+  EXPECT_EQ(s.at("host_memory").at("pid"), l.at("pid"));
+  EXPECT_EQ(s.at("files").at("server_log"), "server.log");
+}
+
+TEST_F(ProfileLaunch, CommandThatDiesAtOnceIsOneLineWithItsLastLines) {
+  // It leaves a child behind in its group: kvprof must end that one too.
+  const std::string command = "echo $$ > " + (m_dir / "pid").string() +
+                              "; sleep 30 & echo loading; echo 'fatal: no CUDA device' >&2; exit 3";
+  auto r = profile({"--launch", command, "--launch-timeout", "20"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(std::count(r.stderr_text.begin(), r.stderr_text.end(), '\n'), 1) << r.stderr_text;
+  EXPECT_NE(r.stderr_text.find("the launched server exited with code 3 after"), std::string::npos)
+      << r.stderr_text;
+  EXPECT_NE(r.stderr_text.find("last lines of server.log: \"loading\" | \"fatal: no CUDA device\""),
+            std::string::npos)
+      << r.stderr_text;
+  const pid_t pgid = written_pid("pid");
+  ASSERT_GT(pgid, 0);
+  EXPECT_TRUE(group_gone(pgid)) << "the group's sleep outlived kvprof";
+  EXPECT_TRUE(fs::exists(run_dir() / "server.log"));
+}
+
+TEST_F(ProfileLaunch, ServerThatNeverAnswersIsStoppedAfterTheTimeout) {
+  // It ignores SIGTERM (so does its child): the grace period ends in SIGKILL.
+  const std::string command = "trap '' TERM; echo $$ > " + (m_dir / "pid").string() +
+                              "; echo 'waiting for nothing'; sleep 60; sleep 60";
+  const auto t0 = std::chrono::steady_clock::now();
+  auto r = profile({"--launch", command, "--launch-timeout", "1", "--launch-grace", "0.3"});
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 10s);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(std::count(r.stderr_text.begin(), r.stderr_text.end(), '\n'), 1) << r.stderr_text;
+  EXPECT_NE(r.stderr_text.find("did not answer"), std::string::npos) << r.stderr_text;
+  EXPECT_NE(r.stderr_text.find("within 1 s (--launch-timeout); last lines of server.log: \"waiting "
+                               "for nothing\""),
+            std::string::npos)
+      << r.stderr_text;
+  const pid_t pgid = written_pid("pid");
+  ASSERT_GT(pgid, 0);
+  EXPECT_TRUE(group_gone(pgid));
+}
+
+TEST_F(ProfileLaunch, PortInUseStartsNothing) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(::listen(fd, 4), 0);
+  ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  const std::string port = std::to_string(ntohs(addr.sin_port));
+  const fs::path marker = m_dir / "started";
+  auto r = profile({"--launch", "touch " + marker.string(), "--launch-port", port});
+  ::close(fd);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(std::count(r.stderr_text.begin(), r.stderr_text.end(), '\n'), 1) << r.stderr_text;
+  EXPECT_NE(r.stderr_text.find("port " + port + " on 127.0.0.1 is already in use (by pid " +
+                               std::to_string(::getpid()) + ")"),
+            std::string::npos)
+      << r.stderr_text;
+  EXPECT_FALSE(fs::exists(marker));
+  EXPECT_FALSE(fs::exists(m_dir / "results"));
+}
+
+TEST_F(ProfileLaunch, PlaceholdersAreCheckedBeforeAnythingStarts) {
+  auto r = profile({"--launch", "serve {model} --port {port}"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.stderr_text.find("--launch uses {model} but it has no value: pass --model"),
+            std::string::npos)
+      << r.stderr_text;
+  r = profile({"--launch", "serve --port {prot}", "--model", "m"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.stderr_text.find("unknown placeholder {prot}"), std::string::npos) << r.stderr_text;
+
+  auto filled = profile::fill_placeholders(
+      "a {model} {port}{host} {max_concurrency}",
+      {{"model", "m"}, {"port", "80"}, {"host", "h"}, {"max_concurrency", "4"}});
+  ASSERT_TRUE(filled.has_value());
+  EXPECT_EQ(*filled, "a m 80h 4");
+}
+
+TEST_F(ProfileLaunch, ServerLogOfAServerStartedElsewhereGoesIntoTheSummary) {
+  sim::SimConfig c;
+  c.model = "sim-model";
+  c.num_gpu_blocks = 512;
+  c.max_model_len = 2048;
+  c.quiet = true;
+  auto server = sim::SimServer::start(c);
+  ASSERT_TRUE(server.has_value()) << server.error().message;
+  auto r = profile({"--endpoint", (*server)->base_url(), "--server-log",
+                    vllm_startup_log().string(), "--warmup-requests", "0", "--json"});
+  (*server)->stop();
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+  const json s = json::parse(r.stdout_text);
+  EXPECT_TRUE(s.at("launch").is_null());
+  const json& e = s.at("engine_reported");
+  EXPECT_EQ(e.at("source"), (m_dir / "vllm_startup.log").string());
+  EXPECT_EQ(e.at("components").at("weights").at("confidence"), "reported by engine");
+  EXPECT_EQ(e.at("settings").at("num_gpu_blocks").at("value"), 7891);
+}
+
+}  // namespace
+}  // namespace kvprof
