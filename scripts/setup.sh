@@ -8,6 +8,7 @@ packages=(
   libfmt-dev nlohmann-json3-dev libyaml-cpp-dev libcli11-dev
   libcurl4-openssl-dev libboost-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  prometheus
 )
 
 missing=()

@@ -10,4 +10,6 @@ KVPROF_BUILD_DIR=build-test bash scripts/build.sh -DKVPROF_WERROR=ON -DKVPROF_BU
 cd build-test
 # The libllama setup.sh fetched is part of the suite: its tests fail instead of skipping.
 export KVPROF_REQUIRE_LLAMA=1
+# Likewise the real Prometheus server the remote-GPU tests scrape through.
+export KVPROF_REQUIRE_PROMETHEUS=1
 ctest --output-on-failure -j "$(nproc)" --timeout 600

@@ -11,7 +11,7 @@
 #include "kvprof/cli/estimate_options.hpp"
 #include "kvprof/client/cli_options.hpp"
 #include "kvprof/client/raw_request.hpp"
-#include "kvprof/gpu/nvml.hpp"
+#include "kvprof/gpu/source_select.hpp"
 #include "kvprof/profile/launcher.hpp"
 #include "kvprof/profile/profiler.hpp"
 #include "kvprof/profile/server_probe.hpp"
@@ -31,6 +31,8 @@ struct ProfileCliState {
   std::vector<unsigned> gpus;
   uint32_t gpu_interval_ms = 20;
   uint32_t process_interval_ms = 500;
+  std::string gpu_source = "auto";
+  std::string gpu_selector;
   int host_pid = 0;
   bool no_host_mem = false;
   uint32_t metrics_interval_ms = 100;
@@ -156,13 +158,32 @@ void run_profile_command(ProfileCliState& st) {
       }
     }
   } else {
-    auto nvml = gpu::NvmlSource::open();
-    if (nvml) {
-      memory = std::move(*nvml);
-      deps.memory_source = "nvml";
-    } else {
-      deps.memory_note = nvml.error().message;
+    // A remote server is measured through the monitoring of its node, never this machine's NVML.
+    const auto spec = value_or_fatal(gpu::parse_gpu_source(st.gpu_source));
+    const bool remote_spec =
+        spec.kind == gpu::GpuSourceKind::dcgm || spec.kind == gpu::GpuSourceKind::prometheus;
+    if (remote_spec && st.cmd->get_option("--gpu-interval-ms")->count() == 0) {
+      config.gpu_interval_ms = 1000;  // monitoring updates about once a second at best
     }
+    auto choice = value_or_fatal(gpu::open_gpu_source(
+        spec, st.gpu_selector, st.launch.empty() ? st.run.endpoint : std::string(),
+        config.gpu_interval_ms / 2));
+    if (choice.remote) {
+      config.process_interval_ms = 0;  // no per-process figures remotely
+      // Idle windows long enough for two readings at the monitoring's pace.
+      const double two_readings_s = 2.0 * config.gpu_interval_ms / 1000.0;
+      if (st.cmd->get_option("--baseline-s")->count() == 0) {
+        config.baseline_s = std::max(config.baseline_s, two_readings_s);
+      }
+      if (st.cmd->get_option("--post-warmup-s")->count() == 0) {
+        config.post_warmup_s = std::max(config.post_warmup_s, two_readings_s);
+      }
+    }
+    if (choice.warn && !st.quiet)
+      std::fprintf(stderr, "kvprof: warning: %s\n", choice.note.c_str());
+    memory = std::move(choice.source);
+    deps.memory_source = choice.name;
+    deps.memory_note = choice.note;
   }
   config.run = value_or_fatal(client::resolve(st.run));
   if (!st.estimate_with.empty()) {
@@ -247,6 +268,17 @@ void register_profile_command(CLI::App& app) {
       ->add_option("--process-interval-ms", st->process_interval_ms,
                    "Per-process GPU memory period (0 = off)")
       ->capture_default_str();
+  sampling
+      ->add_option("--gpu-source", st->gpu_source,
+                   "Where GPU memory comes from: auto (NVML when the server runs on this "
+                   "machine, else none), nvml, none, dcgm=URL (a DCGM exporter's /metrics on the "
+                   "server's node) or prometheus=URL (a Prometheus server scraping DCGM)")
+      ->envname("KVPROF_GPU_SOURCE")
+      ->capture_default_str();
+  sampling
+      ->add_option("--gpu-selector", st->gpu_selector,
+                   "Label selector for dcgm=/prometheus= series, e.g. '{Hostname=\"node1\"}'")
+      ->envname("KVPROF_GPU_SELECTOR");
   sampling->add_option("--pid", st->host_pid,
                        "Sample this process's host memory (default: the endpoint's listening "
                        "process when it is on this machine)");

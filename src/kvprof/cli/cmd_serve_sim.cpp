@@ -178,6 +178,10 @@ void register_serve_sim_command(CLI::App& app) {
   cmd->add_flag("--reject-token-prompts", f.reject_token_prompts,
                 "Answer 400 to a token-ID prompt, as llama.cpp's server does (\"prompt\" must "
                 "be a string)");
+  cmd->add_option("--dcgm-hostname", f.dcgm_hostname,
+                  "Also answer GET /dcgm/metrics as NVIDIA's DCGM exporter on a node of this "
+                  "name would, with the simulated GPU's memory (for --gpu-source dcgm=/"
+                  "prometheus= tests)");
   cmd->add_option("--fault-kind", f.fault_kind,
                   "Fault to inject: reset, 500, 503, 429, stall, malformed, slow_first_token, "
                   "with optional ;after=N ;seconds=S");

@@ -69,7 +69,7 @@ struct ProfileConfig {
 
 struct ProfileDeps {
   gpu::MemorySource* memory = nullptr;  // null: no GPU sampling
-  std::string memory_source = "none";   // "nvml", "simulated", "none"
+  std::string memory_source = "none";   // "nvml", "dcgm", "prometheus", "simulated", "none"
   std::string memory_note;              // why there is no source, for the summary
   std::function<std::unique_ptr<client::Transport>()> make_transport;  // default: libcurl
   std::function<bool()> should_stop;                                   // e.g. Ctrl-C

@@ -52,7 +52,7 @@ struct ProfileReport {
   std::string model;
   ServerInfo server;
   std::string engine_type = "unknown";  // from the /metrics names
-  std::string memory_source = "none";   // "nvml", "simulated" or "none"
+  std::string memory_source = "none";   // "nvml", "dcgm", "prometheus", "simulated" or "none"
   std::vector<gpu::DeviceInfo> gpus;
   CapturePoint baseline, post_warmup, peak;
   std::vector<ConditionReport> conditions;

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 namespace kvprof::sim {
@@ -116,6 +117,27 @@ std::string render_metrics(const SimConfig& config, const EngineStats& s) {
       "engine=\"0\",num_gpu_blocks=\"{}\",simulated=\"1\"}} 1.0\n",
       config.block_size, config.enable_prefix_caching ? "True" : "False", config.num_gpu_blocks);
   return std::move(p.out());
+}
+
+std::string render_dcgm_metrics(const SimConfig& config, const EngineStats& stats) {
+  constexpr uint64_t k_mib = 1ULL << 20;
+  const uint64_t used = std::min(
+      config.total_bytes, sim_used_bytes(config, stats.num_used_blocks, stats.last_step_tokens));
+  const uint64_t reserved = std::min(config.reserved_bytes, config.total_bytes - used);
+  const uint64_t free = config.total_bytes - used - reserved;
+  const std::string labels = fmt::format(
+      R"({{gpu="0",UUID="GPU-5a1e0000-0000-4000-8000-000000000000",pci_bus_id="00000000:00:00.0",)"
+      R"(device="nvidia0",modelName="{}",Hostname="{}"}})",
+      config.gpu_name, config.dcgm_hostname);
+  std::string out;
+  const auto gauge = [&](const char* name, const char* help, uint64_t bytes) {
+    out += fmt::format("# HELP {0} {1}\n# TYPE {0} gauge\n{0}{2} {3}\n", name, help, labels,
+                       bytes / k_mib);
+  };
+  gauge("DCGM_FI_DEV_FB_FREE", "Framebuffer memory free (in MiB).", free);
+  gauge("DCGM_FI_DEV_FB_USED", "Framebuffer memory used (in MiB).", used);
+  gauge("DCGM_FI_DEV_FB_RESERVED", "Framebuffer memory reserved (in MiB).", reserved);
+  return out;
 }
 
 }  // namespace kvprof::sim

@@ -168,6 +168,7 @@ Expected<SimConfig> sim_config_from_flags(const SimFlags& f) {
     auto gpu = gpu::find_gpu(f.gpu);
     if (!gpu) return std::unexpected(gpu.error());
     c.total_bytes = gpu->memory_bytes;
+    c.gpu_name = gpu->name;
   }
   const auto planned = estimate_for_sim(f);
   if (!planned) return std::unexpected(planned.error());
@@ -215,6 +216,7 @@ Expected<SimConfig> sim_config_from_flags(const SimFlags& f) {
   c.serve_metrics = !f.no_metrics;
   c.api_key = f.api_key;
   c.reject_token_prompts = f.reject_token_prompts;
+  c.dcgm_hostname = f.dcgm_hostname;
   if (!f.fault_kind.empty()) {
     auto fault = parse_fault_spec(f.fault_kind);
     if (!fault) return fail(ErrorKind::usage, "--fault-kind: " + fault.error().message);

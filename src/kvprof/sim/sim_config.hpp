@@ -62,6 +62,11 @@ struct SimConfig {
   // A /v1/completions prompt of token IDs gets 400 with llama.cpp's wording (a server that takes
   // only text prompts).
   bool reject_token_prompts = false;
+  // Non-empty: GET /dcgm/metrics answers as NVIDIA's DCGM exporter would for the simulated GPU
+  // (DCGM_FI_DEV_FB_USED/FREE/RESERVED in MiB, labelled gpu, UUID, device, modelName and this
+  // Hostname), for tests of remote GPU sources.
+  std::string dcgm_hostname;
+  std::string gpu_name = "kvprof-sim GPU";  // the simulated GPU as the driver would name it
 
   // Step time: step_ms = step_base_ms + (prefill_tokens * prefill_us_per_token
   //                                      + decode_tokens * decode_us_per_token) / 1000.
@@ -128,7 +133,8 @@ struct SimFlags {
   bool no_metrics = false;  // GET /metrics answers 404
   std::string api_key;      // see SimConfig::api_key
   bool reject_token_prompts = false;
-  std::string fault_kind;  // empty = none
+  std::string dcgm_hostname;  // see SimConfig::dcgm_hostname
+  std::string fault_kind;     // empty = none
   double fault_rate = 0.0;
   uint64_t fault_seed = 1;
 };

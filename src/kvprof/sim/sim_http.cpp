@@ -164,6 +164,14 @@ asio::awaitable<void> SimServer::Impl::session(tcp::socket socket) {
       }
       reply =
           respond(200, "text/plain; version=0.0.4; charset=utf-8", render_metrics(m_config, stats));
+    } else if (target == "/dcgm/metrics" && get && !m_config.dcgm_hostname.empty()) {
+      EngineStats stats;
+      {
+        std::lock_guard lock(m_stats_mu);
+        stats = m_engine_stats;
+      }
+      reply = respond(200, "text/plain; version=0.0.4; charset=utf-8",
+                      render_dcgm_metrics(m_config, stats));
     } else if (target == "/tokenize" && post) {
       const auto json = nlohmann::json::parse(req.body(), nullptr, false);
       Expected<std::vector<uint32_t>> tokens =

@@ -20,6 +20,9 @@ std::vector<std::string> split(std::string_view s, char sep);
 // True when `a` and `b` are equal ignoring ASCII case.
 bool iequals(std::string_view a, std::string_view b);
 
+// Percent-encodes `s` for a URL query value (RFC 3986: every byte but A-Z a-z 0-9 - . _ ~).
+std::string percent_encode(std::string_view s);
+
 // Levenshtein distance between `a` and `b` (case-insensitive).
 size_t edit_distance(std::string_view a, std::string_view b);
 

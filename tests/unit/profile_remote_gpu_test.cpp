@@ -1,0 +1,238 @@
+// End-to-end: `kvprof profile` reading GPU memory from where the server runs — serve-sim's
+// DCGM-exporter page directly (--gpu-source dcgm=URL), and a real Prometheus server (Debian's
+// `prometheus`, started here with a config this test writes) scraping that page
+// (--gpu-source prometheus=URL --gpu-selector ...). The readings must be the simulated GPU's.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "kvprof/client/http_get.hpp"
+#include "kvprof/profile/launcher.hpp"
+#include "kvprof/sim/sim_config.hpp"
+#include "kvprof/sim/sim_server.hpp"
+#include "kvprof/sys/subprocess.hpp"
+#include "kvprof/util/strings.hpp"
+#include "support/run_kvprof.hpp"
+
+namespace kvprof {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+constexpr uint64_t k_mib = 1ULL << 20;
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    path = fs::temp_directory_path() /
+           ("kvprof_remote_gpu_" + std::to_string(::getpid()) + "_" + std::to_string(std::rand()));
+    fs::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+// serve-sim in this process, publishing its GPU as a DCGM exporter on node "node-a".
+std::unique_ptr<sim::SimServer> start_sim() {
+  sim::SimFlags flags;
+  flags.model = "meta-llama/Llama-3.1-8B-Instruct";
+  flags.gpu = "H100";
+  flags.port = 0;
+  flags.dcgm_hostname = "node-a";
+  auto config = sim::sim_config_from_flags(flags);
+  if (!config) return nullptr;
+  config->quiet = true;
+  auto server = sim::SimServer::start(*config);
+  return server ? std::move(*server) : nullptr;
+}
+
+// The simulated exporter's page.
+std::string dcgm_url(const sim::SimServer& server) {
+  return "http://127.0.0.1:" + std::to_string(server.port()) + "/dcgm/metrics";
+}
+
+// Device rows of gpu_mem_trace.csv: their used_bytes column.
+std::vector<uint64_t> device_used(const fs::path& trace) {
+  std::ifstream in(trace);
+  std::string line;
+  std::vector<uint64_t> out;
+  std::getline(in, line);
+  while (std::getline(in, line)) {
+    const auto f = split(line, ',');
+    if (f.size() == 9 && f[2] == "device" && !f[8].empty()) out.push_back(std::stoull(f[8]));
+  }
+  return out;
+}
+
+fs::path only_run(const fs::path& dir) {
+  for (const auto& e : fs::directory_iterator(dir))
+    return e.path();
+  return {};
+}
+
+std::string grid_flags() {
+  return "--input-lens 64 --output-lens 8 --concurrencies 1,2 --n-per-condition 2 "
+         "--baseline-s 0.6 --post-warmup-s 0.6 --warmup-requests 1 --no-host-mem -q";
+}
+
+// The simulated GPU's memory while idle, as DCGM reports it (whole MiB).
+uint64_t idle_used_mib_bytes(const sim::SimServer& server) {
+  const auto& c = server.config();
+  return sim::sim_used_bytes(c, 0, 0) / k_mib * k_mib;
+}
+
+TEST(ProfileRemoteGpu, ReadsTheServersGpuFromItsDcgmExporter) {
+  auto server = start_sim();
+  ASSERT_NE(server, nullptr);
+  TempDir out;
+  const auto r = test::run_kvprof(
+      "profile --endpoint " + server->base_url() + " --gpu-source dcgm=" + dcgm_url(*server) +
+      " --gpu-interval-ms 100 " + grid_flags() + " --output-dir " + out.path.string());
+  ASSERT_EQ(r.rc, 0) << r.out;
+  const fs::path run = only_run(out.path);
+  std::ifstream in(run / "summary.json");
+  const json summary = json::parse(in);
+  EXPECT_EQ(summary["memory_source"], "dcgm");
+  ASSERT_EQ(summary["gpus"].size(), 1U);
+  EXPECT_EQ(summary["gpus"][0]["name"], "NVIDIA H100 80GB HBM3");
+  const auto used = device_used(run / "gpu_mem_trace.csv");
+  ASSERT_GE(used.size(), 5U);
+  const uint64_t idle = idle_used_mib_bytes(*server);
+  EXPECT_EQ(*std::min_element(used.begin(), used.end()), idle);
+  // A step's activations come and go; the readings never leave the simulated range.
+  const auto& c = server->config();
+  EXPECT_LE(*std::max_element(used.begin(), used.end()), c.total_bytes);
+  const auto& baseline = summary["memory_measurements"]["baseline"]["per_gpu_details"][0];
+  EXPECT_EQ(baseline["min_used_bytes"].get<uint64_t>(), idle);
+}
+
+TEST(ProfileRemoteGpu, WrongDcgmUrlOrSelectorFailsBeforeTheRun) {
+  auto server = start_sim();
+  ASSERT_NE(server, nullptr);
+  TempDir out;
+  auto r = test::run_kvprof("profile --endpoint " + server->base_url() +
+                            " --gpu-source dcgm=" + dcgm_url(*server) + "/nope " + grid_flags() +
+                            " --output-dir " + out.path.string());
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_NE(r.out.find("answered HTTP 404"), std::string::npos) << r.out;
+  r = test::run_kvprof("profile --endpoint " + server->base_url() + " --gpu-source dcgm=" +
+                       dcgm_url(*server) + " --gpu-selector '{Hostname=\"node-b\"}' " +
+                       grid_flags() + " --output-dir " + out.path.string());
+  EXPECT_EQ(r.rc, 2) << r.out;
+  EXPECT_NE(r.out.find("no GPU framebuffer series"), std::string::npos) << r.out;
+  r = test::run_kvprof("profile --endpoint " + server->base_url() + " --gpu-source dcgm " +
+                       grid_flags() + " --output-dir " + out.path.string());
+  EXPECT_EQ(r.rc, 2) << r.out;
+  EXPECT_TRUE(fs::is_empty(out.path));  // nothing was sent, no run folder
+}
+
+// A background child process, stopped with SIGTERM (then SIGKILL) when destroyed.
+class Child {
+ public:
+  explicit Child(std::vector<std::string> argv, const fs::path& log) {
+    m_pid = ::fork();
+    if (m_pid == 0) {
+      std::FILE* f = std::fopen(log.c_str(), "w");
+      if (f != nullptr) {
+        ::dup2(::fileno(f), 1);
+        ::dup2(::fileno(f), 2);
+      }
+      std::vector<char*> args;
+      for (auto& a : argv)
+        args.push_back(a.data());
+      args.push_back(nullptr);
+      ::execv(args[0], args.data());
+      ::_exit(127);
+    }
+  }
+  ~Child() {
+    if (m_pid <= 0) return;
+    ::kill(m_pid, SIGTERM);
+    for (int i = 0; i < 100; ++i) {
+      if (::waitpid(m_pid, nullptr, WNOHANG) == m_pid) return;
+      std::this_thread::sleep_for(50ms);
+    }
+    ::kill(m_pid, SIGKILL);
+    ::waitpid(m_pid, nullptr, 0);
+  }
+  Child(const Child&) = delete;
+  Child& operator=(const Child&) = delete;
+
+ private:
+  pid_t m_pid = -1;
+};
+
+TEST(ProfileRemoteGpu, ReadsTheServersGpuThroughARealPrometheus) {
+  const char* path = std::getenv("PATH");
+  const auto prometheus = sys::find_executable("prometheus", path ? path : "/usr/bin:/bin");
+  if (!prometheus) {
+    if (std::getenv("KVPROF_REQUIRE_PROMETHEUS") != nullptr) {
+      FAIL() << "prometheus is not installed (scripts/setup.sh installs Debian's package)";
+    }
+    GTEST_SKIP() << "prometheus is not installed";
+  }
+  auto server = start_sim();
+  ASSERT_NE(server, nullptr);
+  TempDir dir;
+  const auto port = profile::free_port("127.0.0.1");
+  ASSERT_TRUE(port);
+  std::ofstream(dir.path / "prometheus.yml")
+      << "global:\n  scrape_interval: 200ms\n  scrape_timeout: 150ms\n"
+      << "scrape_configs:\n  - job_name: dcgm\n    metrics_path: /dcgm/metrics\n"
+      << "    static_configs:\n      - targets: ['127.0.0.1:" << server->port() << "']\n";
+  const std::string prom_url = "http://127.0.0.1:" + std::to_string(*port);
+  Child prom({*prometheus, "--config.file=" + (dir.path / "prometheus.yml").string(),
+              "--web.listen-address=127.0.0.1:" + std::to_string(*port),
+              "--storage.tsdb.path=" + (dir.path / "data").string()},
+             dir.path / "prometheus.log");
+
+  // Wait until Prometheus has scraped the simulated exporter at least once.
+  const std::string query = prom_url + "/api/v1/query?query=" +
+                            percent_encode(R"(DCGM_FI_DEV_FB_USED{Hostname="node-a"})");
+  bool scraped = false;
+  for (int i = 0; i < 150 && !scraped; ++i) {
+    if (auto a = client::http_get(query); a && a->status == 200) {
+      scraped = a->body.find("node-a") != std::string::npos;
+    }
+    if (!scraped) std::this_thread::sleep_for(100ms);
+  }
+  ASSERT_TRUE(scraped) << "Prometheus never scraped serve-sim; see " << dir.path;
+
+  const fs::path out = dir.path / "results";
+  const auto r = test::run_kvprof("profile --endpoint " + server->base_url() +
+                                  " --gpu-source prometheus=" + prom_url +
+                                  " --gpu-selector '{Hostname=\"node-a\"}' --gpu-interval-ms 200 " +
+                                  grid_flags() + " --output-dir " + out.string());
+  ASSERT_EQ(r.rc, 0) << r.out;
+  const fs::path run = only_run(out);
+  std::ifstream in(run / "summary.json");
+  const json summary = json::parse(in);
+  EXPECT_EQ(summary["memory_source"], "prometheus");
+  EXPECT_EQ(summary["gpus"][0]["name"], "NVIDIA H100 80GB HBM3");
+  const auto used = device_used(run / "gpu_mem_trace.csv");
+  ASSERT_GE(used.size(), 5U);
+  EXPECT_EQ(*std::min_element(used.begin(), used.end()), idle_used_mib_bytes(*server));
+
+  const auto other = test::run_kvprof(
+      "profile --endpoint " + server->base_url() + " --gpu-source prometheus=" + prom_url +
+      " --gpu-selector '{Hostname=\"node-b\"}' " + grid_flags() + " --output-dir " + out.string());
+  EXPECT_EQ(other.rc, 2) << other.out;
+  EXPECT_NE(other.out.find("no GPU framebuffer series"), std::string::npos) << other.out;
+}
+
+}  // namespace
+}  // namespace kvprof
