@@ -14,6 +14,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "kvprof/profile/launcher.hpp"
@@ -112,8 +113,9 @@ TEST_F(ProfileLaunch, ServeSimPrintingVllmLinesHasAStartupTimelineAndEngineFigur
                               "--max-num-seqs {max_concurrency} --startup-line-delay-ms 40 "
                               "--startup-log " +
                               vllm_startup_log().string() + " --live-state " +
-                              (m_dir / "live.txt").string();
-  auto r = profile({"--launch", command, "--model", "sim-llama", "--json"});
+                              (m_dir / "live.txt").string() + " --api-key s3cret-key";
+  auto r =
+      profile({"--launch", command, "--model", "sim-llama", "--api-key", "s3cret-key", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
   const json s = json::parse(r.stdout_text);
   const json& l = s.at("launch");
@@ -171,6 +173,14 @@ TEST_F(ProfileLaunch, ServeSimPrintingVllmLinesHasAStartupTimelineAndEngineFigur
   EXPECT_NE(text.find("serve-sim (SIMULATED vllm engine) listening on"), std::string::npos);
   EXPECT_EQ(s.at("host_memory").at("pid"), l.at("pid"));
   EXPECT_EQ(s.at("files").at("server_log"), "server.log");
+
+  // The key reached the server, but no file kvprof wrote records it.
+  EXPECT_NE(l.at("command").get<std::string>().find("--api-key ***"), std::string::npos);
+  for (const char* name : {"summary.json", "manifest.json"}) {
+    std::ifstream f(dir / name);
+    const std::string body((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(body.find("s3cret-key"), std::string::npos) << name;
+  }
 }
 
 TEST_F(ProfileLaunch, CommandThatDiesAtOnceIsOneLineWithItsLastLines) {
@@ -210,6 +220,69 @@ TEST_F(ProfileLaunch, ServerThatNeverAnswersIsStoppedAfterTheTimeout) {
   EXPECT_TRUE(group_gone(pgid));
 }
 
+TEST_F(ProfileLaunch, CtrlCDuringStartupKeepsTheTimelineSoFarAndExits130) {
+  // serve-sim prints the vLLM startup slowly (300 ms a line); Ctrl-C comes before it listens.
+  const std::string command = std::string(KVPROF_BIN) +
+                              " serve-sim --model {model} --gpu H100 --host {host} --port {port} "
+                              "--startup-line-delay-ms 300 --startup-log " +
+                              vllm_startup_log().string() + " --live-state " +
+                              (m_dir / "live.txt").string();
+  std::vector<std::string> args = {"--launch", command, "--model", "sim-llama"};
+  sys::CommandOptions o;
+  o.timeout = 60s;
+  o.env = {{"KVPROF_NVML_LIBRARY", KVPROF_FAKE_NVML_PATH},
+           {"KVPROF_FAKE_NVML_GPUS", "1"},
+           {"KVPROF_FAKE_NVML_LIVE", (m_dir / "live.txt").string()}};
+  // Ctrl-C once the log says the weights are loaded (line 3), whatever the machine's load.
+  const fs::path results = m_dir / "results";
+  o.on_spawn = [results](pid_t pid) {
+    std::thread([pid, results] {
+      for (int i = 0; i < 600; ++i) {
+        std::error_code ec;
+        for (const auto& run : fs::directory_iterator(results, ec)) {
+          std::ifstream log(run.path() / "server.log");
+          const std::string text((std::istreambuf_iterator<char>(log)), {});
+          if (text.find("Model loading took") != std::string::npos) {
+            ::kill(pid, SIGINT);
+            return;
+          }
+        }
+        std::this_thread::sleep_for(50ms);
+      }
+      ::kill(pid, SIGINT);
+    }).detach();
+  };
+  std::vector<std::string> argv = {KVPROF_BIN, "profile", "--output-dir",
+                                   (m_dir / "results").string(), "-q"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  auto r = sys::run_command(argv, o);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->exit_code, 130) << r->stderr_text;
+  EXPECT_EQ(std::count(r->stderr_text.begin(), r->stderr_text.end(), '\n'), 1) << r->stderr_text;
+  EXPECT_NE(r->stderr_text.find("interrupted while the launched server was starting"),
+            std::string::npos)
+      << r->stderr_text;
+  EXPECT_NE(r->stderr_text.find("startup timeline in"), std::string::npos) << r->stderr_text;
+
+  const fs::path dir = run_dir();
+  std::ifstream in(dir / "summary.json");
+  ASSERT_TRUE(in.good()) << "no summary.json in " << dir;
+  const json s = json::parse(in);
+  EXPECT_TRUE(s.at("interrupted").get<bool>());
+  EXPECT_EQ(s.at("status"), "interrupted");
+  const json& l = s.at("launch");
+  EXPECT_TRUE(l.at("ready_s").is_null());
+  ASSERT_GE(l.at("phases").size(), 1U);
+  EXPECT_EQ(l.at("phases")[0].at("phase"), "weight_loading");
+  EXPECT_GE(l.at("phases")[0].at("gpu_used_bytes_at_end").get<uint64_t>(), 15ULL << 30);
+  EXPECT_TRUE(l.at("stop").at("process_group_gone").get<bool>());
+  EXPECT_TRUE(group_gone(l.at("pid").get<pid_t>()));
+  EXPECT_EQ(s.at("engine_reported").at("components").at("weights").at("confidence"),
+            "reported by engine");
+  EXPECT_TRUE(fs::exists(dir / "server.log"));
+  EXPECT_GT(fs::file_size(dir / "gpu_mem_trace.csv"), 100U);
+}
+
 TEST_F(ProfileLaunch, PortInUseStartsNothing) {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   ASSERT_GE(fd, 0);
@@ -239,6 +312,10 @@ TEST_F(ProfileLaunch, PlaceholdersAreCheckedBeforeAnythingStarts) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.stderr_text.find("--launch uses {model} but it has no value: pass --model"),
             std::string::npos)
+      << r.stderr_text;
+  r = profile({"--launch", "serve {port}", "--server-log", vllm_startup_log().string()});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.stderr_text.find("--server-log and --launch do not go together"), std::string::npos)
       << r.stderr_text;
   r = profile({"--launch", "serve --port {prot}", "--model", "m"});
   EXPECT_EQ(r.exit_code, 2);

@@ -7,8 +7,14 @@
 #include <netinet/in.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
 #include <vector>
 
 namespace kvprof::sys {
@@ -99,6 +105,57 @@ TEST(ProcSource, FallsBackToStatusUnderAFakeProcRoot) {
   EXPECT_EQ(m.rss_bytes.value(), 4096U * 1024);
   EXPECT_FALSE(m.pss_bytes.has_value());
   EXPECT_EQ(::system(("rm -rf " + root).c_str()), 0);
+}
+
+TEST(ProcParse, StatProcessGroupEvenWithParenthesesInTheName) {
+  EXPECT_EQ(parse_proc_stat_pgrp("4242 (vllm) S 1 4240 4240 0 -1 4194560"), 4240);
+  EXPECT_EQ(parse_proc_stat_pgrp("77 (a) b (c) R 5 76 76 0"), 76);
+  EXPECT_FALSE(parse_proc_stat_pgrp("77 (a) R 5"));
+  EXPECT_FALSE(parse_proc_stat_pgrp("77 a R 5 76"));
+  EXPECT_FALSE(parse_proc_stat_pgrp("77 (a) R 5 -3 0"));
+}
+
+TEST(ProcSource, ProcessGroupSumsEveryMember) {
+  // A group leader that forks a worker holding 64 MiB, like a server and its engine process.
+  constexpr size_t k_worker_bytes = 64ULL << 20;
+  int ready[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  const pid_t leader = ::fork();
+  ASSERT_GE(leader, 0);
+  if (leader == 0) {
+    ::setpgid(0, 0);
+    if (::fork() == 0) {
+      auto* block = static_cast<char*>(std::malloc(k_worker_bytes));
+      std::memset(block, 1, k_worker_bytes);
+      // Written from the block, so the compiler keeps the allocation and every page of it.
+      (void)!::write(ready[1], block + k_worker_bytes - 1, 1);
+      ::pause();
+      ::_exit(0);
+    }
+    ::pause();
+    ::_exit(0);
+  }
+  char c = 0;
+  ASSERT_EQ(::read(ready[0], &c, 1), 1);
+  ::close(ready[0]);
+  ::close(ready[1]);
+  ProcSource proc;
+  EXPECT_EQ(proc.group_members(leader).size(), 2U);
+  auto group = proc.sample_group(leader);
+  auto alone = proc.sample(leader);
+  ::kill(-leader, SIGKILL);
+  ::waitpid(leader, nullptr, 0);
+  ASSERT_TRUE(group) << group.error().message;
+  ASSERT_TRUE(alone);
+  EXPECT_EQ(group->pid, leader);
+  EXPECT_GE(*group->rss_bytes, k_worker_bytes);
+  EXPECT_GE(*group->rss_bytes, *alone->rss_bytes + k_worker_bytes / 2);
+  for (int i = 0; i < 100 && proc.sample_group(leader); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  auto gone = proc.sample_group(leader);
+  ASSERT_FALSE(gone);
+  EXPECT_EQ(gone.error().kind, ErrorKind::not_found);
 }
 
 TEST(FindListeningPid, FindsThisProcessForItsOwnSocket) {

@@ -19,6 +19,7 @@
 #include "kvprof/sim/sim_server.hpp"
 #include "kvprof/sim/sim_sizing.hpp"
 #include "kvprof/sys/signals.hpp"
+#include "kvprof/util/redact.hpp"
 #include "kvprof/workload/cli_options.hpp"
 
 namespace kvprof::cli {
@@ -70,11 +71,12 @@ nlohmann::json user_configuration(const ProfileCliState& st) {
           {"concurrencies", st.grid.concurrencies},
           {"prefix_modes", st.grid.prefix_modes},
           {"n_per_condition", st.grid.n_per_condition},
-          {"endpoint", st.run.endpoint.empty() ? "(built-in simulator)" : st.run.endpoint},
+          {"endpoint",
+           st.run.endpoint.empty() ? "(built-in simulator)" : redact_secrets(st.run.endpoint)},
           {"model", st.run.model},
           {"estimate_with", st.estimate_with},
           {"sim_gpu", st.run.endpoint.empty() && st.launch.empty() ? st.sim_gpu : ""},
-          {"launch", st.launch},
+          {"launch", redact_secrets(st.launch)},
           {"server_log", st.server_log}};
 }
 
@@ -103,6 +105,11 @@ profile::LaunchSettings launch_settings(ProfileCliState& st, const workload::Gri
 }
 
 void run_profile_command(ProfileCliState& st) {
+  if (!st.launch.empty() && !st.server_log.empty()) {
+    throw Fatal({ErrorKind::usage,
+                 "--server-log and --launch do not go together: with --launch kvprof reads the "
+                 "launched server's own output (server.log in the run folder)"});
+  }
   const bool simulate = st.run.endpoint.empty() && st.launch.empty();
   profile::ProfileConfig config;
   if (simulate && !grid_given(st.cmd)) {

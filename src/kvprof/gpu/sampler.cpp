@@ -73,6 +73,7 @@ Expected<void> Sampler::start() {
     m_host_trace = std::move(*file);
     m_host.emplace();
     m_host->pid = *m_options.host_pid;
+    m_host->process_group = m_options.host_pid_is_group;
   }
   m_started = true;
   if (gpu_sampling) m_device_thread = std::thread([this] { device_loop(); });
@@ -225,7 +226,7 @@ void Sampler::host_loop() {
   while (!wait_until_due(start + tick * interval)) {
     const int64_t t_mono_ns = now_mono_ns();
     const int64_t t_wall_ms = now_wall_ms();
-    auto mem = m_proc.sample(pid);
+    auto mem = m_options.host_pid_is_group ? m_proc.sample_group(pid) : m_proc.sample(pid);
     if (!mem) {
       if (mem.error().kind == ErrorKind::not_found) {
         m_host_exited = true;

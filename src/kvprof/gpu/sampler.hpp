@@ -52,6 +52,7 @@ struct SamplerOptions {
   uint32_t process_interval_ms = 500;  // per-process GPU memory period; 0 = off
   std::string gpu_trace_path;          // device/process rows; empty = no GPU sampling
   std::optional<pid_t> host_pid;       // sample this process's host memory
+  bool host_pid_is_group = false;      // host_pid is a process group: sum its processes
   uint32_t host_interval_ms = 100;     // host memory period, >= 1
   std::string host_trace_path;         // host rows; required with host_pid
   // Called on the sampler thread after each device reading; must return quickly.
@@ -75,7 +76,8 @@ struct HostPeak {
   std::optional<uint64_t> peak_rss_bytes;
   std::optional<uint64_t> peak_pss_bytes;
   uint64_t samples = 0;
-  bool exited = false;  // the process went away; host sampling stopped
+  bool exited = false;         // the process went away; host sampling stopped
+  bool process_group = false;  // pid is a process group whose processes are summed
 };
 
 struct SamplerStats {

@@ -12,6 +12,7 @@
 #include "kvprof/client/transport.hpp"
 #include "kvprof/profile/profiler.hpp"
 #include "kvprof/sys/host_info.hpp"
+#include "kvprof/util/redact.hpp"
 #include "kvprof/workload/workload.hpp"
 
 namespace kvprof::profile {
@@ -120,7 +121,7 @@ json manifest_json(const ProfileConfig& config, const ProfileReport& report,
       {"configuration",
        {{"user", config.configuration},
         {"grid", grid_json(config.grid)},
-        {"endpoint", run.endpoint},
+        {"endpoint", redact_secrets(run.endpoint)},
         {"model", report.model},
         {"api", client::api_kind_name(run.api)},
         {"api_key_set", !run.api_key.empty()},

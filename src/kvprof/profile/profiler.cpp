@@ -19,9 +19,11 @@
 #include "kvprof/profile/endpoint_check.hpp"
 #include "kvprof/profile/launcher.hpp"
 #include "kvprof/profile/manifest.hpp"
+#include "kvprof/profile/run_steps.hpp"
 #include "kvprof/profile/server_probe.hpp"
 #include "kvprof/profile/startup.hpp"
 #include "kvprof/sys/proc.hpp"
+#include "kvprof/util/redact.hpp"
 #include "kvprof/util/units.hpp"
 #include "kvprof/workload/workload_io.hpp"
 
@@ -87,127 +89,6 @@ class Warnings {
   std::vector<std::string> m_list;
 };
 
-std::optional<size_t> gpu_position(const CapturePoint& cp, unsigned gpu) {
-  for (size_t i = 0; i < cp.per_gpu.size(); ++i) {
-    if (cp.per_gpu[i].gpu == gpu) return i;
-  }
-  return std::nullopt;
-}
-
-// The measured breakdown of the busiest GPU (when memory was sampled), and the comparison with
-// the estimate (its engine figures need only the server's gauges).
-void analyse_memory(const ProfileConfig& config, const std::vector<MemoryPoint>& memory,
-                    const std::vector<MetricsPoint>& metrics, Window load, Window post_warmup,
-                    ProfileReport& report) {
-  if (!report.peak.empty()) {
-    const size_t busiest = static_cast<size_t>(
-        std::max_element(report.peak.used_bytes.begin(), report.peak.used_bytes.end()) -
-        report.peak.used_bytes.begin());
-    BreakdownInput in;
-    in.gpu = report.peak.per_gpu[busiest].gpu;
-    in.peak_bytes = report.peak.used_bytes[busiest];
-    if (auto i = gpu_position(report.baseline, in.gpu)) {
-      in.baseline_bytes = report.baseline.used_bytes[*i];
-    }
-    if (auto i = gpu_position(report.post_warmup, in.gpu)) {
-      in.post_warmup_bytes = report.post_warmup.used_bytes[*i];
-    }
-    in.num_gpu_blocks = report.server_during_load.num_gpu_blocks;
-    if (!in.num_gpu_blocks) {
-      in.num_gpu_blocks = metrics_in(metrics, {INT64_MIN, INT64_MAX}).num_gpu_blocks;
-    }
-    if (config.estimate) {
-      const auto& e = *config.estimate;
-      if (e.engine_report.num_gpu_blocks > 0) {
-        in.kv_bytes_per_block = e.per_gpu.kv_cache_bytes / e.engine_report.num_gpu_blocks;
-      }
-      in.fixed_overhead_bytes =
-          e.per_gpu.cuda_context_bytes + e.per_gpu.non_torch_bytes + e.per_gpu.cuda_graph_bytes;
-    }
-    in.kv_growth_bytes_per_usage = fit_kv_growth(memory, metrics, in.gpu, load);
-    in.peak_kv_cache_usage = report.server_during_load.peak_kv_cache_usage;
-    in.post_warmup_kv_cache_usage = metrics_in(metrics, post_warmup).mean_kv_cache_usage;
-    report.breakdown = measure_breakdown(in);
-  }
-  if (config.estimate) {
-    MetricsWindowStats server = report.server_during_load;
-    if (!server.num_gpu_blocks) server = metrics_in(metrics, {INT64_MIN, INT64_MAX});
-    report.comparison = compare_with_estimate(report.breakdown.value_or(MeasuredBreakdown{}),
-                                              server, *config.estimate);
-  }
-}
-
-// Starts GPU and host sampling into `dir` and `timeline` (none when there is nothing to sample);
-// report.gpus and report.files are filled in. `launched_pid` is the host process when kvprof
-// started the server.
-Expected<std::unique_ptr<gpu::Sampler>> start_sampler(const ProfileConfig& config,
-                                                      const ProfileDeps& deps, const fs::path& dir,
-                                                      std::optional<pid_t> launched_pid,
-                                                      Timeline& timeline, ProfileReport& report) {
-  gpu::SamplerOptions so;
-  so.gpus = config.gpus;
-  so.interval_ms = config.gpu_interval_ms;
-  so.process_interval_ms = config.process_interval_ms;
-  so.host_interval_ms = config.host_interval_ms;
-  so.on_device_sample = [&timeline](const gpu::DeviceSample& s) { timeline.add_memory(s); };
-  if (deps.memory) so.gpu_trace_path = (dir / "gpu_mem_trace.csv").string();
-  if (config.host_pid) {
-    so.host_pid = config.host_pid;
-  } else if (launched_pid && config.host_pid_auto) {
-    so.host_pid = launched_pid;
-  } else if (config.host_pid_auto) {
-    if (auto port = client::loopback_port(config.run.endpoint)) {
-      if (auto pid = sys::find_listening_pid(*port); pid && *pid != getpid()) so.host_pid = *pid;
-    }
-  }
-  if (so.host_pid) {
-    so.host_trace_path = (dir / "host_mem_trace.csv").string();
-    report.files["host_mem_trace"] = "host_mem_trace.csv";
-  }
-  std::unique_ptr<gpu::Sampler> sampler;
-  if (deps.memory || so.host_pid) {
-    sampler = std::make_unique<gpu::Sampler>(deps.memory, so);
-    if (auto ok = sampler->start(); !ok) {
-      if (ok.error().kind == ErrorKind::io) return std::unexpected(ok.error());
-      return std::unexpected(ok.error().with_context("GPU sampler"));
-    }
-    if (deps.memory) {
-      for (unsigned g : sampler->gpus()) {
-        auto info = deps.memory->device_info(g);
-        report.gpus.push_back(info ? *info : gpu::DeviceInfo{g, std::nullopt, std::nullopt});
-      }
-    }
-  }
-  if (!deps.memory) {
-    std::FILE* f = std::fopen((dir / "gpu_mem_trace.csv").c_str(), "w");
-    if (f == nullptr)
-      return fail(ErrorKind::io, "cannot write gpu_mem_trace.csv in " + dir.string());
-    std::fprintf(f, "%s\n", gpu::k_gpu_trace_header);
-    std::fclose(f);
-  }
-  return sampler;
-}
-
-// Stops the launched server and watches the GPU memory come back to its figure at launch (for
-// at most release_wait_s).
-void stop_launched(const LaunchSettings& settings, LaunchedServer& server, const Timeline& timeline,
-                   bool have_memory, LaunchReport& launch) {
-  launch.stop = server.stop(settings.grace_s);
-  if (!have_memory) return;
-  launch.used_before_launch_bytes = used_at(timeline.memory(), launch.launched_ns);
-  const auto end =
-      std::chrono::steady_clock::now() + std::chrono::duration<double>(settings.release_wait_s);
-  for (;;) {
-    launch.used_after_stop_bytes = used_at(timeline.memory(), now_ns());
-    if (launch.used_before_launch_bytes && launch.used_after_stop_bytes) {
-      launch.memory_released = *launch.used_after_stop_bytes <=
-                               *launch.used_before_launch_bytes + k_memory_released_slack_bytes;
-    }
-    if (launch.memory_released.value_or(false) || std::chrono::steady_clock::now() >= end) return;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-}
-
 }  // namespace
 
 Expected<ProfileOutcome> run_profile(const ProfileConfig& config_in, const ProfileDeps& deps) {
@@ -253,17 +134,25 @@ Expected<ProfileOutcome> run_profile(const ProfileConfig& config_in, const Profi
     auto sampling = start_sampler(config, deps, *dir, launched->pid(), timeline, report);
     if (!sampling) return std::unexpected(sampling.error());
     sampler = std::move(*sampling);
-    progress(fmt::format("launched (pid {}): {}; log -> {}", launched->pid(), ls.command,
-                         (*dir / "server.log").string()));
+    progress(fmt::format("launched (pid {}): {}; log -> {}", launched->pid(),
+                         redact_secrets(ls.command), (*dir / "server.log").string()));
     std::vector<std::string> headers;
     if (!config.run.api_key.empty())
       headers.push_back("Authorization: Bearer " + config.run.api_key);
     auto ready =
         launched->wait_ready(server_root(config.run.endpoint), headers, ls.ready_timeout_s, stop);
     if (!ready) {
-      launched->stop(ls.grace_s);
+      launch.stop = launched->stop(ls.grace_s);
       if (sampler) (void)sampler->stop();
-      return std::unexpected(ready.error());
+      // Keep what was measured: the startup timeline so far, beside server.log and the traces.
+      report.memory_source = deps.memory ? deps.memory_source : "none";
+      if (auto ok = write_failed_launch(*dir, report, launch, watcher, timeline, ready.error());
+          !ok) {
+        return std::unexpected(ready.error());
+      }
+      return std::unexpected(Error{ready.error().kind,
+                                   fmt::format("{} (startup timeline in {})", ready.error().message,
+                                               (*dir / "summary.json").string())});
     }
     watcher.set_ready(now_ns());
     launch.ready_s = *ready;

@@ -6,6 +6,7 @@
 #include <ctime>
 
 #include "kvprof/report/table.hpp"
+#include "kvprof/util/redact.hpp"
 #include "kvprof/util/units.hpp"
 
 namespace kvprof::profile {
@@ -189,6 +190,7 @@ json summary_json(const ProfileReport& r) {
   json host = nullptr;
   if (r.host) {
     host = {{"pid", r.host->pid},
+            {"process_group", r.host->process_group},
             {"peak_rss_bytes", opt_json(r.host->peak_rss_bytes)},
             {"peak_pss_bytes", opt_json(r.host->peak_pss_bytes)},
             {"samples", r.host->samples},
@@ -206,7 +208,7 @@ json summary_json(const ProfileReport& r) {
         {"ended_at", iso_time(r.ended_unix_s)},
         {"started_unix_s", r.started_unix_s},
         {"duration_s", r.ended_unix_s - r.started_unix_s},
-        {"endpoint", r.endpoint},
+        {"endpoint", redact_secrets(r.endpoint)},
         {"run_dir", r.run_dir}}},
       {"model_info", {{"name", r.model}}},
       {"engine_metadata",
@@ -363,7 +365,8 @@ std::string summary_text(const ProfileReport& r) {
   }
   if (r.host && r.host->peak_rss_bytes) {
     out += fmt::format(
-        "host memory of pid {}: peak RSS {}{}\n", r.host->pid,
+        "host memory of {} {}: peak RSS {}{}\n",
+        r.host->process_group ? "the launched process group" : "pid", r.host->pid,
         format_bytes(*r.host->peak_rss_bytes),
         r.host->peak_pss_bytes ? ", peak PSS " + format_bytes(*r.host->peak_pss_bytes) : "");
   }

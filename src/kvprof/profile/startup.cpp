@@ -5,6 +5,7 @@
 #include <map>
 
 #include "kvprof/report/engine_log_report.hpp"
+#include "kvprof/util/redact.hpp"
 #include "kvprof/util/units.hpp"
 
 namespace kvprof::profile {
@@ -156,7 +157,7 @@ json launch_json(const LaunchReport& l, const std::vector<MemoryPoint>& memory) 
     previous_end = m.end_ns;
   }
   const auto& s = l.stop;
-  return {{"command", l.command},
+  return {{"command", redact_secrets(l.command)},
           {"pid", l.pid},
           {"port", l.port},
           {"log", "server.log"},

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <charconv>
 #include <cstring>
+#include <filesystem>
 #include <set>
 
 namespace kvprof::sys {
@@ -101,6 +102,70 @@ HostMemory parse_proc_status(std::string_view text) {
     if (line.starts_with("VmRSS:")) out.rss_bytes = parse_kb_value(line.substr(6));
   });
   return out;
+}
+
+std::optional<pid_t> parse_proc_stat_pgrp(std::string_view text) {
+  const size_t close = text.rfind(')');
+  if (close == std::string_view::npos) return std::nullopt;
+  std::string_view rest = text.substr(close + 1);
+  // Fields after comm: state, ppid, pgrp.
+  for (int field = 0; field < 3; ++field) {
+    while (!rest.empty() && rest.front() == ' ')
+      rest.remove_prefix(1);
+    const size_t end = rest.find(' ');
+    const std::string_view value = rest.substr(0, end);
+    if (value.empty()) return std::nullopt;
+    if (field == 2) {
+      pid_t pgrp = 0;
+      const auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), pgrp);
+      if (ec != std::errc{} || ptr != value.data() + value.size() || pgrp <= 0) return std::nullopt;
+      return pgrp;
+    }
+    if (end == std::string_view::npos) return std::nullopt;
+    rest.remove_prefix(end);
+  }
+  return std::nullopt;
+}
+
+std::vector<pid_t> ProcSource::group_members(pid_t pgid) const {
+  std::vector<pid_t> out;
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(m_proc_root, ec), end; !ec && it != end;
+       it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    pid_t pid = 0;
+    const auto [ptr, perr] = std::from_chars(name.data(), name.data() + name.size(), pid);
+    if (perr != std::errc{} || ptr != name.data() + name.size() || pid <= 0) continue;
+    auto stat = read_text_file(fmt::format("{}/{}/stat", m_proc_root, pid), 4096);
+    if (!stat) continue;  // it exited meanwhile
+    if (parse_proc_stat_pgrp(*stat) == pgid) out.push_back(pid);
+    if (out.size() == 4096) break;
+  }
+  return out;
+}
+
+Expected<HostMemory> ProcSource::sample_group(pid_t pgid) {
+  if (pgid <= 0) return fail(ErrorKind::usage, fmt::format("invalid process group {}", pgid));
+  HostMemory total;
+  total.pid = pgid;
+  bool all_pss = true;
+  size_t sampled = 0;
+  for (const pid_t pid : group_members(pgid)) {
+    auto mem = sample(pid);
+    if (!mem) continue;  // exited meanwhile, or a zombie
+    ++sampled;
+    total.rss_bytes = total.rss_bytes.value_or(0) + mem->rss_bytes.value_or(0);
+    if (mem->pss_bytes) {
+      total.pss_bytes = total.pss_bytes.value_or(0) + *mem->pss_bytes;
+    } else {
+      all_pss = false;
+    }
+  }
+  if (sampled == 0) {
+    return fail(ErrorKind::not_found, fmt::format("process group {} has no process left", pgid));
+  }
+  if (!all_pss) total.pss_bytes.reset();
+  return total;
 }
 
 bool ProcSource::exists(pid_t pid) const {

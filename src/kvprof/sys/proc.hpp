@@ -30,6 +30,10 @@ HostMemory parse_smaps_rollup(std::string_view text);
 // Parses /proc/PID/status text: "VmRSS:" (kB) into rss_bytes.
 HostMemory parse_proc_status(std::string_view text);
 
+// The process group id from /proc/PID/stat text ("pid (comm) state ppid pgrp ..."; comm may hold
+// spaces and parentheses); nullopt when malformed.
+std::optional<pid_t> parse_proc_stat_pgrp(std::string_view text);
+
 // Host memory of processes, read from `proc_root` (default /proc).
 class ProcSource {
  public:
@@ -39,6 +43,14 @@ class ProcSource {
   // access to the process); not_found when the process does not exist (or exited), driver error
   // when neither file can be read.
   Expected<HostMemory> sample(pid_t pid);
+
+  // The summed RSS and PSS of every process of process group `pgid` (a launched server and
+  // the workers it forks); pid = pgid. PSS only when every member has it. not_found when no
+  // process of the group is left.
+  Expected<HostMemory> sample_group(pid_t pgid);
+
+  // The pids of process group `pgid` (from each /proc/PID/stat), at most 4,096.
+  [[nodiscard]] std::vector<pid_t> group_members(pid_t pgid) const;
 
   // True when `pid` exists.
   [[nodiscard]] bool exists(pid_t pid) const;
