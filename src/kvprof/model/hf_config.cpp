@@ -11,6 +11,7 @@
 #include <cmath>
 
 #include "kvprof/model/hf_detail.hpp"
+#include "kvprof/util/json_input.hpp"
 #include "kvprof/util/units.hpp"
 
 namespace kvprof::model {
@@ -389,16 +390,9 @@ Expected<ModelSpec> parse_hf_config_text(std::string_view text, std::string_view
     return fail(ErrorKind::input, fmt::format("{}: config.json nests deeper than {} levels", source,
                                               k_max_json_depth));
   }
-  json doc;
-  try {
-    doc = json::parse(text);
-  } catch (const json::parse_error& e) {
-    std::string what = e.what();
-    if (const auto pos = what.find("] "); pos != std::string::npos) what = what.substr(pos + 2);
-    return fail(ErrorKind::input, fmt::format("{}: config.json is not valid JSON (byte {}): {}",
-                                              source, e.byte, what));
-  }
-  auto spec = parse_hf_config(doc, source);
+  auto doc = parse_json_input(text, "config.json");
+  if (!doc) return std::unexpected(doc.error().with_context(std::string(source)));
+  auto spec = read_json_input("config.json", [&] { return parse_hf_config(*doc, source); });
   if (!spec) return std::unexpected(spec.error().with_context(std::string(source)));
   return spec;
 }

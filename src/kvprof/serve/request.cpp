@@ -5,6 +5,8 @@
 
 #include <limits>
 
+#include "kvprof/util/json_input.hpp"
+
 namespace kvprof::serve {
 
 namespace {
@@ -46,8 +48,8 @@ Expected<std::string> chat_text(const json& messages) {
       part = content.get<std::string>();
     } else if (content.is_array()) {
       for (const auto& piece : content) {
-        if (piece.is_object() && piece.value("type", "") == "text" && piece.contains("text") &&
-            piece["text"].is_string()) {
+        if (piece.is_object() && piece.contains("type") && piece["type"] == "text" &&
+            piece.contains("text") && piece["text"].is_string()) {
           part += piece["text"].get<std::string>();
         } else {
           return fail(ErrorKind::input, "only text content parts are supported");
@@ -75,8 +77,9 @@ Expected<std::vector<int32_t>> prompt_tokens(const json& prompt, const Backend& 
               "\"prompt\" must be a string, a list of tokens, or a list with one of them");
 }
 
-Expected<ParsedRequest> parse_request(std::string_view body, Endpoint endpoint,
-                                      const Backend& backend) {
+// parse_request without the guard against the JSON library's exceptions.
+static Expected<ParsedRequest> parse_request_unchecked(std::string_view body, Endpoint endpoint,
+                                                       const Backend& backend) {
   const json doc = json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded() || !doc.is_object()) {
     return fail(ErrorKind::input, "the request body is not a JSON object");
@@ -124,6 +127,12 @@ Expected<ParsedRequest> parse_request(std::string_view body, Endpoint endpoint,
     return fail(ErrorKind::input, "Only one completion choice is allowed");
   }
   return out;
+}
+
+Expected<ParsedRequest> parse_request(std::string_view body, Endpoint endpoint,
+                                      const Backend& backend) {
+  return read_json_input("the request body",
+                         [&] { return parse_request_unchecked(body, endpoint, backend); });
 }
 
 }  // namespace kvprof::serve

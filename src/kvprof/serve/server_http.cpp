@@ -163,7 +163,8 @@ class Server::Impl {
     if (!doc.is_object() || !doc.contains("content") || !doc["content"].is_string()) {
       return error_reply(400, "expected {\"content\": \"...\"}", keep_alive);
     }
-    const bool add_special = doc.value("add_special", false);
+    const bool add_special = doc.contains("add_special") && doc["add_special"].is_boolean() &&
+                             doc["add_special"].get<bool>();
     auto tokens = backend->tokenize(doc["content"].get<std::string>(), add_special);
     if (!tokens) return error_reply(400, tokens.error().message, keep_alive);
     return reply(200, "application/json; charset=utf-8", ordered_json{{"tokens", *tokens}}.dump(),

@@ -7,6 +7,7 @@
 
 #include "kvprof/sim/engine.hpp"
 #include "kvprof/sim/tokenizer.hpp"
+#include "kvprof/util/json_input.hpp"
 
 namespace kvprof::sim {
 
@@ -42,8 +43,10 @@ ojson reason_or_null(std::string_view reason) {
 
 }  // namespace
 
-Expected<CompletionRequest> parse_completion_request(std::string_view body, bool chat,
-                                                     const SimConfig& config) {
+// parse_completion_request without the guard against the JSON library's exceptions.
+static Expected<CompletionRequest> parse_completion_request_unchecked(std::string_view body,
+                                                                      bool chat,
+                                                                      const SimConfig& config) {
   const auto json = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (json.is_discarded() || !json.is_object()) {
     return fail(ErrorKind::input, "the request body is not a JSON object");
@@ -198,6 +201,12 @@ std::string ResponseBuilder::full_response(std::string_view text, std::string_vi
                {"choices", ojson::array({choice})},
                {"usage", usage_json(prompt_tokens, completion_tokens)}}
       .dump();
+}
+
+Expected<CompletionRequest> parse_completion_request(std::string_view body, bool chat,
+                                                     const SimConfig& config) {
+  return read_json_input("the request body",
+                         [&] { return parse_completion_request_unchecked(body, chat, config); });
 }
 
 }  // namespace kvprof::sim
