@@ -159,7 +159,7 @@ void register_sweep_command(CLI::App& app) {
       "`launch` is given) into results/<run_id>/, with sweep.json and sweep_summary.csv under "
       "results/sweeps/<name>/. Running it again resumes: finished configurations are skipped. "
       "Exit codes: 0 ok, 2 a bad file, 3 some configurations failed, 130 interrupted");
-  cmd->add_option("-c,--config", st->config, "The sweep file (YAML)")
+  cmd->add_option("--config", st->config, "The sweep file (YAML)")
       ->required()
       ->check(CLI::ExistingFile);
   cmd->add_flag("--dry-run", st->dry_run, "Check the file and print the plan; start nothing");

@@ -86,6 +86,18 @@ Expected<model::ModelSpec> model_from_dims(const ModelEntry& e, std::vector<std:
     const double rest = *e.model_params - 2.0 * vocab * hidden - layers * attn;
     if (rest > 0) inter = static_cast<uint64_t>(rest / (3.0 * layers * hidden));
   }
+  uint64_t max_len = e.max_model_len.value_or(0);
+  if (max_len == 0) {
+    uint64_t longest = 0;
+    for (uint32_t in_len : e.input_lengths) {
+      for (uint32_t out_len : e.output_lengths)
+        longest = std::max<uint64_t>(longest, uint64_t{in_len} + out_len);
+    }
+    max_len = 4096;
+    while (max_len < longest)
+      max_len *= 2;
+    notes.push_back(fmt::format("no max_model_len given: planned with {} tokens", max_len));
+  }
   if (inter == 0) {
     inter = (hidden * 8ull / 3 + 255) / 256 * 256;
     notes.push_back("intermediate_size guessed as 8/3 x hidden_size (give it or model_params)");
@@ -99,7 +111,7 @@ Expected<model::ModelSpec> model_from_dims(const ModelEntry& e, std::vector<std:
                            {"head_dim", head_dim},
                            {"intermediate_size", inter},
                            {"vocab_size", vocab},
-                           {"max_position_embeddings", e.max_model_len.value_or(131072)},
+                           {"max_position_embeddings", max_len},
                            {"torch_dtype", e.dtype == "auto" ? "bfloat16" : e.dtype}};
   auto spec = model::parse_hf_config(config, "the architecture in the sweep file");
   if (spec) spec->id = e.model_id;

@@ -41,6 +41,9 @@ json estimate_json(const PlannedConfig& pc) {
           {"cuda_graph_bytes", est.per_gpu.cuda_graph_bytes},
           {"gpu_memory_bytes", est.gpu.memory_bytes},
           {"headroom_bytes", est.headroom_bytes},
+          {"kv_capacity_bytes", est.kv_capacity_bytes},
+          {"kv_cache_tokens", est.engine_report.kv_cache_tokens},
+          {"max_concurrency", est.engine_report.max_concurrency},
           {"gpus", est.gpus_total},
           {"verdict", estimate::verdict_name(est.verdict)},
           {"confidence", est.confidence}};
@@ -198,14 +201,14 @@ std::string plan_text(const Plan& plan, const SweepState& state) {
     n_done += r && r->finished() ? 1 : 0;
   }
   std::string out = fmt::format(
-      "sweep '{}': {} configurations ({} will run{}), {} conditions, {} requests; expected time "
+      "sweep '{}': {} configuration(s) ({} will run{}), {} conditions, {} requests; expected time "
       "{}\n\n",
       plan.name, plan.configs.size(), n_runnable,
       n_done > 0 ? fmt::format(", {} already finished", n_done) : "", plan.n_conditions,
       plan.n_requests, format_duration(plan.expected_s));
   out +=
       fmt::format("{:<3} {:<52} {:<9} {:>10} {:>10} {:<5} {:>5} {:>9}  {}\n", "#", "configuration",
-                  "GPU", "mem/GPU", "KV cache", "fits", "conds", "time", "status");
+                  "GPU", "mem/GPU", "KV tokens", "fits", "conds", "time", "status");
   for (const auto& pc : plan.configs) {
     std::string label = pc.label;
     if (label.size() > 52) label = label.substr(0, 49) + "...";
@@ -213,7 +216,7 @@ std::string plan_text(const Plan& plan, const SweepState& state) {
         pc.estimate ? fmt::format("{:.1f} GiB", bytes_to_gib(pc.estimate->per_gpu.total_bytes))
                     : "-";
     const std::string kv =
-        pc.estimate ? fmt::format("{:.1f} GiB", bytes_to_gib(pc.estimate->kv_capacity_bytes)) : "-";
+        pc.estimate ? std::to_string(pc.estimate->engine_report.kv_cache_tokens) : "-";
     out +=
         fmt::format("{:<3} {:<52} {:<9} {:>10} {:>10} {:<5} {:>5} {:>9}  {}\n", pc.entry.index + 1,
                     label, pc.gpu.substr(0, 9), mem, kv, pc.fits ? "yes" : "NO",
