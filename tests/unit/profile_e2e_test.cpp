@@ -18,6 +18,7 @@
 
 #include "kvprof/sim/sim_server.hpp"
 #include "kvprof/sys/subprocess.hpp"
+#include "support/run_folders.hpp"
 
 namespace kvprof {
 namespace {
@@ -167,9 +168,7 @@ class ProfileE2E : public ::testing::Test {
 
   // The one run directory under results/.
   fs::path run_dir() const {
-    std::vector<fs::path> dirs;
-    for (const auto& e : fs::directory_iterator(m_dir / "results"))
-      dirs.push_back(e.path());
+    const std::vector<fs::path> dirs = test::run_folders(m_dir / "results");
     EXPECT_EQ(dirs.size(), 1U);
     return dirs.empty() ? fs::path() : dirs.front();
   }

@@ -20,6 +20,7 @@
 #include "kvprof/profile/launcher.hpp"
 #include "kvprof/sim/sim_server.hpp"
 #include "kvprof/sys/subprocess.hpp"
+#include "support/run_folders.hpp"
 
 namespace kvprof {
 namespace {
@@ -102,7 +103,7 @@ class ProfileLaunch : public ::testing::Test {
   // True when no process of group `pgid` is left.
   static bool group_gone(pid_t pgid) { return ::kill(-pgid, 0) != 0 && errno == ESRCH; }
 
-  fs::path run_dir() const { return fs::directory_iterator(m_dir / "results")->path(); }
+  fs::path run_dir() const { return test::first_run_folder(m_dir / "results"); }
 
   fs::path m_dir;
 };

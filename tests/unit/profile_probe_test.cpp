@@ -15,6 +15,7 @@
 #include "kvprof/profile/endpoint_check.hpp"
 #include "kvprof/sim/sim_server.hpp"
 #include "kvprof/sys/subprocess.hpp"
+#include "support/run_folders.hpp"
 
 namespace kvprof {
 namespace {
@@ -158,7 +159,7 @@ TEST_F(ProfileProbe, TokenPromptsRefusedSwitchToTextWithOneWarning) {
   EXPECT_NE(r.stderr_text.find("kvprof: warning: the server refuses token-ID prompts"),
             std::string::npos);
   // The workload on disk is the text one that ran.
-  const fs::path dir = fs::directory_iterator(m_dir / "results")->path();
+  const fs::path dir = test::first_run_folder(m_dir / "results");
   std::ifstream workload(dir / "workload.jsonl");
   std::string first;
   std::getline(workload, first);
@@ -178,7 +179,7 @@ TEST_F(ProfileProbe, EveryWarmupRequestFailingStopsBeforeTheGrid) {
             std::string::npos)
       << r.stderr_text;
   EXPECT_EQ(m_server->stats().completion_requests_total, 3U);  // probe + 2 warmup
-  const fs::path dir = fs::directory_iterator(m_dir / "results")->path();
+  const fs::path dir = test::first_run_folder(m_dir / "results");
   std::ifstream manifest(dir / "manifest.json");
   EXPECT_EQ(json::parse(manifest).at("status"), "failed");
 }

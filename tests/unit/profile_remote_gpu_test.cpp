@@ -22,6 +22,7 @@
 #include "kvprof/sim/sim_server.hpp"
 #include "kvprof/sys/subprocess.hpp"
 #include "kvprof/util/strings.hpp"
+#include "support/run_folders.hpp"
 #include "support/run_kvprof.hpp"
 
 namespace kvprof {

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "support/run_folders.hpp"
 #include "support/run_kvprof.hpp"
 #include "support/serve_process.hpp"
 #include "support/tiny_llama.hpp"
@@ -133,9 +134,7 @@ TEST_F(ServeE2E, ProfileEndpointReadsKvUsageFromSlots) {
       "--n-per-condition 2 --baseline-s 0.2 --post-warmup-s 0.2 --warmup-requests 1 "
       "--metrics-interval-ms 20 --prefix-modes low --json -q");
   ASSERT_EQ(r.rc, 0) << r.out;
-  fs::path run;
-  for (const auto& e : fs::directory_iterator(out))
-    run = e.path();
+  const fs::path run = kvprof::test::first_run_folder(out);
   std::ifstream in(run / "summary.json");
   const json summary = json::parse(in, nullptr, false);
   ASSERT_FALSE(summary.is_discarded()) << r.out;

@@ -12,10 +12,32 @@
 #include "kvprof/bench/bench_run.hpp"
 #include "kvprof/cli/commands.hpp"
 #include "kvprof/gpu/nvml.hpp"
+#include "kvprof/history/history_db.hpp"
 #include "kvprof/util/units.hpp"
 
 namespace kvprof::cli {
 namespace {
+
+// The history entry of a bench run, whatever its status.
+history::Entry bench_entry(const bench::BenchConfig& config, const bench::BenchReport& report) {
+  history::Entry e;
+  e.kind = "bench";
+  e.id = report.run_id;
+  e.status = report.status == "crashed" ? "failed" : report.status;
+  e.model = config.model_label;
+  e.engine = "llamacpp";
+  e.gpu = report.memory_source == "nvml" ? "nvml" : "none (CPU)";
+  e.started_unix_s = report.started_unix_s;
+  e.ended_unix_s = report.ended_unix_s;
+  e.path = report.run_dir;
+  e.peak_bytes = report.peak_rss_bytes;
+  for (const auto& c : report.conditions) {
+    e.n_requests += c.condition.concurrency;
+    e.n_ok += c.requests.size();
+  }
+  e.extra = {{"peak_bytes_is", "host RSS of the engine process"}, {"error", report.error}};
+  return e;
+}
 
 struct BenchState {
   bench::BenchConfig config;
@@ -61,6 +83,7 @@ void run_bench_command(BenchState& st) {
     }
   }
   auto report = value_or_fatal(bench::run_bench(config, gpu_source.get(), gpu_name));
+  history::record_or_warn(config.output_dir, bench_entry(config, report));
   if (st.json_out) {
     std::fputs((bench::summary_json(config, report).dump(2) + "\n").c_str(), stdout);
   } else {

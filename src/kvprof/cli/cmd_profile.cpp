@@ -12,6 +12,7 @@
 #include "kvprof/client/cli_options.hpp"
 #include "kvprof/client/raw_request.hpp"
 #include "kvprof/gpu/source_select.hpp"
+#include "kvprof/history/entries.hpp"
 #include "kvprof/profile/launcher.hpp"
 #include "kvprof/profile/profiler.hpp"
 #include "kvprof/profile/server_probe.hpp"
@@ -220,6 +221,8 @@ void run_profile_command(ProfileCliState& st) {
   auto outcome = profile::run_profile(config, deps);
   if (server) server->stop();
   if (!outcome) throw Fatal(outcome.error());
+  history::record_or_warn(config.output_dir,
+                          history::profile_entry(outcome->summary, outcome->run_dir));
   if (st.json) {
     std::printf("%s\n", outcome->summary.dump(2).c_str());
   } else {

@@ -18,5 +18,7 @@ void register_profile_command(CLI::App& app);
 void register_bench_command(CLI::App& app);
 void register_make_gguf_command(CLI::App& app);
 void register_parse_log_command(CLI::App& app);
+void register_sweep_command(CLI::App& app);
+void register_runs_command(CLI::App& app);
 
 }  // namespace kvprof::cli

@@ -1,0 +1,332 @@
+// Planning a sweep (see sweep_plan.hpp): the model of each entry resolved (or built from the
+// architecture it gives), the planner's estimate, fit and time per configuration.
+#include "kvprof/experiment/sweep_plan.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "kvprof/model/dtype.hpp"
+#include "kvprof/model/hf_config.hpp"
+#include "kvprof/model/resolve.hpp"
+#include "kvprof/util/strings.hpp"
+#include "kvprof/util/units.hpp"
+
+namespace kvprof::experiment {
+
+namespace {
+
+uint64_t fnv1a(std::string_view s) {
+  uint64_t h = 1469598103934665603ull;
+  for (const char c : s) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+// The settings that decide what a configuration measures (not its position in the file).
+nlohmann::json identity(const ModelEntry& e, const SweepSettings& s) {
+  nlohmann::json j = {{"model_id", e.model_id},
+                      {"input_lengths", e.input_lengths},
+                      {"output_lengths", e.output_lengths},
+                      {"batch_sizes", e.batch_sizes},
+                      {"dtype", e.dtype},
+                      {"tensor_parallel_size", e.tensor_parallel_size},
+                      {"quantization", e.quantization},
+                      {"kv_cache_dtype", e.kv_cache_dtype},
+                      {"launch", e.launch},
+                      {"endpoint", e.endpoint},
+                      {"engine", e.engine},
+                      {"gpu", e.gpu},
+                      {"requests_per_condition", s.requests_per_condition}};
+  j["gpu_memory_utilization"] =
+      e.gpu_memory_utilization ? nlohmann::json(*e.gpu_memory_utilization) : nlohmann::json();
+  j["max_model_len"] = e.max_model_len ? nlohmann::json(*e.max_model_len) : nlohmann::json();
+  return j;
+}
+
+std::string slug(const std::string& model_id) {
+  std::string base = model_id;
+  while (!base.empty() && base.back() == '/')
+    base.pop_back();
+  if (const size_t slash = base.rfind('/'); slash != std::string::npos)
+    base = base.substr(slash + 1);
+  std::string out;
+  for (const char c : to_lower(base)) {
+    const bool ok = std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-';
+    out += ok ? c : '-';
+    if (out.size() >= 40) break;
+  }
+  return out.empty() ? "model" : out;
+}
+
+std::string label_of(const ModelEntry& e) {
+  std::string s = fmt::format("{} tp{}", e.model_id, e.tensor_parallel_size);
+  if (e.dtype != "auto") s += " " + e.dtype;
+  if (!e.quantization.empty()) s += " " + e.quantization;
+  if (e.kv_cache_dtype != "auto") s += " kv:" + e.kv_cache_dtype;
+  if (e.gpu_memory_utilization) s += fmt::format(" util {}", *e.gpu_memory_utilization);
+  if (e.max_model_len) s += fmt::format(" len {}", *e.max_model_len);
+  return s;
+}
+
+// A model the catalog does not know, described by the architecture keys of its entry.
+Expected<model::ModelSpec> model_from_dims(const ModelEntry& e, std::vector<std::string>& notes) {
+  const uint32_t layers = *e.num_layers, hidden = *e.hidden_size, heads = *e.num_heads;
+  const uint32_t kv_heads = e.num_kv_heads.value_or(heads);
+  const uint32_t head_dim = e.head_dim.value_or(hidden / heads);
+  const uint32_t vocab = e.vocab_size.value_or(32000);
+  uint64_t inter = e.intermediate_size.value_or(0);
+  if (inter == 0 && e.model_params) {
+    // params = 2 V H (embedding, output) + L (attention + 3 H I): solve for I.
+    const double attn = 2.0 * hidden * heads * head_dim + 2.0 * hidden * kv_heads * head_dim;
+    const double rest = *e.model_params - 2.0 * vocab * hidden - layers * attn;
+    if (rest > 0) inter = static_cast<uint64_t>(rest / (3.0 * layers * hidden));
+  }
+  uint64_t max_len = e.max_model_len.value_or(0);
+  if (max_len == 0) {
+    uint64_t longest = 0;
+    for (uint32_t in_len : e.input_lengths) {
+      for (uint32_t out_len : e.output_lengths)
+        longest = std::max<uint64_t>(longest, uint64_t{in_len} + out_len);
+    }
+    max_len = 4096;
+    while (max_len < longest)
+      max_len *= 2;
+    notes.push_back(fmt::format("no max_model_len given: planned with {} tokens", max_len));
+  }
+  if (inter == 0) {
+    inter = (hidden * 8ull / 3 + 255) / 256 * 256;
+    notes.push_back("intermediate_size guessed as 8/3 x hidden_size (give it or model_params)");
+  }
+  nlohmann::json config = {{"architectures", {"LlamaForCausalLM"}},
+                           {"model_type", "llama"},
+                           {"num_hidden_layers", layers},
+                           {"hidden_size", hidden},
+                           {"num_attention_heads", heads},
+                           {"num_key_value_heads", kv_heads},
+                           {"head_dim", head_dim},
+                           {"intermediate_size", inter},
+                           {"vocab_size", vocab},
+                           {"max_position_embeddings", max_len},
+                           {"torch_dtype", e.dtype == "auto" ? "bfloat16" : e.dtype}};
+  auto spec = model::parse_hf_config(config, "the architecture in the sweep file");
+  if (spec) spec->id = e.model_id;
+  return spec;
+}
+
+// The model of an entry; the architecture keys given are checked against it.
+Expected<model::ModelSpec> resolve_entry_model(const ModelEntry& e,
+                                               std::vector<std::string>& notes) {
+  auto spec = model::load_model(e.model_id);
+  if (!spec) {
+    if (e.num_layers && e.hidden_size && e.num_heads) {
+      notes.push_back(
+          fmt::format("'{}' is not in the catalog: planned from the architecture "
+                      "given (a Llama-like dense model)",
+                      e.model_id));
+      return model_from_dims(e, notes);
+    }
+    return fail(spec.error().kind, spec.error().message +
+                                       "; or describe it with num_layers, hidden_size and "
+                                       "num_heads");
+  }
+  const auto check = [&](const char* key, const std::optional<uint32_t>& given, uint64_t actual) {
+    if (given && actual != 0 && *given != actual) {
+      notes.push_back(
+          fmt::format("{} {} given, the model has {} (the model's is used)", key, *given, actual));
+    }
+  };
+  check("num_layers", e.num_layers, spec->n_layer);
+  check("hidden_size", e.hidden_size, spec->hidden_size);
+  check("num_heads", e.num_heads, spec->n_head);
+  check("num_kv_heads", e.num_kv_heads, spec->n_head_kv);
+  check("head_dim", e.head_dim, spec->head_dim);
+  check("intermediate_size", e.intermediate_size, spec->intermediate_size);
+  check("vocab_size", e.vocab_size, spec->vocab_size);
+  return spec;
+}
+
+Expected<estimate::Estimate> estimate_entry(const ModelEntry& e, const std::string& gpu,
+                                            model::ModelSpec spec) {
+  estimate::EstimateInput in;
+  in.model = std::move(spec);
+  auto g = gpu::find_gpu(gpu);
+  if (!g) return std::unexpected(g.error());
+  in.gpu = *g;
+  auto& s = in.settings;
+  auto engine = estimate::parse_engine(e.engine);
+  if (!engine) return std::unexpected(engine.error());
+  s.engine = *engine;
+  s.tensor_parallel_size = e.tensor_parallel_size;
+  s.gpu_memory_utilization = e.gpu_memory_utilization;
+  s.max_model_len = e.max_model_len;
+  if (e.dtype != "auto") s.dtype = model::parse_dtype(e.dtype);
+  s.quantization = e.quantization;
+  auto kv = estimate::parse_kv_cache_dtype(e.kv_cache_dtype);
+  if (!kv) return std::unexpected(kv.error());
+  s.kv_cache_dtype = *kv;
+  std::set<uint64_t> contexts;
+  for (uint32_t in_len : e.input_lengths) {
+    for (uint32_t out_len : e.output_lengths)
+      contexts.insert(uint64_t{in_len} + out_len);
+  }
+  in.workload.context_tokens.assign(contexts.begin(), contexts.end());
+  in.workload.concurrency = e.batch_sizes;
+  return estimate::estimate(in);
+}
+
+// Seconds one condition should take: prefill at a fraction of peak FLOPs, decode steps reading the
+// weights and the batch's KV at a fraction of peak bandwidth; the simulator decodes at its speed.
+double condition_seconds(const PlannedConfig& pc, uint32_t in_len, uint32_t out_len,
+                         uint32_t batch) {
+  const double waves = pc.grid.n_per_condition;
+  if (pc.server == ServerKind::simulator) return waves * (out_len / k_sim_tokens_per_s + 0.01);
+  if (!pc.estimate) return 0;
+  const auto& est = *pc.estimate;
+  const double weights = static_cast<double>(est.per_gpu.weights_bytes);
+  const double bw = est.gpu.bandwidth_gb_s * 1e9 * k_bandwidth_fraction;
+  const double flops = est.gpu.tflops_bf16 * 1e12 * k_flops_fraction;
+  if (bw <= 0 || flops <= 0) return 0;
+  // Two FLOPs per parameter and token; at about two bytes per parameter that is weights bytes.
+  const double prefill_s = batch * static_cast<double>(in_len) * weights / flops;
+  const double mean_ctx = in_len + out_len / 2.0;
+  const double kv_read = batch * mean_ctx * static_cast<double>(est.kv_bytes_per_token);
+  const double decode_s = out_len * (weights + kv_read) / bw;
+  return waves * (prefill_s + decode_s);
+}
+
+void plan_conditions(PlannedConfig& pc, const SweepSettings& s) {
+  const ModelEntry& e = pc.entry;
+  double total = pc.server == ServerKind::launch ? k_assumed_startup_s : 0.0;
+  total += s.baseline_s + s.post_warmup_s + 0.5 * s.warmup_requests;
+  const uint64_t max_len = pc.estimate && pc.estimate->settings.max_model_len
+                               ? *pc.estimate->settings.max_model_len
+                               : e.max_model_len.value_or(0);
+  for (uint32_t in_len : e.input_lengths) {
+    for (uint32_t out_len : e.output_lengths) {
+      for (uint32_t batch : e.batch_sizes) {
+        PlannedCondition c;
+        c.input_len = in_len;
+        c.output_len = out_len;
+        c.batch_size = batch;
+        const uint64_t ctx = uint64_t{in_len} + out_len;
+        if (pc.estimate) {
+          for (const auto& row : pc.estimate->rows) {
+            if (row.context_tokens != ctx || row.concurrency != batch) continue;
+            c.kv_needed_bytes = row.kv_needed_bytes;
+            c.kv_capacity_bytes = row.kv_capacity_bytes;
+            c.fits = row.verdict != estimate::Verdict::oom;
+            c.note = row.note;
+          }
+        }
+        if (max_len > 0 && ctx > max_len) {
+          c.fits = false;
+          c.note = fmt::format("input + output {} is over max_model_len {}: the server rejects it",
+                               ctx, max_len);
+        }
+        c.expected_s = condition_seconds(pc, in_len, out_len, batch);
+        total += c.expected_s;
+        pc.conditions.push_back(std::move(c));
+      }
+    }
+  }
+  pc.expected_s = total;
+}
+
+std::string fit_reason(const estimate::Estimate& est) {
+  if (est.headroom_bytes < 0) {
+    return fmt::format("needs {:.1f} GiB per GPU, the {} has {:.1f} GiB",
+                       bytes_to_gib(est.per_gpu.total_bytes), est.gpu.id,
+                       bytes_to_gib(est.gpu.memory_bytes));
+  }
+  if (!est.warnings.empty()) return est.warnings.front();
+  return "no memory left for the KV cache";
+}
+
+}  // namespace
+
+std::string_view server_kind_name(ServerKind kind) {
+  switch (kind) {
+    case ServerKind::launch:
+      return "launch";
+    case ServerKind::endpoint:
+      return "endpoint";
+    case ServerKind::simulator:
+      break;
+  }
+  return "built-in simulator";
+}
+
+Plan plan_sweep(const SweepConfig& config, const PlanOptions& options,
+                std::vector<ConfigIssue>& errors) {
+  Plan plan;
+  plan.name = config.settings.name;
+  for (const auto& e : config.models) {
+    PlannedConfig pc;
+    pc.entry = e;
+    pc.id = fmt::format("{:02}_{}", e.index + 1, slug(e.model_id));
+    pc.fingerprint = fmt::format("{:016x}", fnv1a(identity(e, config.settings).dump()));
+    pc.label = label_of(e);
+    pc.gpu = e.gpu.empty() ? options.default_gpu : e.gpu;
+    pc.server = !e.launch.empty()     ? ServerKind::launch
+                : !e.endpoint.empty() ? ServerKind::endpoint
+                                      : ServerKind::simulator;
+    pc.grid.input_lens = e.input_lengths;
+    pc.grid.output_lens = e.output_lengths;
+    pc.grid.concurrencies = e.batch_sizes;
+    pc.grid.prefix_modes = {workload::PrefixMode::low};
+    pc.grid.n_per_condition = config.settings.requests_per_condition;
+    pc.n_requests = workload::grid_size(pc.grid).n_requests;
+    const std::string where = fmt::format("models[{}]: ", e.index);
+    if (pc.server == ServerKind::simulator && e.engine != "vllm") {
+      errors.push_back({e.pos, where +
+                                   "the built-in simulator plays vLLM only: give 'launch' or "
+                                   "'endpoint' to profile engine '" +
+                                   e.engine + "'"});
+    }
+    auto spec = resolve_entry_model(e, pc.notes);
+    if (!spec) {
+      errors.push_back({e.model_id_pos.line ? e.model_id_pos : e.pos,
+                        fmt::format("models[{}].model_id: {}", e.index, spec.error().message)});
+      continue;
+    }
+    if (e.gpu.empty() && !options.default_gpu_reason.empty())
+      pc.notes.push_back(options.default_gpu_reason);
+    auto est = estimate_entry(e, pc.gpu, std::move(*spec));
+    if (!est) {
+      pc.fits = false;
+      pc.reason = est.error().message;
+    } else {
+      pc.estimate = std::move(*est);
+      if (pc.estimate->verdict == estimate::Verdict::oom) {
+        pc.fits = false;
+        pc.reason = fit_reason(*pc.estimate);
+      }
+    }
+    plan_conditions(pc, config.settings);
+    if (pc.fits && std::none_of(pc.conditions.begin(), pc.conditions.end(), [](const auto& c) {
+          return c.fits || c.note.find("max_model_len") == std::string::npos;
+        })) {
+      pc.fits = false;
+      pc.reason = "every condition is longer than max_model_len";
+    }
+    plan.n_conditions += pc.conditions.size();
+    plan.n_requests += pc.n_requests;
+    if (pc.fits) plan.expected_s += pc.expected_s;
+    plan.configs.push_back(std::move(pc));
+  }
+  return plan;
+}
+
+std::string format_duration(double seconds) {
+  if (seconds < 60) return fmt::format("{:.1f} s", seconds);
+  const auto s = static_cast<uint64_t>(std::llround(seconds));
+  if (s < 3600) return fmt::format("{}m {:02}s", s / 60, s % 60);
+  return fmt::format("{}h {:02}m", s / 3600, (s % 3600) / 60);
+}
+
+}  // namespace kvprof::experiment

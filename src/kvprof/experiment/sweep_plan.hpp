@@ -1,0 +1,75 @@
+// The plan of a sweep: each model entry becomes one configuration (one server setting, one profile
+// run over its input x output x batch grid) with the planner's estimate, whether it fits and why
+// not, the conditions the KV cache cannot hold at once, and the time it should take.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "kvprof/estimate/estimate.hpp"
+#include "kvprof/experiment/sweep_config.hpp"
+#include "kvprof/workload/workload.hpp"
+
+namespace kvprof::experiment {
+
+// How the plan times a run: the server's start (with `launch`) and the roofline fractions.
+inline constexpr double k_assumed_startup_s = 60.0;
+inline constexpr double k_bandwidth_fraction = 0.6;  // of peak memory bandwidth, decode
+inline constexpr double k_flops_fraction = 0.4;      // of peak bf16 TFLOP/s, prefill
+inline constexpr double k_sim_tokens_per_s = 500.0;  // the built-in simulator's decode speed
+
+enum class ServerKind { launch, endpoint, simulator };
+std::string_view server_kind_name(ServerKind kind);  // "launch", "endpoint", "built-in simulator"
+
+struct PlannedCondition {
+  uint32_t input_len = 0, output_len = 0, batch_size = 0;
+  uint64_t kv_needed_bytes = 0;    // per GPU, the whole batch at full length
+  uint64_t kv_capacity_bytes = 0;  // per GPU
+  bool fits = true;                // the cache holds the whole batch at once
+  std::string note;                // why not, or a length over max_model_len
+  double expected_s = 0;
+};
+
+struct PlannedConfig {
+  ModelEntry entry;
+  std::string id;           // "02_llama-3.1-8b-instruct": position and model, for files and runs
+  std::string fingerprint;  // 16 hex digits of the settings that decide the measurement
+  std::string label;        // one line for tables: model and the settings given
+  std::string gpu;          // catalog GPU the plan used
+  ServerKind server = ServerKind::simulator;
+  workload::GridOptions grid;
+  uint64_t n_requests = 0;
+  std::optional<estimate::Estimate> estimate;
+  bool fits = true;    // false: the plan says it cannot run (reason says why)
+  std::string reason;  // one line
+  std::vector<std::string> notes;
+  std::vector<PlannedCondition> conditions;  // input x output x batch, the grid's order
+  double expected_s = 0;
+};
+
+struct Plan {
+  std::string name;
+  std::vector<PlannedConfig> configs;
+  uint64_t n_conditions = 0, n_requests = 0;
+  double expected_s = 0;  // of the configurations that will run
+};
+
+struct PlanOptions {
+  std::string default_gpu = "H100";  // for entries without `gpu`
+  std::string default_gpu_reason;    // how it was chosen, for the notes
+};
+
+// Plans every entry of `config`. Problems that belong to the file (a model that is neither known
+// nor described, the simulator asked to play another engine) are added to `errors` with the
+// entry's line; a configuration the planner cannot fit stays in the plan with fits = false.
+Plan plan_sweep(const SweepConfig& config, const PlanOptions& options,
+                std::vector<ConfigIssue>& errors);
+
+// "1h 02m", "3m 10s", "12.3 s".
+std::string format_duration(double seconds);
+
+}  // namespace kvprof::experiment

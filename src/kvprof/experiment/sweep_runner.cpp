@@ -1,0 +1,335 @@
+// The sweep's run loop (see sweep_runner.hpp).
+#include "kvprof/experiment/sweep_runner.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+
+#include "kvprof/experiment/sweep_report.hpp"
+#include "kvprof/history/entries.hpp"
+#include "kvprof/profile/launcher.hpp"
+#include "kvprof/profile/profiler.hpp"
+#include "kvprof/sim/sim_memory_source.hpp"
+#include "kvprof/sim/sim_server.hpp"
+#include "kvprof/sim/sim_sizing.hpp"
+#include "kvprof/util/units.hpp"
+
+namespace kvprof::experiment {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+double now_unix_s() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// The vLLM flags for the settings an entry gives ({engine_args}).
+std::string engine_args(const ModelEntry& e) {
+  std::string s = fmt::format("--tensor-parallel-size {}", e.tensor_parallel_size);
+  if (e.dtype != "auto") s += " --dtype " + e.dtype;
+  if (!e.quantization.empty()) s += " --quantization " + e.quantization;
+  if (e.kv_cache_dtype != "auto") s += " --kv-cache-dtype " + e.kv_cache_dtype;
+  if (e.gpu_memory_utilization)
+    s += fmt::format(" --gpu-memory-utilization {}", *e.gpu_memory_utilization);
+  if (e.max_model_len) s += fmt::format(" --max-model-len {}", *e.max_model_len);
+  return s;
+}
+
+Expected<profile::LaunchSettings> launch_settings(const PlannedConfig& pc, const SweepSettings& s) {
+  const ModelEntry& e = pc.entry;
+  profile::LaunchSettings ls;
+  ls.ready_timeout_s = s.launch_timeout_s;
+  ls.grace_s = s.launch_grace_s;
+  auto port = profile::free_port(ls.host);
+  if (!port) return std::unexpected(port.error());
+  ls.port = *port;
+  const uint32_t max_batch = *std::max_element(e.batch_sizes.begin(), e.batch_sizes.end());
+  const auto opt = [](const auto& v) { return v ? fmt::format("{}", *v) : std::string(); };
+  auto command = profile::fill_placeholders(
+      e.launch, {{"model", e.model_id},
+                 {"port", std::to_string(ls.port)},
+                 {"host", ls.host},
+                 {"max_concurrency", std::to_string(max_batch)},
+                 {"gpu", pc.gpu},
+                 {"dtype", e.dtype},
+                 {"tensor_parallel_size", std::to_string(e.tensor_parallel_size)},
+                 {"quantization", e.quantization},
+                 {"kv_cache_dtype", e.kv_cache_dtype},
+                 {"gpu_memory_utilization", opt(e.gpu_memory_utilization)},
+                 {"max_model_len", opt(e.max_model_len)},
+                 {"engine_args", engine_args(e)}});
+  if (!command) return std::unexpected(command.error());
+  ls.command = *command;
+  return ls;
+}
+
+nlohmann::json configuration_json(const PlannedConfig& pc, const std::string& sweep) {
+  const ModelEntry& e = pc.entry;
+  nlohmann::json j = {{"sweep", sweep},
+                      {"configuration", pc.id},
+                      {"model_id", e.model_id},
+                      {"input_lengths", e.input_lengths},
+                      {"output_lengths", e.output_lengths},
+                      {"batch_sizes", e.batch_sizes},
+                      {"dtype", e.dtype},
+                      {"tensor_parallel_size", e.tensor_parallel_size},
+                      {"quantization", e.quantization},
+                      {"kv_cache_dtype", e.kv_cache_dtype},
+                      {"engine", e.engine},
+                      {"gpu", pc.gpu},
+                      {"server", server_kind_name(pc.server)},
+                      {"launch", e.launch},
+                      {"endpoint", e.endpoint}};
+  j["gpu_memory_utilization"] =
+      e.gpu_memory_utilization ? nlohmann::json(*e.gpu_memory_utilization) : nlohmann::json();
+  j["max_model_len"] = e.max_model_len ? nlohmann::json(*e.max_model_len) : nlohmann::json();
+  return j;
+}
+
+// The figures of a run's summary.json the sweep's files show.
+nlohmann::json measured_of(const nlohmann::json& summary) {
+  using nlohmann::json;
+  const auto num = [&](const json& j, const char* ptr) -> json {
+    const json::json_pointer p(ptr);
+    return j.contains(p) && j.at(p).is_number() ? j.at(p) : json();
+  };
+  json m = {{"peak_used_bytes", num(summary, "/memory_measurements/peak/total_bytes")},
+            {"baseline_used_bytes", num(summary, "/memory_measurements/baseline/total_bytes")},
+            {"weights_bytes", num(summary, "/memory_breakdown/components/weights/bytes")},
+            {"kv_cache_bytes", num(summary, "/memory_breakdown/components/kv_cache/bytes")},
+            {"tokens_per_second", num(summary, "/latency_stats/tokens_per_second")},
+            {"conditions", json::object()}};
+  if (summary.contains("conditions") && summary["conditions"].is_array()) {
+    for (const auto& c : summary["conditions"]) {
+      if (!c.is_object() || !c.contains("condition_id")) continue;
+      m["conditions"][c["condition_id"].get<std::string>()] = {
+          {"peak_used_bytes", num(c, "/peak_used_bytes")},
+          {"peak_kv_cache_usage", num(c, "/peak_kv_cache_usage")},
+          {"ttft_p50_ms", num(c, "/ttft_ms/p50")},
+          {"e2e_mean_ms", num(c, "/e2e_ms/mean")},
+          {"output_tokens_per_s", num(c, "/output_tokens_per_s")},
+          {"preemptions", num(c, "/preemptions")},
+          {"n_ok", num(c, "/n_ok")},
+          {"n_errors", num(c, "/n_errors")}};
+    }
+  }
+  return m;
+}
+
+struct RunContext {
+  const SweepConfig& config;
+  const SweepOptions& options;
+  const SweepDeps& deps;
+};
+
+// One configuration as one profile run; fills `rec` (status, reason, run, figures).
+void run_one(const RunContext& ctx, const PlannedConfig& pc, ConfigRecord& rec) {
+  const SweepSettings& s = ctx.config.settings;
+  profile::ProfileConfig config;
+  config.grid = pc.grid;
+  config.run.model = pc.entry.model_id;
+  config.output_dir = ctx.options.output_dir;
+  config.run_tag = pc.id;
+  config.baseline_s = s.baseline_s;
+  config.post_warmup_s = s.post_warmup_s;
+  config.warmup_requests = s.warmup_requests;
+  config.estimate = pc.estimate;
+  config.estimate_flags = fmt::format("sweep '{}' configuration {} ({} on {})",
+                                      ctx.config.settings.name, pc.id, pc.label, pc.gpu);
+  config.configuration = configuration_json(pc, s.name);
+  profile::ProfileDeps deps;
+  deps.memory = ctx.deps.memory;
+  deps.memory_source = ctx.deps.memory_source;
+  deps.memory_note = ctx.deps.memory_note;
+  deps.should_stop = ctx.deps.should_stop;
+  deps.on_progress = ctx.deps.on_run_progress;
+  std::unique_ptr<sim::SimServer> server;
+  std::unique_ptr<gpu::MemorySource> sim_memory;
+  const auto failed = [&](const Error& err) {
+    rec.status = err.kind == ErrorKind::interrupted ? "interrupted" : "failed";
+    rec.reason = err.message;
+  };
+  if (pc.server == ServerKind::launch) {
+    auto ls = launch_settings(pc, s);
+    if (!ls) return failed(ls.error());
+    config.run.endpoint = fmt::format("http://{}:{}/v1", ls->host, ls->port);
+    config.launch = std::move(*ls);
+  } else if (pc.server == ServerKind::endpoint) {
+    config.run.endpoint = pc.entry.endpoint;
+  } else {
+    sim::SimFlags flags;
+    flags.model = pc.entry.model_id;
+    flags.gpu = pc.gpu;
+    flags.port = 0;
+    if (pc.entry.max_model_len)
+      flags.max_model_len = static_cast<uint32_t>(*pc.entry.max_model_len);
+    auto sim_config = sim::sim_config_from_flags(flags);
+    if (!sim_config) return failed(sim_config.error());
+    sim_config->quiet = true;
+    auto started = sim::SimServer::start(*sim_config);
+    if (!started) return failed(started.error());
+    server = std::move(*started);
+    config.run.endpoint = server->base_url();
+    config.simulation = sim_config->sizing;
+    config.metrics_interval_ms = 20;
+    sim_memory = std::make_unique<sim::SimMemorySource>(*server, flags.gpu);
+    deps.memory = sim_memory.get();
+    deps.memory_source = "simulated";
+  }
+  auto outcome = profile::run_profile(config, deps);
+  if (server) server->stop();
+  if (!outcome) return failed(outcome.error());
+  rec.run_id = outcome->run_dir.filename().string();
+  rec.run_dir = outcome->run_dir.string();
+  rec.measured = measured_of(outcome->summary);
+  history::record_or_warn(ctx.options.output_dir,
+                          history::profile_entry(outcome->summary, outcome->run_dir, s.name));
+  const auto& t = outcome->totals;
+  if (outcome->interrupted) {
+    rec.status = "interrupted";
+    rec.reason = fmt::format("interrupted; {} of {} requests done", t.n_ok, t.n_requests);
+  } else if (t.n_ok == 0) {
+    rec.status = "failed";
+    rec.reason = "no request succeeded (see request_trace.csv)";
+  } else if (t.n_errors > 0) {
+    rec.status = "partial";
+    rec.reason = fmt::format("{} of {} requests failed", t.n_errors, t.n_requests);
+  } else {
+    rec.status = "done";
+    rec.reason.clear();
+  }
+}
+
+void say(const SweepDeps& deps, const std::string& line) {
+  if (deps.on_progress) deps.on_progress(line);
+}
+
+}  // namespace
+
+fs::path sweep_dir(const fs::path& output_dir, const std::string& name) {
+  return output_dir / "sweeps" / name;
+}
+
+Expected<SweepOutcome> run_sweep(const SweepConfig& config, const Plan& plan,
+                                 const SweepOptions& options, const SweepDeps& deps) {
+  SweepOutcome out;
+  out.dir = sweep_dir(options.output_dir, config.settings.name);
+  auto lock = SweepLock::acquire(out.dir);
+  if (!lock) return std::unexpected(lock.error());
+  auto loaded = load_state(out.dir);
+  if (!loaded) return std::unexpected(loaded.error());
+  SweepState state = std::move(*loaded);
+  state.name = config.settings.name;
+  state.config_file = options.config_file;
+  const double started = now_unix_s();
+  if (state.first_started_unix_s == 0) state.first_started_unix_s = started;
+
+  const size_t n = plan.configs.size();
+  double expected_left = 0;
+  for (const auto& pc : plan.configs) {
+    const auto it = state.records.find(pc.fingerprint);
+    const bool finished = it != state.records.end() && it->second.finished();
+    if (!finished && (pc.fits || options.run_unfit)) expected_left += pc.expected_s;
+  }
+  double expected_ran = 0, actual_ran = 0;
+  const auto save = [&](const std::string& status) -> Expected<void> {
+    if (auto r = save_state(out.dir, state); !r) return r;
+    return write_sweep_files(out.dir, plan, state, options.config_file, status);
+  };
+  if (auto r = save("running"); !r) return std::unexpected(r.error());
+
+  for (size_t i = 0; i < n; ++i) {
+    const PlannedConfig& pc = plan.configs[i];
+    ConfigRecord& rec = state.records[pc.fingerprint];
+    rec.fingerprint = pc.fingerprint;
+    rec.id = pc.id;
+    rec.label = pc.label;
+    rec.expected_s = pc.expected_s;
+    const std::string head = fmt::format("[{}/{}] {}", i + 1, n, pc.label);
+    if (rec.finished()) {
+      ++out.n_already;
+      say(deps, fmt::format("{}: already {} (run {}), skipped", head, rec.status, rec.run_id));
+      continue;
+    }
+    if (!pc.fits && !options.run_unfit) {
+      rec.status = "skipped";
+      rec.reason = "will not fit: " + pc.reason;
+      ++out.n_skipped;
+      say(deps, fmt::format("{}: skipped, {}", head, rec.reason));
+      if (auto r = save("running"); !r) return std::unexpected(r.error());
+      continue;
+    }
+    if (deps.should_stop && deps.should_stop()) {
+      out.interrupted = true;
+      break;
+    }
+    // The remaining time, scaled by how the runs so far compared with their plan.
+    const double scale = expected_ran > 0 ? actual_ran / expected_ran : 1.0;
+    say(deps, fmt::format("{}: starting ({} conditions, expected {}; sweep ETA {})", head,
+                          pc.conditions.size(), format_duration(pc.expected_s * scale),
+                          format_duration(expected_left * scale)));
+    rec.attempts += 1;
+    rec.started_unix_s = now_unix_s();
+    rec.run_id.clear();
+    rec.run_dir.clear();
+    rec.measured = nlohmann::json::object();
+    run_one(RunContext{config, options, deps}, pc, rec);
+    rec.ended_unix_s = now_unix_s();
+    rec.duration_s = rec.ended_unix_s - rec.started_unix_s;
+    ++out.n_ran;
+    expected_left = std::max(0.0, expected_left - pc.expected_s);
+    expected_ran += pc.expected_s;
+    actual_ran += rec.duration_s;
+    if (rec.status == "done") ++out.n_done;
+    if (rec.status == "partial") ++out.n_partial;
+    if (rec.status == "failed") {
+      ++out.n_failed;
+      out.failures.push_back(fmt::format("{}: {}", pc.id, rec.reason));
+    }
+    const auto& peak = rec.measured.value("peak_used_bytes", nlohmann::json());
+    say(deps, fmt::format("{}: {} in {}{}{}", head, rec.status, format_duration(rec.duration_s),
+                          rec.run_id.empty() ? "" : ", run " + rec.run_id,
+                          peak.is_number()
+                              ? fmt::format(", peak {:.2f} GiB", bytes_to_gib(peak.get<double>()))
+                              : (rec.reason.empty() ? "" : ": " + rec.reason)));
+    if (rec.status == "interrupted") {
+      out.interrupted = true;
+      break;
+    }
+    if (auto r = save("running"); !r) return std::unexpected(r.error());
+  }
+  const std::string status = out.interrupted    ? "interrupted"
+                             : out.n_failed > 0 ? "completed_with_failures"
+                                                : "completed";
+  if (auto r = save(status); !r) return std::unexpected(r.error());
+
+  history::Entry e;
+  e.kind = "sweep";
+  e.id = config.settings.name;
+  e.status = out.interrupted ? "interrupted" : out.n_failed > 0 ? "partial" : "completed";
+  e.started_unix_s = state.first_started_unix_s;
+  e.ended_unix_s = now_unix_s();
+  e.path = out.dir.string();
+  e.group = config.settings.name;
+  for (const auto& pc : plan.configs) {
+    if (e.model.find(pc.entry.model_id) == std::string::npos)
+      e.model += (e.model.empty() ? "" : ", ") + pc.entry.model_id;
+    if (e.engine.find(pc.entry.engine) == std::string::npos)
+      e.engine += (e.engine.empty() ? "" : ",") + pc.entry.engine;
+  }
+  size_t n_finished = 0;
+  for (const auto& [fp, r] : state.records)
+    n_finished += r.finished() ? 1 : 0;
+  e.extra = {{"configurations", plan.configs.size()},
+             {"finished", n_finished},
+             {"failed_now", out.n_failed},
+             {"skipped", out.n_skipped},
+             {"config_file", options.config_file}};
+  history::record_or_warn(options.output_dir, e);
+  return out;
+}
+
+}  // namespace kvprof::experiment

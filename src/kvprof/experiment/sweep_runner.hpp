@@ -1,0 +1,52 @@
+// Running a planned sweep: each configuration is one profile run (profile::run_profile, in this
+// process) against the server its entry names — a command kvprof launches and stops, an endpoint
+// already running, or the built-in simulator — one after the other, with the state saved after
+// each so that a stopped sweep resumes where it was. A configuration that fails is recorded with
+// its reason and the sweep goes on; Ctrl-C ends the current run (its folder is kept) and stops.
+#pragma once
+
+#include <cstddef>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "kvprof/experiment/sweep_plan.hpp"
+#include "kvprof/experiment/sweep_state.hpp"
+#include "kvprof/gpu/memory_source.hpp"
+
+namespace kvprof::experiment {
+
+struct SweepOptions {
+  std::filesystem::path output_dir = "results";  // run folders; the sweep under sweeps/<name>/
+  std::string config_file;                       // as given, for sweep.json
+  bool run_unfit = false;  // also run the configurations the plan says cannot fit
+};
+
+struct SweepDeps {
+  gpu::MemorySource* memory = nullptr;  // for launched and endpoint servers; null: none
+  std::string memory_source = "none";
+  std::string memory_note;
+  std::function<bool()> should_stop;
+  std::function<void(const std::string&)> on_progress;      // the sweep's lines; null: quiet
+  std::function<void(const std::string&)> on_run_progress;  // each profile's lines; null: quiet
+};
+
+struct SweepOutcome {
+  std::filesystem::path dir;  // <output>/sweeps/<name>
+  size_t n_ran = 0;           // runs made now
+  size_t n_already = 0;       // finished before, skipped
+  size_t n_done = 0, n_partial = 0, n_failed = 0, n_skipped = 0;
+  bool interrupted = false;
+  std::vector<std::string> failures;  // "id: reason"
+};
+
+// The folder of sweep `name` under `output_dir`.
+std::filesystem::path sweep_dir(const std::filesystem::path& output_dir, const std::string& name);
+
+// Runs `plan`. Errors: usage (another sweep runs in the same folder), input (a state file that is
+// not one), io (the sweep folder cannot be written). Failed configurations are not errors.
+Expected<SweepOutcome> run_sweep(const SweepConfig& config, const Plan& plan,
+                                 const SweepOptions& options, const SweepDeps& deps);
+
+}  // namespace kvprof::experiment

@@ -1,0 +1,21 @@
+// History entries made from what a command wrote: a profile run's summary.json.
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "kvprof/history/history_db.hpp"
+
+namespace kvprof::history {
+
+// The entry of a profile run from its summary.json (`summary`) in `run_dir`, part of sweep
+// `group` (empty: none). Missing fields stay empty; never throws.
+Entry profile_entry(const nlohmann::json& summary, const std::filesystem::path& run_dir,
+                    const std::string& group = "");
+
+// "completed", "partial", "interrupted" or "failed" from the request totals of a run.
+std::string run_status(bool interrupted, uint64_t n_requests, uint64_t n_ok, uint64_t n_errors);
+
+}  // namespace kvprof::history

@@ -1,0 +1,233 @@
+// The history database: schema version, records and filters, a newer schema refused, run ids
+// resolved to folders, folders moved by hand reported, and concurrent writers (processes writing
+// at once, and two real `kvprof profile` runs into one results folder) losing nothing.
+#include "kvprof/history/history_db.hpp"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "kvprof/history/entries.hpp"
+#include "kvprof/sys/subprocess.hpp"
+
+namespace kvprof::history {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+class History : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    m_dir = fs::path(::testing::TempDir()) /
+            ("kvprof_history_" + std::to_string(::getpid()) + "_" +
+             ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(m_dir);
+    fs::create_directories(m_dir);
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(m_dir, ec);
+  }
+
+  static Entry entry(const std::string& id, const std::string& model, double started,
+                     const std::string& engine = "vllm") {
+    Entry e;
+    e.id = id;
+    e.kind = "profile";
+    e.status = "completed";
+    e.model = model;
+    e.engine = engine;
+    e.started_unix_s = started;
+    e.ended_unix_s = started + 10;
+    e.n_requests = 4;
+    e.n_ok = 4;
+    e.peak_bytes = 123;
+    return e;
+  }
+
+  int user_version() const {
+    sqlite3* db = nullptr;
+    sqlite3_open((m_dir / k_db_file).c_str(), &db);
+    sqlite3_stmt* st = nullptr;
+    sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, nullptr);
+    sqlite3_step(st);
+    const int v = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return v;
+  }
+
+  fs::path m_dir;
+};
+
+TEST_F(History, RecordsListsFiltersAndReplaces) {
+  EXPECT_EQ(HistoryDb::open(m_dir, false).error().kind, ErrorKind::not_found);
+  auto db = HistoryDb::open(m_dir, true);
+  ASSERT_TRUE(db) << db.error().message;
+  EXPECT_EQ(user_version(), k_schema_version);
+  fs::create_directories(m_dir / "run_a");
+  Entry a = entry("run_a", "meta-llama/Llama-3.1-8B-Instruct", 1000);
+  a.path = (m_dir / "run_a").string();  // stored relative to the results folder
+  a.extra = {{"k", 1}};
+  ASSERT_TRUE((*db)->record(a));
+  ASSERT_TRUE((*db)->record(entry("run_b", "Qwen/Qwen2.5-7B-Instruct", 2000, "sglang")));
+  ASSERT_TRUE((*db)->record(entry("run_c", "meta-llama/Llama-3.1-70B-Instruct", 3000)));
+
+  auto all = (*db)->list({});
+  ASSERT_TRUE(all);
+  ASSERT_EQ(all->size(), 3u);
+  EXPECT_EQ((*all)[0].id, "run_c");  // newest first
+  EXPECT_EQ((*all)[2].path, "run_a");
+  EXPECT_EQ((*all)[2].extra.at("k"), 1);
+  EXPECT_EQ(*(*all)[2].peak_bytes, 123u);
+
+  Filter f;
+  f.model = "LLAMA";
+  EXPECT_EQ((*db)->list(f)->size(), 2u);
+  f = {};
+  f.engine = "SGLang";
+  ASSERT_EQ((*db)->list(f)->size(), 1u);
+  EXPECT_EQ((*db)->list(f)->front().id, "run_b");
+  f = {};
+  f.since_unix_s = 1500;
+  EXPECT_EQ((*db)->list(f)->size(), 2u);
+  f = {};
+  f.limit = 1;
+  EXPECT_EQ((*db)->list(f)->size(), 1u);
+
+  // The same kind and id again replaces the entry (a sweep run again updates its own).
+  Entry again = entry("run_b", "Qwen/Qwen2.5-7B-Instruct", 2000, "sglang");
+  again.status = "interrupted";
+  ASSERT_TRUE((*db)->record(again));
+  EXPECT_EQ((*db)->list({})->size(), 3u);
+  EXPECT_EQ((*(*db)->find("run_b"))->status, "interrupted");
+  EXPECT_FALSE(*(*db)->find("nope"));
+}
+
+TEST_F(History, ANewerSchemaIsRefusedAndAForeignFileIsAnError) {
+  ASSERT_TRUE(HistoryDb::open(m_dir, true));
+  sqlite3* raw = nullptr;
+  sqlite3_open((m_dir / k_db_file).c_str(), &raw);
+  sqlite3_exec(raw, "PRAGMA user_version = 99", nullptr, nullptr, nullptr);
+  sqlite3_close(raw);
+  auto db = HistoryDb::open(m_dir, true);
+  ASSERT_FALSE(db);
+  EXPECT_EQ(db.error().kind, ErrorKind::input);
+  EXPECT_NE(db.error().message.find("newer kvprof"), std::string::npos);
+
+  const fs::path other = m_dir / "other";
+  fs::create_directories(other);
+  std::ofstream(other / k_db_file) << "this is not a database, just text that is long enough";
+  auto bad = HistoryDb::open(other, true);
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().kind, ErrorKind::io);
+  // Recording into it warns and returns false; nothing throws.
+  EXPECT_FALSE(record_or_warn(other, entry("x", "m", 1)));
+}
+
+TEST_F(History, ResolvesFoldersRunIdsAndNamesInTheResultsFolder) {
+  const fs::path results = m_dir / "results";
+  fs::create_directories(results / "20250101_000000");
+  fs::create_directories(m_dir / "elsewhere" / "moved_run");
+  Entry e = entry("moved_run", "m", 5);
+  e.path = (m_dir / "elsewhere" / "moved_run").string();  // outside: kept absolute
+  ASSERT_TRUE(record_or_warn(results, e));
+
+  EXPECT_EQ(resolve_run(results, (m_dir / "elsewhere").string()), m_dir / "elsewhere");
+  EXPECT_EQ(resolve_run(results, "moved_run"), m_dir / "elsewhere" / "moved_run");
+  EXPECT_EQ(resolve_run(results, "20250101_000000"), results / "20250101_000000");
+  EXPECT_FALSE(resolve_run(results, "20990101_000000"));
+  EXPECT_FALSE(resolve_run(results, ""));
+  fs::remove_all(m_dir / "elsewhere");
+  EXPECT_FALSE(resolve_run(results, "moved_run"));  // recorded, but its folder is gone
+}
+
+TEST_F(History, ProcessesWritingAtOnceLoseNothing) {
+  constexpr int k_procs = 4, k_each = 60;
+  std::vector<pid_t> kids;
+  for (int p = 0; p < k_procs; ++p) {
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      int bad = 0;
+      for (int i = 0; i < k_each; ++i) {
+        auto db = HistoryDb::open(m_dir, true);  // each opens its own, as kvprof processes do
+        if (!db || !(*db)->record(entry(fmt::format("p{}_{}", p, i), "m", p * 1000 + i))) ++bad;
+      }
+      ::_exit(bad == 0 ? 0 : 1);
+    }
+    kids.push_back(pid);
+  }
+  for (const pid_t pid : kids) {
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+  auto db = HistoryDb::open(m_dir, false);
+  ASSERT_TRUE(db);
+  EXPECT_EQ((*db)->list({})->size(), static_cast<size_t>(k_procs * k_each));
+  EXPECT_EQ(user_version(), k_schema_version);
+}
+
+TEST_F(History, TwoKvprofProfilesAtOnceAreBothIndexedAndAMovedFolderIsReported) {
+  const std::string results = (m_dir / "results").string();
+  const auto profile = [&](const std::string& tag) {
+    sys::CommandOptions o;
+    o.timeout = 60s;
+    o.env = {{"KVPROF_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1"}, {"KVPROF_URL", ""}};
+    return sys::run_command(
+        {KVPROF_BIN, "profile", "--output-dir", results, "--run-tag", tag, "--baseline-s", "0.05",
+         "--post-warmup-s", "0.05", "--input-lens", "64", "--output-lens", "4", "--concurrencies",
+         "1,2", "--prefix-modes", "low", "-q"},
+        o);
+  };
+  auto a = std::async(std::launch::async, profile, "one");
+  auto b = std::async(std::launch::async, profile, "two");
+  const auto ra = a.get(), rb = b.get();
+  ASSERT_TRUE(ra && rb);
+  ASSERT_EQ(ra->exit_code, 0) << ra->stderr_text;
+  ASSERT_EQ(rb->exit_code, 0) << rb->stderr_text;
+  EXPECT_EQ(ra->stderr_text.find("history"), std::string::npos) << ra->stderr_text;
+
+  const auto runs = [&] {
+    sys::CommandOptions o;
+    auto r = sys::run_command({KVPROF_BIN, "runs", "--results-dir", results, "--json"}, o);
+    EXPECT_TRUE(r && r->exit_code == 0);
+    return nlohmann::json::parse(r->stdout_text);
+  };
+  nlohmann::json h = runs();
+  ASSERT_EQ(h.at("n_entries"), 2);
+  std::vector<std::string> tags;
+  for (const auto& e : h.at("entries")) {
+    EXPECT_EQ(e.at("kind"), "profile");
+    EXPECT_EQ(e.at("status"), "completed");
+    EXPECT_EQ(e.at("n_ok"), 3);
+    EXPECT_TRUE(e.at("folder_exists").get<bool>());
+    EXPECT_TRUE(fs::exists(fs::path(e.at("folder").get<std::string>()) / "summary.json"));
+    tags.push_back(e.at("id").get<std::string>().substr(16));
+  }
+  std::sort(tags.begin(), tags.end());
+  EXPECT_EQ(tags, (std::vector<std::string>{"one", "two"}));
+
+  // One run folder deleted by hand: listed as missing, not an error.
+  fs::remove_all(h.at("entries").at(0).at("folder").get<std::string>());
+  h = runs();
+  EXPECT_EQ(h.at("n_missing_folders"), 1);
+  sys::CommandOptions o;
+  auto text = sys::run_command({KVPROF_BIN, "runs", "--results-dir", results}, o);
+  ASSERT_TRUE(text);
+  EXPECT_EQ(text->exit_code, 0);
+  EXPECT_NE(text->stdout_text.find("MISSING (moved or deleted)"), std::string::npos)
+      << text->stdout_text;
+}
+
+}  // namespace
+}  // namespace kvprof::history
