@@ -105,7 +105,9 @@ TEST(ProfileRemoteGpu, ReadsTheServersGpuFromItsDcgmExporter) {
       " --gpu-interval-ms 100 " + grid_flags() + " --output-dir " + out.path.string());
   ASSERT_EQ(r.rc, 0) << r.out;
   const fs::path run = only_run(out.path);
+  ASSERT_FALSE(run.empty()) << "no run folder in " << out.path << "; kvprof said: " << r.out;
   std::ifstream in(run / "summary.json");
+  ASSERT_TRUE(in.good()) << "no summary.json in " << run << "; kvprof said: " << r.out;
   const json summary = json::parse(in);
   EXPECT_EQ(summary["memory_source"], "dcgm");
   ASSERT_EQ(summary["gpus"].size(), 1U);
