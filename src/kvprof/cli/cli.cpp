@@ -34,7 +34,8 @@ int run(int argc, char** argv) {
       "  profile    measure a live server (or the built-in simulator): memory, /metrics, latency\n"
       "  bench      run llama.cpp in-process on a GGUF: memory and speed per concurrency\n"
       "  make-gguf  write a GGUF with random weights that llama.cpp loads (memory tests)\n"
-      "  parse-log  read an engine's startup log: the memory it reported, per device and line",
+      "  parse-log  read an engine's startup log: the memory it reported, per device and line\n"
+      "  report     report.html and PNG/SVG figures of run folders (profile, bench)",
       "kvprof"};
   app.set_version_flag("--version", std::string("kvprof ") + KVPROF_VERSION);
   app.require_subcommand(1);
@@ -53,6 +54,7 @@ int run(int argc, char** argv) {
   register_bench_command(app);
   register_make_gguf_command(app);
   register_parse_log_command(app);
+  register_report_command(app);
 
   try {
     auto args = normalize_short_flags(std::vector<std::string>(argv, argv + argc));

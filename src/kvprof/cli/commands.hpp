@@ -18,5 +18,6 @@ void register_profile_command(CLI::App& app);
 void register_bench_command(CLI::App& app);
 void register_make_gguf_command(CLI::App& app);
 void register_parse_log_command(CLI::App& app);
+void register_report_command(CLI::App& app);
 
 }  // namespace kvprof::cli
