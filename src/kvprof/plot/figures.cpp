@@ -112,10 +112,14 @@ Figure memory_vs_concurrency(std::span<const RunData> runs) {
     }
   }
   const MemoryUnit unit = memory_unit(max_bytes);
-  f.title = host ? "Peak host memory (RSS) vs concurrency" : "Peak GPU memory vs concurrency";
+  bool gpu = false;
+  for (const auto& r : runs)
+    gpu = gpu || r.memory_kind == "GPU";
+  const char* what = host && gpu ? "" : host ? "host " : "GPU ";
+  f.title = fmt::format("Peak {}memory{} vs concurrency", what, host && !gpu ? " (RSS)" : "");
   f.subtitle = subtitle_of(runs);
   f.x_label = "concurrent requests";
-  f.y_label = fmt::format("peak {} memory ({})", host ? "host" : "GPU", unit.name);
+  f.y_label = fmt::format("peak {}memory ({})", what, unit.name);
   f.y_unit = unit.name;
   const auto axis = concurrency_axis(runs, f);
   int color = 0;
