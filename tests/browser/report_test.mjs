@@ -15,7 +15,7 @@ const many = (name) => args.flatMap((a, i) => (a === name ? [args[i + 1]] : []))
 const reportPath = path.resolve(opt('--report'));
 const shots = opt('--shots');
 const modules = process.env.KVPROF_NODE_MODULES;
-const require = createRequire(path.join(modules, 'noop.js'));
+const require = createRequire(path.join(path.resolve(modules), 'noop.js'));
 const { chromium } = require('playwright-core');
 
 const failures = [];
@@ -119,7 +119,8 @@ for (const s of sections.filter((x) => x.type === 'run')) {
   const bd = byId[s.run_id + '-breakdown'];
   const nComp = bench ? ['weights', 'kv_cache', 'activations', 'overhead'].filter((k) => summary.memory_breakdown[k].bytes !== null).length
     : Object.keys((summary.memory_breakdown || {}).components || {}).length;
-  check(bd && bd.datasets.length >= nComp, `${s.run_id}: breakdown has ${bd ? bd.datasets.length : 0} components, expected ${nComp}`);
+  check((bd ? bd.datasets.length : 0) === nComp,
+        `${s.run_id}: breakdown has ${bd ? bd.datasets.length : 0} components, expected ${nComp}`);
 
   // Hover the largest-concurrency point of figure 1 and 2; the tooltip must say summary.json's value.
   for (const [fig, want] of [

@@ -243,6 +243,9 @@
         scales: {
           x: { type: 'linear', min: 0, max: t.duration_s > 0 ? t.duration_s : undefined,
                title: { display: true, text: 'time since the first sample (s)' },
+               ticks: { maxRotation: 0, callback: function (v) {
+                 return Number.isInteger(v) ? v.toLocaleString('en-US') : String(+v.toFixed(3));
+               } },
                grid: { color: '#f1f1f4' } },
           mem: { position: 'left', grace: '5%',
                  title: { display: true, text: t.memory_label + ' (' + t.unit + ')' },
