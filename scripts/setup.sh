@@ -9,6 +9,7 @@ packages=(
   libcurl4-openssl-dev libboost-dev libsqlite3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   prometheus
+  libcairo2-dev fonts-dejavu-core libjs-chart.js chromium
 )
 
 missing=()
@@ -18,14 +19,15 @@ for p in "${packages[@]}"; do
   fi
 done
 
-# npm fetches the prebuilt libllama (scripts/fetch_llama.sh); Node.js from elsewhere may
-# already bring its own npm.
+# npm fetches the prebuilt libllama (scripts/fetch_llama.sh) and playwright-core for the report's
+# browser test (scripts/fetch_node_deps.sh); Node.js from elsewhere may already bring its own npm.
 if ! command -v npm >/dev/null 2>&1; then
   missing+=(npm)
 fi
 
 if [ ${#missing[@]} -eq 0 ]; then
-  exec bash "$(dirname "$0")/fetch_llama.sh"
+  bash "$(dirname "$0")/fetch_llama.sh"
+  exec bash "$(dirname "$0")/fetch_node_deps.sh"
 fi
 
 line="apt-get update && apt-get install -y --no-install-recommends ${missing[*]}"
@@ -39,3 +41,4 @@ export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}"
 bash "$(dirname "$0")/fetch_llama.sh"
+bash "$(dirname "$0")/fetch_node_deps.sh"

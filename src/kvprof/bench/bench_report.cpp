@@ -175,6 +175,8 @@ json summary_json(const BenchConfig& config, const BenchReport& r) {
          {"end_rss_bytes", opt(c.end_rss_bytes)},
          {"peak_gpu_used_bytes", opt(c.peak_gpu_used_bytes)},
          {"wall_ms", c.wall_ms},
+         {"start_mono_ns", c.start_mono_ns},
+         {"end_mono_ns", c.end_mono_ns},
          {"output_tokens", f.output_tokens},
          {"tokens_per_second", f.total_tokens_per_s},
          {"mean_tokens_per_second_per_request", f.per_request_tokens_per_s},
@@ -187,7 +189,9 @@ json summary_json(const BenchConfig& config, const BenchReport& r) {
   }
   json phases = json::object();
   for (const auto& p : r.phases)
-    phases[p.name] = {{"rss_bytes", opt(p.rss_bytes)}, {"pss_bytes", opt(p.pss_bytes)}};
+    phases[p.name] = {{"rss_bytes", opt(p.rss_bytes)},
+                      {"pss_bytes", opt(p.pss_bytes)},
+                      {"t_mono_ns", p.t_mono_ns}};
   const auto& e = config.engine;
   return {
       {"schema_version", k_bench_schema_version},

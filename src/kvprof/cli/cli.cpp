@@ -36,7 +36,8 @@ int run(int argc, char** argv) {
       "  make-gguf  write a GGUF with random weights that llama.cpp loads (memory tests)\n"
       "  parse-log  read an engine's startup log: the memory it reported, per device and line\n"
       "  sweep      profile every configuration of a batch-profiling YAML file (resumable)\n"
-      "  runs       list the history of a results folder: runs, benches, sweeps",
+      "  runs       list the history of a results folder: runs, benches, sweeps\n"
+      "  report     report.html and PNG/SVG figures of run folders (profile, bench)",
       "kvprof"};
   app.set_version_flag("--version", std::string("kvprof ") + KVPROF_VERSION);
   app.require_subcommand(1);
@@ -57,6 +58,7 @@ int run(int argc, char** argv) {
   register_parse_log_command(app);
   register_sweep_command(app);
   register_runs_command(app);
+  register_report_command(app);
 
   try {
     auto args = normalize_short_flags(std::vector<std::string>(argv, argv + argc));

@@ -11,6 +11,7 @@
 #include "kvprof/bench/bench_report.hpp"
 #include "kvprof/bench/bench_run.hpp"
 #include "kvprof/cli/commands.hpp"
+#include "kvprof/cli/run_report.hpp"
 #include "kvprof/gpu/nvml.hpp"
 #include "kvprof/history/history_db.hpp"
 #include "kvprof/util/units.hpp"
@@ -44,6 +45,7 @@ struct BenchState {
   std::string flash_attn = "auto";
   std::vector<uint32_t> mixed;
   bool json_out = false;
+  bool no_report = false;
   bool no_mmap = false;
   bool swa_full = false;
   std::string gpu_source = "auto";
@@ -91,6 +93,7 @@ void run_bench_command(BenchState& st) {
   }
   for (const auto& w : report.warnings)
     std::fprintf(stderr, "kvprof: warning: %s\n", w.c_str());
+  if (!st.no_report) report_run_folder(report.run_dir, st.json_out);
   const int rc = bench::bench_exit_code(report);
   if (rc != 0) {
     const ErrorKind kind = rc == 130 ? ErrorKind::interrupted
@@ -157,6 +160,8 @@ void register_bench_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--tag", c.run_tag, "Appended to the run id")->envname("KVPROF_RUN_TAG");
   cmd->add_flag("--json", st->json_out, "Print summary.json instead of the table");
+  cmd->add_flag("--no-report", st->no_report,
+                "Do not write report.html and the figures into the run folder");
   cmd->callback([st] { run_bench_command(*st); });
 }
 

@@ -9,6 +9,7 @@
 
 #include "kvprof/cli/commands.hpp"
 #include "kvprof/cli/estimate_options.hpp"
+#include "kvprof/cli/run_report.hpp"
 #include "kvprof/client/cli_options.hpp"
 #include "kvprof/client/raw_request.hpp"
 #include "kvprof/gpu/source_select.hpp"
@@ -54,6 +55,7 @@ struct ProfileCliState {
   std::string server_log;
   bool json = false;
   bool quiet = false;
+  bool no_report = false;
   CLI::App* cmd = nullptr;
 };
 
@@ -229,6 +231,7 @@ void run_profile_command(ProfileCliState& st) {
     std::fputs(outcome->text.c_str(), stdout);
   }
   std::fflush(stdout);
+  if (!st.no_report) report_run_folder(outcome->run_dir, st.json);
   const auto& t = outcome->totals;
   if (outcome->interrupted) {
     throw Fatal(
@@ -348,6 +351,8 @@ void register_profile_command(CLI::App& app) {
                    "Decode speed of a lone sequence in the simulator (default 500)");
   cmd->add_flag("--json", st->json, "Print summary.json instead of the table");
   cmd->add_flag("-q,--quiet", st->quiet, "No progress lines on stderr");
+  cmd->add_flag("--no-report", st->no_report,
+                "Do not write report.html and the figures into the run folder");
   cmd->callback([st] { run_profile_command(*st); });
 }
 

@@ -20,5 +20,6 @@ void register_make_gguf_command(CLI::App& app);
 void register_parse_log_command(CLI::App& app);
 void register_sweep_command(CLI::App& app);
 void register_runs_command(CLI::App& app);
+void register_report_command(CLI::App& app);
 
 }  // namespace kvprof::cli

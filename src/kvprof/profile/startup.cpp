@@ -162,6 +162,7 @@ json launch_json(const LaunchReport& l, const std::vector<MemoryPoint>& memory) 
           {"port", l.port},
           {"log", "server.log"},
           {"ready_s", l.ready_s ? json(*l.ready_s) : json(nullptr)},
+          {"launched_mono_ns", l.launched_ns},  // begin_s/end_s count from here
           {"phases", phases},
           {"stop",
            {{"was_running", s.was_running},

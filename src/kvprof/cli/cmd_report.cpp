@@ -1,0 +1,79 @@
+// `kvprof report RUN [RUN ...]`: report.html (interactive, self-contained) and the figures as
+// PNG/SVG for one or more run folders of `profile` or `bench`.
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <ctime>
+
+#include "kvprof/cli/commands.hpp"
+#include "kvprof/cli/run_report.hpp"
+#include "kvprof/plot/report.hpp"
+
+namespace kvprof::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct ReportCliState {
+  std::vector<std::string> runs;
+  std::string output_dir;
+  std::string formats = "html,png";
+};
+
+// One run: its own folder. Several: report_<time> beside the first.
+fs::path default_output(const std::vector<std::string>& runs) {
+  if (runs.size() == 1) return runs.front();
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&t, &tm);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y%m%d_%H%M%S", &tm);
+  return fs::path(runs.front()).lexically_normal().parent_path() / (std::string("report_") + stamp);
+}
+
+void run_report_command(const ReportCliState& st) {
+  auto options = value_or_fatal(plot::parse_formats(st.formats));
+  std::vector<plot::RunData> runs;
+  for (const auto& dir : st.runs) {
+    auto run = plot::load_run(dir);
+    if (!run) throw Fatal(run.error().with_context(dir));
+    runs.push_back(std::move(*run));
+  }
+  const fs::path out = st.output_dir.empty() ? default_output(st.runs) : fs::path(st.output_dir);
+  const auto written = value_or_fatal(plot::write_report(runs, out, options));
+  for (const auto& path : written) {
+    std::printf("%s: %s\n", path.extension() == ".html" ? "report" : "figure", path.c_str());
+  }
+}
+
+}  // namespace
+
+void report_run_folder(const std::filesystem::path& run_dir, bool json_on_stdout) {
+  auto page = plot::write_run_report(run_dir);
+  if (!page) {
+    std::fprintf(stderr, "kvprof: warning: report not written: %s\n", page.error().message.c_str());
+    return;
+  }
+  std::fprintf(json_on_stdout ? stderr : stdout, "report: %s\n", page->c_str());
+  std::fflush(stdout);
+}
+
+void register_report_command(CLI::App& app) {
+  auto st = std::make_shared<ReportCliState>();
+  auto* cmd = app.add_subcommand(
+      "report",
+      "Write the report of run folders (results/<run_id>/ of profile or bench): report.html, one "
+      "self-contained page with interactive charts (memory timeline with requests, KV usage, "
+      "capture points and phases; peak memory and throughput vs concurrency beside the "
+      "estimate; latency percentiles; the breakdown measured vs estimated), and the figures "
+      "fig1_mem_vs_concurrency and fig2_tps_vs_concurrency as PNG/SVG. Several runs: side by side");
+  cmd->add_option("runs", st->runs, "Run folders")->required()->check(CLI::ExistingDirectory);
+  cmd->add_option("-o,--output-dir", st->output_dir,
+                  "Where the files go (default: the run folder; several runs: report_<time> "
+                  "beside the first)");
+  cmd->add_option("--format", st->formats, "Any of html, png, svg, comma-separated")
+      ->capture_default_str();
+  cmd->callback([st] { run_report_command(*st); });
+}
+
+}  // namespace kvprof::cli

@@ -1,0 +1,19 @@
+// Static images of the report's figures (fig1_mem_vs_concurrency.png/.svg, ...) drawn with
+// cairo: title, the runs it shows, what the data are, axes with units, grid, legend.
+#pragma once
+
+#include <filesystem>
+
+#include "kvprof/plot/figures.hpp"
+#include "kvprof/util/error.hpp"
+
+namespace kvprof::plot {
+
+enum class ImageFormat { png, svg };
+
+// Draws `figure` into `path` (width x height in CSS pixels; PNGs at twice that for sharpness);
+// io error when the file cannot be written.
+Expected<void> write_figure(const Figure& figure, const std::filesystem::path& path,
+                            ImageFormat format, int width = 1100, int height = 680);
+
+}  // namespace kvprof::plot

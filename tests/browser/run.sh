@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# ctest driver of the report's browser test: makes a profile run (built-in simulator) and, with
+# libllama, a bench run — both write report.html by default — and a side-by-side report of the
+# two, then opens each page in headless Chromium (report_test.mjs). Screenshots go to
+# OUT/screenshots. Exit 77 (skipped) without chromium, node or playwright-core, unless
+# KVPROF_REQUIRE_BROWSER=1 (scripts/test.sh sets it: setup.sh installs them), then it fails.
+#   run.sh KVPROF_BIN OUT_DIR SOURCE_DIR
+set -uo pipefail
+kvprof=$1 out=$2 src=$3
+chromium=${KVPROF_CHROMIUM:-/usr/bin/chromium}
+modules=${KVPROF_NODE_MODULES:-$src/.deps/node/node_modules}
+missing=()
+[ -x "$chromium" ] || missing+=("chromium ($chromium; apt-get install chromium)")
+command -v node >/dev/null 2>&1 || missing+=("node (apt-get install nodejs)")
+[ -d "$modules/playwright-core" ] || missing+=("playwright-core ($modules; bash scripts/fetch_node_deps.sh)")
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "missing: ${missing[*]}"
+  if [ "${KVPROF_REQUIRE_BROWSER:-0}" = 1 ]; then exit 1; fi
+  exit 77
+fi
+export KVPROF_CHROMIUM=$chromium KVPROF_NODE_MODULES=$modules
+rm -rf "$out/results" "$out/screenshots" && mkdir -p "$out/results" "$out/screenshots"
+set -e
+"$kvprof" profile -q --output-dir "$out/results" --run-tag browser >"$out/profile.txt"
+profile_dir=$(sed -n 's/^report: \(.*\)\/report.html$/\1/p' "$out/profile.txt")
+[ -n "$profile_dir" ] || { echo "profile printed no report line"; cat "$out/profile.txt"; exit 1; }
+runs=("$profile_dir")
+cat >"$out/config.json" <<'JSON'
+{"architectures":["LlamaForCausalLM"],"model_type":"llama","hidden_size":128,
+ "intermediate_size":256,"num_attention_heads":4,"num_key_value_heads":2,"num_hidden_layers":2,
+ "vocab_size":1024,"max_position_embeddings":4096,"tie_word_embeddings":false,
+ "torch_dtype":"bfloat16"}
+JSON
+"$kvprof" make-gguf -m "$out/config.json" -o "$out/tiny.gguf" >/dev/null
+if "$kvprof" bench -m "$out/tiny.gguf" --concurrency 1,2,4 --prompt-toks 32,64 --gen-toks 8 \
+     --output-dir "$out/results" --tag browser >"$out/bench.txt" 2>&1; then
+  runs+=("$(sed -n 's/^report: \(.*\)\/report.html$/\1/p' "$out/bench.txt")")
+elif [ "${KVPROF_REQUIRE_LLAMA:-0}" = 1 ]; then
+  echo "bench failed:"; cat "$out/bench.txt"; exit 1
+else
+  echo "no libllama: the bench report is not checked"
+fi
+"$kvprof" report "${runs[@]}" -o "$out/results/compare" --format html,png,svg >/dev/null
+for f in fig1_mem_vs_concurrency fig2_tps_vs_concurrency; do
+  [ -s "$out/results/compare/$f.svg" ] || { echo "no $f.svg"; exit 1; }
+  grep -q "<svg" "$out/results/compare/$f.svg" || { echo "$f.svg is not SVG"; exit 1; }
+done
+for dir in "${runs[@]}" "$out/results/compare"; do
+  node "$src/tests/browser/report_test.mjs" --report "$dir/report.html" \
+    --shots "$out/screenshots" --png "$dir/fig1_mem_vs_concurrency.png" \
+    --png "$dir/fig2_tps_vs_concurrency.png"
+done
+echo "screenshots: $out/screenshots"
