@@ -11,6 +11,7 @@
 #include "kvprof/plot/figures.hpp"
 #include "kvprof/plot/report.hpp"
 #include "kvprof/plot/run_data.hpp"
+#include "support/run_folders.hpp"
 #include "support/run_kvprof.hpp"
 
 namespace kvprof::plot {
@@ -27,8 +28,7 @@ class PlotReport : public ::testing::Test {
     const auto r = run_kvprof("profile -q --no-report --output-dir " + s_dir.string() +
                               " --concurrencies 1,4 --input-lens 256 --output-lens 16");
     ASSERT_EQ(r.rc, 0) << r.out;
-    for (const auto& e : fs::directory_iterator(s_dir))
-      s_run = e.path();
+    s_run = test::first_run_folder(s_dir);
   }
   static void TearDownTestSuite() { fs::remove_all(s_dir); }
   static fs::path s_dir, s_run;
