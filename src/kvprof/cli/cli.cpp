@@ -53,9 +53,13 @@ int run(int argc, char** argv) {
   register_bench_command(app);
   register_make_gguf_command(app);
   register_parse_log_command(app);
+  register_compare_command(app);
+  register_validate_command(app);
+  register_find_max_command(app);
 
   try {
-    auto args = normalize_short_flags(std::vector<std::string>(argv, argv + argc));
+    auto args =
+        normalize_short_flags(attach_flag_strings(std::vector<std::string>(argv, argv + argc)));
     std::vector<char*> raw;
     for (auto& a : args)
       raw.push_back(a.data());

@@ -18,5 +18,8 @@ void register_profile_command(CLI::App& app);
 void register_bench_command(CLI::App& app);
 void register_make_gguf_command(CLI::App& app);
 void register_parse_log_command(CLI::App& app);
+void register_compare_command(CLI::App& app);
+void register_validate_command(CLI::App& app);
+void register_find_max_command(CLI::App& app);
 
 }  // namespace kvprof::cli
