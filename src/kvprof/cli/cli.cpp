@@ -34,7 +34,10 @@ int run(int argc, char** argv) {
       "  profile    measure a live server (or the built-in simulator): memory, /metrics, latency\n"
       "  bench      run llama.cpp in-process on a GGUF: memory and speed per concurrency\n"
       "  make-gguf  write a GGUF with random weights that llama.cpp loads (memory tests)\n"
-      "  parse-log  read an engine's startup log: the memory it reported, per device and line",
+      "  parse-log  read an engine's startup log: the memory it reported, per device and line\n"
+      "  compare    runs side by side: settings, memory per component and GPU, latency, graphs\n"
+      "  validate   a run's measured memory against an estimate or a calculator, per component\n"
+      "  find-max   the largest concurrency that fits and meets the SLOs, found adaptively",
       "kvprof"};
   app.set_version_flag("--version", std::string("kvprof ") + KVPROF_VERSION);
   app.require_subcommand(1);

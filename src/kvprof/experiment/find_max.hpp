@@ -35,9 +35,10 @@ struct TrialOutcome {
   uint32_t concurrency = 0;
   uint64_t n_requests = 0, n_ok = 0, n_errors = 0;
   std::string first_error;
-  std::optional<double> preemptions;          // the server's counter over the trial
-  uint32_t queued_requests = 0;               // first token after another request had ended
-  std::optional<double> peak_running;         // the server's gauge
+  std::optional<double> preemptions;   // the server's counter over the trial
+  uint32_t queued_requests = 0;        // first token after another request had ended
+  std::optional<double> peak_running;  // the server's gauges
+  std::optional<double> peak_waiting;
   std::optional<double> peak_kv_cache_usage;  // 0..1
   std::optional<double> ttft_p99_ms, itl_p99_ms;
   std::optional<double> memory_frac;  // peak used / total of the busiest GPU

@@ -51,7 +51,9 @@ Trial make_profile_trial(const ProfileTrialSettings& s, const profile::ProfileDe
     profile::ProfileDeps d = deps;
     d.on_request = [&](const client::RequestRecord& r) {
       std::lock_guard lock(mutex);
-      if (records.size() < (1U << 20)) records.push_back(r);
+      if (records.size() >= (1U << 20)) return;
+      records.push_back(r);
+      records.back().chunks.clear();  // only the send, first-token and end times are used
     };
     auto outcome = profile::run_profile(config, d);
     if (!outcome) return std::unexpected(outcome.error());
@@ -72,6 +74,7 @@ Trial make_profile_trial(const ProfileTrialSettings& s, const profile::ProfileDe
     if (server.preemptions)
       o.preemptions = std::max(o.preemptions.value_or(0), *server.preemptions);
     o.peak_running = server.peak_num_requests_running;
+    o.peak_waiting = server.peak_num_requests_waiting;
     o.peak_kv_cache_usage = server.peak_kv_cache_usage;
     o.num_gpu_blocks = server.num_gpu_blocks;
     o.block_size_tokens = server.block_size_tokens;
