@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kvprof/sys/proc.hpp"
+#include "kvprof/util/json_input.hpp"
 
 namespace kvprof::experiment {
 
@@ -55,14 +56,38 @@ std::optional<uint64_t> bytes(const json* j) {
   return std::nullopt;
 }
 
+// `s` with every byte that is not part of valid UTF-8 replaced by '?', so it can be printed and
+// written back as JSON.
+std::string valid_utf8(std::string s) {
+  for (size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    const size_t n = c < 0x80           ? 1
+                     : (c >> 5) == 0x6  ? 2
+                     : (c >> 4) == 0xe  ? 3
+                     : (c >> 3) == 0x1e ? 4
+                                        : 0;
+    bool ok = n > 0 && i + n <= s.size();
+    for (size_t k = 1; ok && k < n; ++k)
+      ok = (static_cast<unsigned char>(s[i + k]) >> 6) == 0x2;
+    if (!ok) {
+      s[i++] = '?';
+    } else {
+      i += n;
+    }
+  }
+  return s;
+}
+
 std::string text(const json* j) {
   if (j == nullptr || !j->is_string()) return {};
-  return j->get<std::string>().substr(0, k_max_value_chars);
+  return valid_utf8(j->get<std::string>().substr(0, k_max_value_chars));
 }
 
 // A setting's value as text: strings as they are, anything else as compact JSON.
 std::string value_text(const json& j) {
-  std::string out = j.is_string() ? j.get<std::string>() : j.dump();
+  std::string out =
+      valid_utf8(j.is_string() ? j.get<std::string>()
+                               : j.dump(-1, ' ', false, json::error_handler_t::replace));
   if (out.size() > k_max_value_chars) out = out.substr(0, k_max_value_chars) + "...";
   return out;
 }
@@ -82,7 +107,8 @@ void flatten(const json& j, const std::string& prefix, int depth,
   if (!j.is_object()) return;
   for (const auto& [k, v] : j.items()) {
     if (out.size() >= k_max_settings) return;
-    const std::string key = prefix.empty() ? k.substr(0, 100) : prefix + "." + k.substr(0, 100);
+    const std::string key =
+        valid_utf8(prefix.empty() ? k.substr(0, 100) : prefix + "." + k.substr(0, 100));
     if (volatile_setting(key)) continue;
     if (v.is_object() && depth < 3) {
       flatten(v, key, depth + 1, out);
@@ -161,7 +187,8 @@ void read_profile(const json& s, RunRecord& r) {
   const json* er = member(&s, "engine_reported");
   if (const json* comps = member(er, "components"); comps != nullptr && comps->is_object()) {
     for (const auto& [name, c] : comps->items()) {
-      if (const auto b = bytes(member(&c, "bytes"))) r.reported[name.substr(0, 64)] = *b;
+      if (const auto b = bytes(member(&c, "bytes")))
+        r.reported[valid_utf8(name.substr(0, 64))] = *b;
     }
   }
   const json* settings = member(er, "settings");
@@ -243,15 +270,16 @@ void read_bench(const json& s, RunRecord& r) {
   if (const json* st = member(&s, "settings")) flatten(*st, "bench", 0, r.settings);
 }
 
-Expected<json> parse_json(std::string_view text, const char* what) {
+Expected<json> parse_json(std::string_view text, const std::string& what) {
   if (text.size() > k_max_document_bytes) {
     return fail(ErrorKind::input,
                 fmt::format("{} is over {} MiB", what, k_max_document_bytes >> 20));
   }
-  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return fail(ErrorKind::input, fmt::format("{} is not valid JSON", what));
-  return j;
+  return parse_json_input(text, what);
 }
+
+Expected<RunRecord> read_documents(std::string_view summary_text, std::string_view manifest_text,
+                                   const fs::path& dir);
 
 }  // namespace
 
@@ -287,7 +315,7 @@ std::map<std::string, std::string> command_flags(std::string_view command) {
   size_t i = 0;
   std::string program = fs::path(tokens[i++]).filename().string();
   if (i < tokens.size() && !tokens[i].starts_with("-")) program += " " + tokens[i++];
-  out["program"] = program;
+  out["program"] = valid_utf8(program);
   const auto is_flag = [](const std::string& t) {
     return t.size() > 1 && t[0] == '-' && !(std::isdigit(static_cast<unsigned char>(t[1])) != 0);
   };
@@ -309,14 +337,23 @@ std::map<std::string, std::string> command_flags(std::string_view command) {
       value = "true";
     }
     if (name == "--port" || name == "--host" || name == "-p") continue;
-    out[name.substr(0, 100)] = value.substr(0, k_max_value_chars);
+    out[valid_utf8(name.substr(0, 100))] = valid_utf8(value.substr(0, k_max_value_chars));
   }
   return out;
 }
 
 Expected<RunRecord> parse_run_documents(std::string_view summary_text,
                                         std::string_view manifest_text, const fs::path& dir) {
-  auto summary = parse_json(summary_text, "summary.json");
+  return read_json_input(dir.string(), [&]() -> Expected<RunRecord> {
+    return read_documents(summary_text, manifest_text, dir);
+  });
+}
+
+namespace {
+
+Expected<RunRecord> read_documents(std::string_view summary_text, std::string_view manifest_text,
+                                   const fs::path& dir) {
+  auto summary = parse_json(summary_text, (dir / "summary.json").string());
   if (!summary) return std::unexpected(summary.error());
   const json& s = *summary;
   if (!s.is_object() || member(&s, "run_id") == nullptr ||
@@ -335,7 +372,7 @@ Expected<RunRecord> parse_run_documents(std::string_view summary_text,
     read_profile(s, r);
   }
   if (!manifest_text.empty()) {
-    auto manifest = parse_json(manifest_text, "manifest.json");
+    auto manifest = parse_json(manifest_text, (dir / "manifest.json").string());
     if (!manifest) return std::unexpected(manifest.error());
     if (const json* conf = member(&*manifest, "configuration")) flatten(*conf, "", 0, r.settings);
     if (r.estimate_flags.empty()) {
@@ -348,6 +385,8 @@ Expected<RunRecord> parse_run_documents(std::string_view summary_text,
   }
   return r;
 }
+
+}  // namespace
 
 Expected<RunRecord> load_run(const std::string& run, const fs::path& results_dir) {
   fs::path dir = run;
