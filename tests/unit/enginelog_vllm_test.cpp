@@ -102,5 +102,50 @@ TEST(EngineLogVllm, RankDevicesVersionAndOlderWording) {
   EXPECT_EQ(r.settings.num_gpu_blocks->value, 28035U);
 }
 
+TEST(EngineLogVllm, CudaGraphsCapturedAndEnforceEager) {
+  // tqdm bars: updates split by '\r' on one line, two passes, a TP worker printing the same
+  // passes again (graphs are per GPU), then an older single-pass wording in another log.
+  const std::string log =
+      "(APIServer pid=1) INFO 01-01 00:00:00 [utils.py:1] non-default args: {'model': 'm', "
+      "'enforce_eager': False}\n"
+      "Capturing CUDA graphs (mixed prefill-decode, PIECEWISE):   0%|          | 0/51 [00:00<?, "
+      "?it/s]\rCapturing CUDA graphs (mixed prefill-decode, PIECEWISE):  49%|####9     | 25/51 "
+      "[00:01<00:01, 17.1it/s]\n"
+      "Capturing CUDA graphs (mixed prefill-decode, PIECEWISE): 100%|##########| 51/51 "
+      "[00:03<00:00, 15.18it/s]\n"
+      "Capturing CUDA graphs (decode, FULL): 100%|##########| 35/35 [00:01<00:00, 22.3it/s]\n"
+      "(Worker_TP1 pid=4) Capturing CUDA graphs (decode, FULL): 100%|##########| 35/35 [00:01]\n"
+      "(EngineCore pid=2) INFO 01-01 00:00:05 [gpu_model_runner.py:1] Graph capturing finished "
+      "in 4 secs, took 0.89 GiB\n";
+  auto r = parse_engine_log(log);
+  ASSERT_TRUE(r.settings.cuda_graphs);
+  EXPECT_EQ(r.settings.cuda_graphs->value, 51U + 35U);
+  ASSERT_EQ(r.graph_captures.size(), 2U);
+  EXPECT_EQ(r.graph_captures[0].description, "mixed prefill-decode, PIECEWISE");
+  ASSERT_TRUE(r.settings.enforce_eager);
+  EXPECT_EQ(r.settings.enforce_eager->value, "false");
+  EXPECT_NE(find(r, Component::cuda_graph), nullptr);
+
+  r = parse_engine_log(
+      "INFO 12-19 22:58:27 model_runner.py:1415] Capturing cudagraphs for decoding.\n"
+      "Capturing CUDA graph shapes: 100%|#####| 35/35 [00:13<00:00,  2.51it/s]\n");
+  ASSERT_TRUE(r.settings.cuda_graphs);
+  EXPECT_EQ(r.settings.cuda_graphs->value, 35U);
+
+  r = parse_engine_log(
+      "(APIServer pid=1) INFO 01-01 [utils.py:1] non-default args: {'enforce_eager': True}\n"
+      "Capturing CUDA graphs (decode, FULL): broken | 3/x\n");
+  EXPECT_FALSE(r.settings.cuda_graphs);
+  ASSERT_TRUE(r.settings.enforce_eager);
+  EXPECT_EQ(r.settings.enforce_eager->value, "true");
+
+  // SGLang names its batch sizes.
+  ParseOptions o;
+  o.engine = Engine::sglang;
+  r = parse_engine_log("[2025-01-01] Capture cuda graph bs [1, 2, 4, 8, 16, 24, 32]\n", o);
+  ASSERT_TRUE(r.settings.cuda_graphs);
+  EXPECT_EQ(r.settings.cuda_graphs->value, 7U);
+}
+
 }  // namespace
 }  // namespace kvprof::enginelog

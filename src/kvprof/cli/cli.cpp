@@ -37,7 +37,10 @@ int run(int argc, char** argv) {
       "  parse-log  read an engine's startup log: the memory it reported, per device and line\n"
       "  sweep      profile every configuration of a batch-profiling YAML file (resumable)\n"
       "  runs       list the history of a results folder: runs, benches, sweeps\n"
-      "  report     report.html and PNG/SVG figures of run folders (profile, bench)",
+      "  report     report.html and PNG/SVG figures of run folders (profile, bench)\n"
+      "  compare    runs side by side: settings, memory per component and GPU, latency, graphs\n"
+      "  validate   a run's measured memory against an estimate or a calculator, per component\n"
+      "  find-max   the largest concurrency that fits and meets the SLOs, found adaptively",
       "kvprof"};
   app.set_version_flag("--version", std::string("kvprof ") + KVPROF_VERSION);
   app.require_subcommand(1);
@@ -59,9 +62,13 @@ int run(int argc, char** argv) {
   register_sweep_command(app);
   register_runs_command(app);
   register_report_command(app);
+  register_compare_command(app);
+  register_validate_command(app);
+  register_find_max_command(app);
 
   try {
-    auto args = normalize_short_flags(std::vector<std::string>(argv, argv + argc));
+    auto args =
+        normalize_short_flags(attach_flag_strings(std::vector<std::string>(argv, argv + argc)));
     std::vector<char*> raw;
     for (auto& a : args)
       raw.push_back(a.data());

@@ -8,6 +8,7 @@
 #include "kvprof/cli/output.hpp"
 #include "kvprof/estimate/estimate.hpp"
 #include "kvprof/estimate/inverse.hpp"
+#include "kvprof/experiment/compare.hpp"
 #include "kvprof/model/resolve.hpp"
 #include "kvprof/report/estimate_report.hpp"
 #include "kvprof/util/strings.hpp"
@@ -19,6 +20,7 @@ void register_estimate_command(CLI::App& app) {
   struct State {
     EstimateOptions options;
     bool recommend = false;
+    std::vector<std::string> compare;
     OutputOptions out;
   };
   auto o = std::make_shared<State>();
@@ -29,8 +31,26 @@ void register_estimate_command(CLI::App& app) {
   add_estimate_options(cmd, o->options);
   cmd->add_flag("--recommend", o->recommend,
                 "List catalog GPUs x counts x TP that fit, smallest first");
+  cmd->add_option("--compare", o->compare,
+                  "Two plans and their difference: \"FLAGS A\" \"FLAGS B\", each on top of the "
+                  "other options, e.g. --compare \"\" \"--enforce-eager\" or \"--max-num-seqs 64\" "
+                  "\"--max-num-seqs 256\"");
   add_output_options(cmd, o->out);
   cmd->callback([o] {
+    if (!o->compare.empty()) {
+      if (o->compare.size() != 2) {
+        throw Fatal(
+            {ErrorKind::usage, "--compare takes two flag strings: \"FLAGS A\" \"FLAGS B\""});
+      }
+      std::vector<experiment::PlanFigures> plans;
+      for (const auto& flags : o->compare) {
+        auto input = value_or_fatal(parse_estimate_flags(flags, o->options));
+        plans.push_back(experiment::plan_figures(value_or_fatal(estimate::estimate(input)), flags));
+      }
+      emit(o->out, experiment::plan_comparison_json(plans[0], plans[1]),
+           experiment::plan_comparison_text(plans[0], plans[1]));
+      return;
+    }
     const auto input = build_estimate_input(o->options);
     if (o->recommend) {
       const auto recs = estimate::recommend(input, 12);

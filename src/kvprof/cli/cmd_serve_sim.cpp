@@ -13,6 +13,7 @@
 #include "kvprof/enginelog/parser.hpp"
 #include "kvprof/sim/live_state.hpp"
 #include "kvprof/sim/sim_server.hpp"
+#include "kvprof/sim/startup_log.hpp"
 #include "kvprof/sys/proc.hpp"
 #include "kvprof/sys/signals.hpp"
 #include "kvprof/util/strings.hpp"
@@ -33,15 +34,18 @@ struct ServeSimOptions {
   std::string activation_bytes_per_token;
   double duration_s = 0;
   std::string startup_log;
+  bool vllm_startup_log = false;
   uint32_t startup_line_delay_ms = 50;
+  std::string cuda_graph_bytes_per_graph;
 };
 
-// Prints the lines of `path` (a real engine's startup log) to stdout, one every `delay_ms`, before
-// the server listens, so a launched serve-sim has a startup to watch. With a live-state file the
-// simulated memory grows as the lines report it: non-torch at first, the weights after a weights
-// line, the KV pool after a KV line, the CUDA graphs after a graph line.
-void play_startup_log(const std::string& path, uint32_t delay_ms, const sim::SimConfig& config) {
-  auto text = value_or_fatal(sys::read_text_file(path, 16U << 20));
+// Prints `lines` (a real engine's startup log, or the vLLM-shaped one made from the simulated
+// sizes) to stdout, one every `delay_ms`, before the server listens, so a launched serve-sim has a
+// startup to watch. With a live-state file the simulated memory grows as the lines report it:
+// non-torch at first, the weights after a weights line, the KV pool after a KV line, the CUDA
+// graphs after a graph line.
+void play_startup_log(const std::vector<std::string>& lines, uint32_t delay_ms,
+                      const sim::SimConfig& config) {
   sim::LiveMemory live{config.total_bytes, config.reserved_bytes, config.non_torch_bytes,
                        static_cast<uint32_t>(::getpid())};
   const auto publish = [&] {
@@ -49,7 +53,7 @@ void play_startup_log(const std::string& path, uint32_t delay_ms, const sim::Sim
   };
   publish();
   enginelog::EngineLogParser parser;
-  for (const auto& line : split(text, '\n')) {
+  for (const auto& line : lines) {
     if (line.empty()) continue;
     std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
     if (sys::stop_requested()) return;
@@ -90,13 +94,24 @@ void run_serve_sim(ServeSimOptions& o) {
   f.kv_bytes_per_block = bytes_flag(o.kv_bytes_per_block, "--kv-bytes-per-block");
   f.activation_bytes_per_token =
       bytes_flag(o.activation_bytes_per_token, "--activation-bytes-per-token");
+  f.cuda_graph_bytes_per_graph =
+      bytes_flag(o.cuda_graph_bytes_per_graph, "--cuda-graph-bytes-per-graph");
   if (o.duration_s < 0) throw Fatal(Error{ErrorKind::usage, "--duration must be >= 0"});
 
   sim::SimConfig config = value_or_fatal(sim::sim_config_from_flags(f));
   config.quiet = true;  // the line below is the startup log
-  if (!o.startup_log.empty()) {
+  if (!o.startup_log.empty() && o.vllm_startup_log) {
+    throw Fatal(Error{ErrorKind::usage, "--startup-log and --vllm-startup-log exclude each other"});
+  }
+  if (!o.startup_log.empty() || o.vllm_startup_log) {
     sys::install_stop_handlers();
-    play_startup_log(o.startup_log, o.startup_line_delay_ms, config);
+    std::vector<std::string> lines;
+    if (o.vllm_startup_log) {
+      lines = sim::vllm_startup_lines(config, static_cast<uint32_t>(::getpid()));
+    } else {
+      lines = split(value_or_fatal(sys::read_text_file(o.startup_log, 16U << 20)), '\n');
+    }
+    play_startup_log(lines, o.startup_line_delay_ms, config);
   }
   auto server = value_or_fatal(sim::SimServer::start(config));
 
@@ -167,6 +182,16 @@ void register_serve_sim_command(CLI::App& app) {
                   "Simulated bytes of one KV block (default 2 MiB)");
   cmd->add_option("--activation-bytes-per-token", o->activation_bytes_per_token,
                   "Simulated activation bytes per scheduled token (default 64 KiB)");
+  cmd->add_flag("--enforce-eager", f.enforce_eager,
+                "Capture no CUDA graphs (like vLLM's --enforce-eager): no graph memory");
+  cmd->add_option("--cuda-graph-sizes", f.cuda_graph_sizes,
+                  "CUDA graph capture sizes, e.g. 1,2,4,8 (default: vLLM's for --max-num-seqs); "
+                  "one piecewise graph per size and one full decode graph per size up to "
+                  "--max-num-seqs")
+      ->delimiter(',');
+  cmd->add_option("--cuda-graph-bytes-per-graph", o->cuda_graph_bytes_per_graph,
+                  "Simulated memory of one CUDA graph, e.g. 8MiB (default: the sized graph pool "
+                  "over vLLM's graph count)");
   cmd->add_option("--live-state", f.live_state_path,
                   "File rewritten with the simulated GPU memory (read by the fake NVML library)");
   cmd->add_flag("--kv-on-demand", f.kv_on_demand,
@@ -194,6 +219,9 @@ void register_serve_sim_command(CLI::App& app) {
                   "Print this engine startup log (e.g. real vLLM lines) line by line before "
                   "listening; with --live-state the simulated memory grows as the lines say")
       ->check(CLI::ExistingFile);
+  cmd->add_flag("--vllm-startup-log", o->vllm_startup_log,
+                "Print vLLM-shaped startup lines made from the simulated sizes before listening "
+                "(weights, profile run, KV cache, one progress bar per CUDA graph capture pass)");
   cmd->add_option("--startup-line-delay-ms", o->startup_line_delay_ms,
                   "Pause before each --startup-log line")
       ->capture_default_str();

@@ -21,5 +21,8 @@ void register_parse_log_command(CLI::App& app);
 void register_sweep_command(CLI::App& app);
 void register_runs_command(CLI::App& app);
 void register_report_command(CLI::App& app);
+void register_compare_command(CLI::App& app);
+void register_validate_command(CLI::App& app);
+void register_find_max_command(CLI::App& app);
 
 }  // namespace kvprof::cli

@@ -186,6 +186,22 @@ void add_estimate_options(CLI::App* cmd, EstimateOptions& o) {
       ->delimiter(',');
 }
 
+std::vector<std::string> attach_flag_strings(std::vector<std::string> args) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    const size_t n_values = a == "--estimate-with" ? 1 : a == "--compare" ? 2 : 0;
+    if (n_values == 0 || i + n_values >= args.size()) {
+      out.push_back(a);
+      continue;
+    }
+    for (size_t k = 1; k <= n_values; ++k)  // "" would be dropped: a blank says "no flags"
+      out.push_back(a + "=" + (args[i + k].empty() ? std::string(" ") : args[i + k]));
+    i += n_values;
+  }
+  return out;
+}
+
 std::vector<std::string> normalize_short_flags(std::vector<std::string> args) {
   static const std::pair<std::string_view, std::string_view> k_aliases[] = {
       {"-tp", "--tensor-parallel-size"},

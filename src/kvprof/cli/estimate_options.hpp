@@ -66,6 +66,11 @@ estimate::EstimateInput build_estimate_input(const EstimateOptions& o);
 Expected<estimate::EstimateInput> parse_estimate_flags(std::string_view flags,
                                                        EstimateOptions defaults);
 
+// Rewrites "--estimate-with FLAGS" as "--estimate-with=FLAGS" and "--compare A B" as
+// "--compare=A --compare=B", so a flag string that starts with a dash ("--enforce-eager") or is
+// empty stays the option's value instead of being read as an option of its own.
+std::vector<std::string> attach_flag_strings(std::vector<std::string> args);
+
 // Rewrites the engines' one-dash multi-letter flags (-tp, -pp, -dp, -ngl, -np, -fa, -ub) to the
 // long forms CLI11 understands.
 std::vector<std::string> normalize_short_flags(std::vector<std::string> args);

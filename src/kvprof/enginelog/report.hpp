@@ -77,6 +77,16 @@ struct PrintedSettings {
   std::optional<Printed<uint64_t>>
       concurrency_request_tokens;  // the N of "for N tokens per request"
   std::optional<Printed<double>> max_concurrency;
+  // CUDA graphs captured per GPU: the sum over the capture progress bars (vLLM "Capturing CUDA
+  // graphs (decode, FULL): 100%|...| 35/35"), or SGLang's "Capture cuda graph bs [...]" list.
+  std::optional<Printed<uint64_t>> cuda_graphs;
+  std::optional<Printed<std::string>> enforce_eager;  // "true"/"false" (vLLM non-default args)
+};
+
+// One CUDA graph capture pass as the engine's progress bar names it (the largest total seen).
+struct GraphCapture {
+  std::string description;  // "decode, FULL", "mixed prefill-decode, PIECEWISE", "shapes"
+  uint64_t graphs = 0;
 };
 
 // Model facts from llama.cpp's metadata dump and print_info lines.
@@ -109,6 +119,7 @@ struct EngineLogReport {
   std::vector<MemoryFigure> figures;            // in log order
   std::vector<BreakdownRow> breakdown;          // the last memory breakdown table printed
   PrintedSettings settings;
+  std::vector<GraphCapture> graph_captures;  // in the order first seen (at most 16)
   ModelFacts model;
   uint64_t n_lines = 0;               // lines read
   uint64_t n_recognised_lines = 0;    // lines that gave at least one figure, setting or fact

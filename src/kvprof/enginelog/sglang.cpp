@@ -70,6 +70,20 @@ bool parse_kv_allocated(const LineInput& in, EngineLogReport& report) {
   return true;
 }
 
+// "Capture cuda graph bs [1, 2, 4, 8, ...]": one graph per batch size.
+bool parse_graph_batch_sizes(const LineInput& in, EngineLogReport& report) {
+  Cursor c(in.text);
+  c.seek_past("Capture cuda graph bs [");
+  uint64_t n = 0;
+  while (n < 4096 && c.read_uint()) {
+    ++n;
+    if (!c.eat(",")) break;
+  }
+  if (n == 0 || !c.eat("]")) return false;
+  report.settings.cuda_graphs = Printed<uint64_t>{n, ref(in)};
+  return true;
+}
+
 }  // namespace
 
 bool is_sglang_marker(std::string_view text) {
@@ -82,6 +96,7 @@ bool parse_sglang_line(const LineInput& in, EngineLogReport& report) {
   if (contains(text, "Load weight end."))
     return size_after(in, "mem usage=", Component::weights, report);
   if (contains(text, "KV Cache is allocated.")) return parse_kv_allocated(in, report);
+  if (contains(text, "Capture cuda graph bs [")) return parse_graph_batch_sizes(in, report);
   if (contains(text, "Capture cuda graph end."))
     return size_after(in, "mem usage=", Component::cuda_graph, report);
   if (contains(text, "max_total_num_tokens=")) {

@@ -10,6 +10,9 @@
 //   "GPU KV cache size: 126,256 tokens"                                kv_cache_utils.py
 //   "Maximum concurrency for 8,192 tokens per request: 15.41x"        kv_cache_utils.py
 //   "Graph capturing finished in 4 secs, took 0.89 GiB"               gpu_model_runner.py
+//   "Capturing CUDA graphs (decode, FULL): 100%|##| 35/35 [00:01<00:00, 22.27it/s]" (tqdm; older:
+//    "Capturing CUDA graph shapes: 100%|##| 67/67 ...") gpu_model_runner.py
+//   "non-default args: {..., 'enforce_eager': True}" / "with config: ... enforce_eager=True, ..."
 //   "# GPU blocks: 7891" (v0; "# cuda blocks:" when named after the platform) /
 //   "... num_gpu_blocks is: 7891" (v1 debug)
 // vLLM's "GB" in older versions is GiB (bytes / 2^30); it is read as such.
@@ -95,6 +98,71 @@ bool parse_version(const LineInput& in, EngineLogReport& report) {
   return true;
 }
 
+constexpr size_t k_max_graph_captures = 16;
+constexpr uint64_t k_max_graphs_per_capture = 1U << 20;
+
+// One tqdm update of a capture pass: "<desc>: NN%|bar| done/total [...]"; `text` starts after
+// "Capturing CUDA graph". Returns the pass's description and the graphs done.
+std::optional<std::pair<std::string_view, uint64_t>> capture_update(std::string_view text) {
+  const size_t colon = text.find(':');
+  if (colon == std::string_view::npos || colon > 200) return std::nullopt;
+  std::string_view desc = trim(text.substr(0, colon));
+  if (starts_with(desc, "s ")) desc = trim(desc.substr(2));  // "Capturing CUDA graphs (...)"
+  if (desc.size() >= 2 && desc.front() == '(' && desc.back() == ')')
+    desc = desc.substr(1, desc.size() - 2);
+  const size_t bar_open = text.find('|', colon);
+  if (bar_open == std::string_view::npos) return std::nullopt;
+  const size_t bar_close = text.find('|', bar_open + 1);
+  if (bar_close == std::string_view::npos) return std::nullopt;
+  Cursor c(text.substr(bar_close + 1));
+  const auto done = c.read_uint();
+  if (!done || !c.eat("/")) return std::nullopt;
+  const auto total = c.read_uint();
+  if (!total || *done > *total || *total > k_max_graphs_per_capture) return std::nullopt;
+  return std::pair{desc, *done};
+}
+
+// The capture progress bars of a line (several updates may share one line, split by '\r').
+bool parse_graph_capture(const LineInput& in, EngineLogReport& report) {
+  constexpr std::string_view k_key = "Capturing CUDA graph";
+  std::string_view text = in.text;
+  bool any = false;
+  for (size_t at = text.find(k_key); at != std::string_view::npos; at = text.find(k_key)) {
+    text = text.substr(at + k_key.size());
+    const size_t next = text.find(k_key);
+    const auto update = capture_update(text.substr(0, next));
+    if (!update) continue;
+    const auto& [desc, done] = *update;
+    auto it = std::find_if(report.graph_captures.begin(), report.graph_captures.end(),
+                           [&](const GraphCapture& g) { return g.description == desc; });
+    if (it == report.graph_captures.end()) {
+      if (report.graph_captures.size() >= k_max_graph_captures) continue;
+      it = report.graph_captures.insert(report.graph_captures.end(),
+                                        GraphCapture{std::string(desc), 0});
+    }
+    it->graphs = std::max(it->graphs, done);
+    any = true;
+  }
+  if (!any) return false;
+  uint64_t graphs = 0;
+  for (const auto& g : report.graph_captures)
+    graphs += g.graphs;
+  report.settings.cuda_graphs = Printed<uint64_t>{graphs, ref(in)};
+  return true;
+}
+
+// "'enforce_eager': True" (non-default args) or "enforce_eager=False" (the engine config line).
+bool parse_enforce_eager(const LineInput& in, EngineLogReport& report) {
+  Cursor c(in.text);
+  if (!c.seek_past("enforce_eager")) return false;
+  c.eat("'");
+  if (!c.eat(":") && !c.eat("=")) return false;
+  const std::string_view value = c.read_token(",}");
+  if (value != "True" && value != "False") return false;
+  set_once(report.settings.enforce_eager, std::string(value == "True" ? "true" : "false"), in);
+  return true;
+}
+
 }  // namespace
 
 bool is_vllm_marker(std::string_view text) {
@@ -105,6 +173,8 @@ bool is_vllm_marker(std::string_view text) {
 bool parse_vllm_line(const LineInput& in, EngineLogReport& report) {
   const std::string_view text = in.text;
   auto& s = report.settings;
+  if (contains(text, "Capturing CUDA graph")) return parse_graph_capture(in, report);
+  if (contains(text, "enforce_eager") && parse_enforce_eager(in, report)) return true;
   if (contains(text, "Model loading took"))
     return figure_after(in, "Model loading took", Component::weights, report);
   if (contains(text, "Loading model weights took"))  // v0: "Loading model weights took 6.1138 GB"

@@ -109,4 +109,25 @@ uint64_t cuda_graph_bytes(const model::ModelSpec& m, uint32_t n_layers_on_rank, 
   return static_cast<uint64_t>(g * gib * std::max<uint32_t>(graph_sets, 1));
 }
 
+std::vector<uint32_t> vllm_cuda_graph_sizes(uint32_t max_num_seqs) {
+  const uint32_t max_size = std::min<uint32_t>(std::max<uint32_t>(max_num_seqs, 1) * 2, 512);
+  std::vector<uint32_t> sizes;
+  for (uint32_t s : {1U, 2U, 4U}) {
+    if (s <= max_size) sizes.push_back(s);
+  }
+  for (uint32_t s = 8; s < 256 && s <= max_size; s += 8)
+    sizes.push_back(s);
+  for (uint32_t s = 256; s <= max_size; s += 16)
+    sizes.push_back(s);
+  return sizes;
+}
+
+uint32_t vllm_cuda_graph_count(const std::vector<uint32_t>& sizes, uint32_t max_num_seqs,
+                               uint32_t graph_sets) {
+  uint32_t n = 0;
+  for (uint32_t s : sizes)
+    n += s <= max_num_seqs ? 2 : 1;
+  return n * std::max<uint32_t>(graph_sets, 1);
+}
+
 }  // namespace kvprof::estimate

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "kvprof/model/model_spec.hpp"
 
@@ -54,6 +55,15 @@ uint64_t non_torch_bytes(uint32_t tp, bool last_pp_rank);
 // captured (speculative decoding with runtime control).
 uint64_t cuda_graph_bytes(const model::ModelSpec& m, uint32_t n_layers_on_rank, uint32_t tp,
                           uint32_t graph_sets);
+
+// vLLM's default CUDA graph capture sizes for `max_num_seqs`: 1, 2, 4, the multiples of 8 below
+// 256, then the multiples of 16 up to min(2 x max_num_seqs, 512).
+std::vector<uint32_t> vllm_cuda_graph_sizes(uint32_t max_num_seqs);
+
+// The graphs vLLM captures (FULL_AND_PIECEWISE): one piecewise graph per capture size plus one
+// full decode graph per size up to `max_num_seqs`, times `graph_sets`.
+uint32_t vllm_cuda_graph_count(const std::vector<uint32_t>& sizes, uint32_t max_num_seqs,
+                               uint32_t graph_sets);
 
 // CUDA context + allocator baseline present before any weights load (about 0.5 GiB on H100).
 inline constexpr uint64_t k_cuda_context_bytes = 512ULL << 20;

@@ -92,6 +92,11 @@ Expected<Estimate> estimate_vllm(const EstimateInput& in) {
   rep.max_model_len = *s.max_model_len;
   rep.max_num_seqs = *s.max_num_seqs;
   rep.max_num_batched_tokens = *s.max_num_batched_tokens;
+  if (!s.enforce_eager) {
+    const uint32_t graph_sets = s.spec_runtime_control && s.num_speculative_tokens > 0 ? 2 : 1;
+    rep.cuda_graphs =
+        vllm_cuda_graph_count(vllm_cuda_graph_sizes(*s.max_num_seqs), *s.max_num_seqs, graph_sets);
+  }
   rep.memory_fraction = *s.gpu_memory_utilization;
   rep.requested_memory_bytes = b.requested_bytes;
   const uint64_t non_kv = weights.total_bytes + b.activation_bytes + plan.non_torch_bytes[0];

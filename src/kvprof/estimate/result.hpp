@@ -46,6 +46,7 @@ struct EngineReport {
   uint64_t max_model_len = 0;
   uint32_t max_num_seqs = 0;
   uint32_t max_num_batched_tokens = 0;
+  uint32_t cuda_graphs = 0;             // CUDA graphs captured per GPU (0: eager or not modelled)
   double memory_fraction = 0;           // gpu_memory_utilization / mem_fraction_static / ...
   uint64_t requested_memory_bytes = 0;  // total * fraction (vLLM), or the engine's budget
   std::vector<std::string> log_lines;   // the lines as the engine prints them

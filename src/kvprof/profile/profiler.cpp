@@ -302,7 +302,10 @@ Expected<ProfileOutcome> run_profile(const ProfileConfig& config_in, const Profi
   client::RequestRunner runner(config.run, make_transport());
   auto trace = client::TraceWriter::open(*dir / "request_trace.csv", runner.start_clock());
   if (!trace) return std::unexpected(trace.error());
-  runner.set_on_record([&trace](const client::RequestRecord& r) { return trace->write(r); });
+  runner.set_on_record([&trace, &deps](const client::RequestRecord& r) {
+    if (deps.on_request) deps.on_request(r);
+    return trace->write(r);
+  });
   std::vector<Window> windows;
   auto* sampler_ptr = sampler.get();
   auto* scraper_ptr = scraper->get();

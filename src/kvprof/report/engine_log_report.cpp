@@ -173,6 +173,13 @@ nlohmann::json engine_log_json(const EngineLogReport& log) {
   put(sj, "max_total_num_tokens", s.max_total_num_tokens);
   put(sj, "concurrency_request_tokens", s.concurrency_request_tokens);
   put(sj, "max_concurrency", s.max_concurrency);
+  put(sj, "cuda_graphs", s.cuda_graphs);
+  put(sj, "enforce_eager", s.enforce_eager);
+  if (!log.graph_captures.empty()) {
+    auto& gj = j["cuda_graph_captures"] = nlohmann::json::array();
+    for (const auto& g : log.graph_captures)
+      gj.push_back({{"description", clean(g.description)}, {"graphs", g.graphs}});
+  }
   const auto& m = log.model;
   auto& mj = j["model"] = nlohmann::json::object();
   put(mj, "architecture", m.architecture);
@@ -259,6 +266,8 @@ std::string engine_log_text(const EngineLogReport& log) {
   row(settings, "max total tokens", s.max_total_num_tokens);
   row(settings, "concurrency for tokens", s.concurrency_request_tokens);
   row(settings, "max concurrency", s.max_concurrency);
+  row(settings, "CUDA graphs", s.cuda_graphs);
+  row(settings, "enforce_eager", s.enforce_eager);
   const auto& m = log.model;
   row(settings, "model architecture", m.architecture);
   row(settings, "model name", m.name);

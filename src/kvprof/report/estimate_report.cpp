@@ -152,6 +152,7 @@ nlohmann::json estimate_json(const Estimate& e) {
         {"num_kv_cache_groups", rep.num_kv_cache_groups},
         {"max_model_len", rep.max_model_len},
         {"max_num_seqs", rep.max_num_seqs},
+        {"cuda_graphs", rep.cuda_graphs},
         {"max_num_batched_tokens", rep.max_num_batched_tokens},
         {"memory_fraction", rep.memory_fraction},
         {"requested_memory_bytes", rep.requested_memory_bytes},

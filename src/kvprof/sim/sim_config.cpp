@@ -8,6 +8,7 @@
 #include <charconv>
 #include <cmath>
 
+#include "kvprof/estimate/activations.hpp"
 #include "kvprof/gpu/gpu_catalog.hpp"
 #include "kvprof/sim/sim_sizing.hpp"
 #include "kvprof/util/net.hpp"
@@ -154,6 +155,58 @@ uint64_t sim_used_bytes(const SimConfig& c, uint32_t used_blocks, uint32_t step_
          c.cuda_graph_bytes + uint64_t{step_tokens} * c.activation_bytes_per_token;
 }
 
+std::vector<GraphPass> sim_graph_passes(const SimConfig& c) {
+  if (c.enforce_eager || c.cuda_graph_sizes.empty()) return {};
+  const auto full =
+      static_cast<uint32_t>(std::count_if(c.cuda_graph_sizes.begin(), c.cuda_graph_sizes.end(),
+                                          [&](uint32_t size) { return size <= c.max_num_seqs; }));
+  std::vector<GraphPass> passes{
+      {"mixed prefill-decode, PIECEWISE", static_cast<uint32_t>(c.cuda_graph_sizes.size())}};
+  if (full > 0) passes.push_back({"decode, FULL", full});
+  return passes;
+}
+
+uint32_t sim_cuda_graphs(const SimConfig& c) {
+  uint32_t n = 0;
+  for (const auto& p : sim_graph_passes(c))
+    n += p.graphs;
+  return n;
+}
+
+namespace {
+
+// The CUDA graphs: capture sizes (given, or vLLM's default for max_num_seqs), the memory of one
+// graph (given, or the sized pool over the graphs vLLM captures at `sized_max_num_seqs`), and
+// their total.
+Expected<void> apply_graph_flags(const SimFlags& f, uint32_t sized_max_num_seqs, SimConfig& c) {
+  const uint32_t sized_graphs = estimate::vllm_cuda_graph_count(
+      estimate::vllm_cuda_graph_sizes(sized_max_num_seqs), sized_max_num_seqs, 1);
+  c.cuda_graph_bytes_per_graph =
+      f.cuda_graph_bytes_per_graph.value_or(c.cuda_graph_bytes / std::max(sized_graphs, 1U));
+  c.enforce_eager = f.enforce_eager;
+  c.cuda_graph_sizes.clear();
+  if (!c.enforce_eager) {
+    c.cuda_graph_sizes = f.cuda_graph_sizes.empty()
+                             ? estimate::vllm_cuda_graph_sizes(c.max_num_seqs)
+                             : f.cuda_graph_sizes;
+    if (c.cuda_graph_sizes.size() > 4096) {
+      return fail(ErrorKind::usage, "--cuda-graph-sizes: at most 4096 sizes");
+    }
+    for (uint32_t size : c.cuda_graph_sizes) {
+      if (size == 0 || size > (1U << 20)) {
+        return fail(ErrorKind::usage, "--cuda-graph-sizes: each size must be 1..1048576");
+      }
+    }
+    std::sort(c.cuda_graph_sizes.begin(), c.cuda_graph_sizes.end());
+    c.cuda_graph_sizes.erase(std::unique(c.cuda_graph_sizes.begin(), c.cuda_graph_sizes.end()),
+                             c.cuda_graph_sizes.end());
+  }
+  c.cuda_graph_bytes = uint64_t{sim_cuda_graphs(c)} * c.cuda_graph_bytes_per_graph;
+  return {};
+}
+
+}  // namespace
+
 Expected<SimConfig> sim_config_from_flags(const SimFlags& f) {
   SimConfig c;
   if (f.model.empty()) return fail(ErrorKind::usage, "--model is required");
@@ -176,6 +229,7 @@ Expected<SimConfig> sim_config_from_flags(const SimFlags& f) {
     if (auto ok = apply_estimate(**planned, c); !ok) return std::unexpected(ok.error());
     c.sizing = fmt::format("vLLM estimate of {} on {}", (*planned)->model_id, (*planned)->gpu.id);
   }
+  const uint32_t sized_max_num_seqs = c.max_num_seqs;
   if (f.block_size) c.block_size = *f.block_size;
   if (f.max_num_seqs) c.max_num_seqs = *f.max_num_seqs;
   if (f.weights_bytes) c.weights_bytes = *f.weights_bytes;
@@ -203,6 +257,8 @@ Expected<SimConfig> sim_config_from_flags(const SimFlags& f) {
     c.num_gpu_blocks = static_cast<uint32_t>(std::min<double>(blocks, k_max_blocks));
     if (*planned) c.sizing += " (resized by explicit flags)";
   }
+  if (auto ok = apply_graph_flags(f, sized_max_num_seqs, c); !ok)
+    return std::unexpected(ok.error());
   const uint64_t capacity_tokens = uint64_t{c.num_gpu_blocks} * std::max(1U, c.block_size);
   const uint64_t default_len = *planned ? c.max_model_len : 8192;
   c.max_model_len = f.max_model_len.value_or(

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "kvprof/util/error.hpp"
 
@@ -80,8 +81,13 @@ struct SimConfig {
   uint64_t total_bytes = 80ULL << 30;  // what NVML reports as total
   uint64_t reserved_bytes = 0;         // driver-reserved (NVML v2 "reserved")
   uint64_t weights_bytes = 15ULL << 30;
-  uint64_t non_torch_bytes = 512ULL << 20;  // CUDA context, NCCL, cuBLAS workspaces
-  uint64_t cuda_graph_bytes = 512ULL << 20;
+  uint64_t non_torch_bytes = 512ULL << 20;   // CUDA context, NCCL, cuBLAS workspaces
+  uint64_t cuda_graph_bytes = 512ULL << 20;  // all graphs: cuda_graph_sizes' graphs x per graph
+  // CUDA graphs as vLLM captures them (FULL_AND_PIECEWISE): one piecewise graph per capture size
+  // and one full decode graph per size up to max_num_seqs; none with enforce_eager.
+  bool enforce_eager = false;
+  std::vector<uint32_t> cuda_graph_sizes;  // ascending; empty with enforce_eager
+  uint64_t cuda_graph_bytes_per_graph = 0;
   uint64_t activation_bytes_per_token = 64ULL << 10;  // per token scheduled in a step
   uint64_t kv_bytes_per_block = 2ULL << 20;
   KvPoolMode kv_pool_mode = KvPoolMode::preallocated;
@@ -98,6 +104,18 @@ struct SimConfig {
   // "placeholder sizes").
   std::string sizing = "placeholder sizes";
 };
+
+// One CUDA graph capture pass as vLLM's progress bar names it.
+struct GraphPass {
+  std::string description;  // "mixed prefill-decode, PIECEWISE", "decode, FULL"
+  uint32_t graphs = 0;
+};
+
+// The capture passes of `config` (none with enforce_eager or no capture sizes).
+std::vector<GraphPass> sim_graph_passes(const SimConfig& config);
+
+// The graphs of all passes.
+uint32_t sim_cuda_graphs(const SimConfig& config);
 
 // Returns a usage error naming the first impossible setting (no blocks, a non-loopback host,
 // max_model_len larger than the KV cache holds, ...).
@@ -128,6 +146,10 @@ struct SimFlags {
   std::optional<uint64_t> weights_bytes;
   std::optional<uint64_t> kv_bytes_per_block;
   std::optional<uint64_t> activation_bytes_per_token;
+  bool enforce_eager = false;              // no CUDA graphs (vLLM --enforce-eager)
+  std::vector<uint32_t> cuda_graph_sizes;  // capture sizes; empty: vLLM's for max_num_seqs
+  // Memory of one graph; default: the estimate's (or 512 MiB's) pool over its graph count.
+  std::optional<uint64_t> cuda_graph_bytes_per_graph;
   std::string live_state_path;
   bool kv_on_demand = false;
   bool no_metrics = false;  // GET /metrics answers 404

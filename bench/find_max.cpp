@@ -1,0 +1,104 @@
+// Wall time of `kvprof find-max` against the full grid it replaces: the same trial (a profile run
+// of one wave of `concurrency` requests, in-process, against the SIMULATED vLLM server with a
+// small KV cache) run by the adaptive search — from the middle of the range, and from an estimate
+// 20% off — and at every concurrency of the range.
+// Usage: bench_find_max [MAX_CONCURRENCY=64] [NUM_GPU_BLOCKS=60] [GRID_STEP=1]
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+
+#include "kvprof/experiment/find_max_profile.hpp"
+#include "kvprof/sim/sim_memory_source.hpp"
+#include "kvprof/sim/sim_server.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace kvprof;
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const uint32_t max_c = argc > 1 ? static_cast<uint32_t>(std::atoi(argv[1])) : 64;
+  const uint32_t blocks = argc > 2 ? static_cast<uint32_t>(std::atoi(argv[2])) : 60;
+  const uint32_t grid_step = argc > 3 ? static_cast<uint32_t>(std::atoi(argv[3])) : 1;
+  sim::SimFlags flags;
+  flags.model = "sim";
+  flags.gpu = "H100";
+  flags.port = 0;
+  flags.num_gpu_blocks = blocks;
+  flags.max_model_len = 512;
+  auto config = sim::sim_config_from_flags(flags);
+  if (!config) {
+    fmt::print(stderr, "{}\n", config.error().message);
+    return 1;
+  }
+  config->quiet = true;
+  auto server = sim::SimServer::start(*config);
+  if (!server) {
+    fmt::print(stderr, "{}\n", server.error().message);
+    return 1;
+  }
+  sim::SimMemorySource memory(**server, "H100");
+  const fs::path out =
+      fs::temp_directory_path() / fmt::format("kvprof_bench_find_max_{}", ::getpid());
+  experiment::ProfileTrialSettings ts;
+  ts.run.endpoint = (*server)->base_url();
+  ts.run.model = "sim";
+  ts.input_len = 64;
+  ts.output_len = 32;
+  ts.output_dir = out;
+  profile::ProfileDeps deps;
+  deps.memory = &memory;
+  deps.memory_source = "simulated";
+  const auto trial = experiment::make_profile_trial(ts, deps);
+  experiment::FindMaxLimits limits;
+  limits.input_len = ts.input_len;
+  limits.output_len = ts.output_len;
+  limits.max_concurrency = max_c;
+  const uint32_t capacity = blocks / ((64 + 32 - 1 + 15) / 16);
+
+  fmt::print(
+      "range 1..{}, {} KV blocks of 16 tokens, 64 + 32 tokens per request: the KV cache "
+      "holds {} requests\n",
+      max_c, blocks, capacity);
+  fmt::print("| search | steps | answer | wall s | s per step |\n|---|---:|---:|---:|---:|\n");
+  for (const auto& [label, start] :
+       {std::pair<const char*, std::optional<uint32_t>>{"find-max, no estimate", std::nullopt},
+        {"find-max, estimate 20% high", capacity + capacity / 5 + 1}}) {
+    limits.start = start;
+    const auto t0 = std::chrono::steady_clock::now();
+    auto r = experiment::find_max(limits, trial, nullptr, nullptr);
+    const double wall = seconds_since(t0);
+    if (!r) {
+      fmt::print(stderr, "{}\n", r.error().message);
+      return 1;
+    }
+    fmt::print("| {} | {} | {} | {:.1f} | {:.2f} |\n", label, r->steps.size(),
+               r->answer ? *r->answer : 0, wall, wall / static_cast<double>(r->steps.size()));
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  uint32_t steps = 0, answer = 0;
+  for (uint32_t c = 1; c <= max_c; c += grid_step) {
+    auto o = trial(c, ++steps);
+    if (!o) {
+      fmt::print(stderr, "{}\n", o.error().message);
+      return 1;
+    }
+    if (experiment::judge_trial(*o, limits).pass) answer = std::max(answer, c);
+  }
+  const double wall = seconds_since(t0);
+  fmt::print("| grid over every concurrency (step {}) | {} | {} | {:.1f} | {:.2f} |\n", grid_step,
+             steps, answer, wall, wall / steps);
+  (*server)->stop();
+  std::error_code ec;
+  fs::remove_all(out, ec);
+  return 0;
+}

@@ -1,0 +1,251 @@
+// `kvprof find-max`: the largest concurrency a server runs at --input-len/--output-len with no
+// errors, no preemption, no queueing, memory under --max-memory-frac and the SLOs met — found by
+// starting from the estimate's answer, bracketing and bisecting, each step a profile run kept in
+// results/<run_id>/. The server: --endpoint, --launch (started once for all steps), or the
+// built-in SIMULATED vLLM server.
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <memory>
+
+#include "kvprof/cli/commands.hpp"
+#include "kvprof/cli/estimate_options.hpp"
+#include "kvprof/cli/output.hpp"
+#include "kvprof/client/cli_options.hpp"
+#include "kvprof/client/raw_request.hpp"
+#include "kvprof/estimate/inverse.hpp"
+#include "kvprof/experiment/find_max_profile.hpp"
+#include "kvprof/gpu/nvml.hpp"
+#include "kvprof/profile/launcher.hpp"
+#include "kvprof/profile/manifest.hpp"
+#include "kvprof/profile/server_probe.hpp"
+#include "kvprof/sim/sim_memory_source.hpp"
+#include "kvprof/sim/sim_server.hpp"
+#include "kvprof/sim/sim_sizing.hpp"
+#include "kvprof/sys/signals.hpp"
+
+namespace kvprof::cli {
+
+namespace {
+
+struct FindMaxState {
+  client::RunCliValues run;
+  uint32_t input_len = 0;
+  uint32_t output_len = 0;
+  std::optional<double> slo_ttft_ms, slo_itl_ms, max_memory_frac;
+  uint32_t min_concurrency = 1;
+  uint32_t max_concurrency = 256;
+  std::optional<uint32_t> start;
+  std::string estimate_with;
+  uint32_t waves = 1;
+  std::string launch;
+  std::string launch_host = "127.0.0.1";
+  double launch_timeout_s = 600;
+  double launch_grace_s = 15;
+  std::string sim_gpu = "H100";
+  std::optional<uint32_t> sim_num_gpu_blocks, sim_max_num_seqs;
+  double sim_tokens_per_s = 0;
+  std::string output_dir = "results";
+  bool quiet = false;
+  OutputOptions out;
+  CLI::App* cmd = nullptr;
+};
+
+// The estimate's answer at input + output tokens, within the engine's sequence limit.
+uint32_t estimated_start(const estimate::Estimate& est, uint64_t tokens) {
+  uint64_t c = estimate::max_concurrency_at(est, tokens);
+  if (est.engine_report.max_num_seqs > 0) c = std::min<uint64_t>(c, est.engine_report.max_num_seqs);
+  if (est.max_parallel_requests > 0) c = std::min<uint64_t>(c, est.max_parallel_requests);
+  return static_cast<uint32_t>(std::min<uint64_t>(std::max<uint64_t>(c, 1), UINT32_MAX));
+}
+
+void run_find_max(FindMaxState& st) {
+  const bool simulate = st.run.endpoint.empty() && st.launch.empty();
+  experiment::FindMaxLimits limits;
+  limits.input_len = st.input_len;
+  limits.output_len = st.output_len;
+  limits.slo_ttft_ms = st.slo_ttft_ms;
+  limits.slo_itl_ms = st.slo_itl_ms;
+  limits.max_memory_frac = st.max_memory_frac;
+  limits.min_concurrency = st.min_concurrency;
+  limits.max_concurrency = st.max_concurrency;
+  if (st.max_memory_frac && !(*st.max_memory_frac > 0 && *st.max_memory_frac <= 1)) {
+    throw Fatal({ErrorKind::usage, "--max-memory-frac must be in (0, 1]"});
+  }
+
+  // Where the steps go: results/<run_id>/ holds each step's run folder and find_max.json.
+  std::string run_id = profile::make_run_id(
+      "find-max",
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
+  const auto dir = value_or_fatal(profile::create_run_dir(st.output_dir, run_id));
+
+  profile::ProfileDeps deps;
+  std::unique_ptr<sim::SimServer> server;
+  std::unique_ptr<gpu::MemorySource> memory;
+  std::unique_ptr<profile::LaunchedServer> launched;
+  std::optional<estimate::Estimate> plan;
+  if (simulate) {
+    sim::SimFlags flags;
+    flags.model = st.run.model.empty() ? std::string(k_default_model) : st.run.model;
+    flags.gpu = st.sim_gpu;
+    flags.port = 0;
+    flags.num_gpu_blocks = st.sim_num_gpu_blocks;
+    flags.max_num_seqs = st.sim_max_num_seqs;
+    if (st.sim_tokens_per_s > 0) flags.tokens_per_s = st.sim_tokens_per_s;
+    auto config = value_or_fatal(sim::sim_config_from_flags(flags));
+    config.quiet = true;
+    server = value_or_fatal(sim::SimServer::start(config));
+    st.run.endpoint = server->base_url();
+    st.run.model = flags.model;
+    memory = std::make_unique<sim::SimMemorySource>(*server, flags.gpu);
+    deps.memory_source = "simulated";
+    if (st.estimate_with.empty() && !st.sim_num_gpu_blocks) {
+      if (auto sized = value_or_fatal(sim::estimate_for_sim(flags))) {
+        limits.start = estimated_start(*sized, uint64_t{st.input_len} + st.output_len);
+        limits.start_source = "the plan that sized the simulator";
+      }
+    }
+  } else {
+    if (!st.launch.empty()) {
+      std::string host = st.launch_host;
+      uint16_t port = 0;
+      if (st.run.endpoint.empty()) {
+        port = value_or_fatal(profile::free_port(host));
+        st.run.endpoint = fmt::format("http://{}:{}/v1", host, port);
+      } else {
+        const auto url = value_or_fatal(client::parse_http_url(st.run.endpoint));
+        host = url.host;
+        port = url.port;
+      }
+      const std::string command = value_or_fatal(profile::fill_placeholders(
+          st.launch, {{"model", st.run.model},
+                      {"port", std::to_string(port)},
+                      {"host", host},
+                      {"max_concurrency", std::to_string(st.max_concurrency)}}));
+      if (profile::port_in_use(host, port)) {
+        throw Fatal(
+            {ErrorKind::network,
+             fmt::format("port {} on {} is already in use; nothing was started", port, host)});
+      }
+      launched = value_or_fatal(profile::LaunchedServer::start(command, dir / "server.log",
+                                                               [](const profile::LogLine&) {}));
+      if (!st.quiet)
+        std::fprintf(stderr, "kvprof: launched (pid %d): %s\n", launched->pid(), command.c_str());
+      std::vector<std::string> headers;
+      if (!st.run.api_key.empty()) headers.push_back("Authorization: Bearer " + st.run.api_key);
+      auto ready = launched->wait_ready(profile::server_root(st.run.endpoint), headers,
+                                        st.launch_timeout_s, [] { return sys::stop_requested(); });
+      if (!ready) {
+        launched->stop(st.launch_grace_s);
+        throw Fatal(ready.error());
+      }
+    }
+    if (auto nvml = gpu::NvmlSource::open()) {
+      memory = std::move(*nvml);
+      deps.memory_source = "nvml";
+    } else {
+      deps.memory_note = nvml.error().message;
+    }
+  }
+  if (!st.estimate_with.empty()) {
+    EstimateOptions defaults;
+    if (!st.run.model.empty()) defaults.model = st.run.model;
+    auto input = value_or_fatal(parse_estimate_flags(st.estimate_with, defaults));
+    plan = value_or_fatal(estimate::estimate(input));
+    limits.start = estimated_start(*plan, uint64_t{st.input_len} + st.output_len);
+    limits.start_source = "kvprof estimate " + st.estimate_with;
+  }
+  if (st.start) {
+    limits.start = st.start;
+    limits.start_source = "--start";
+  }
+
+  experiment::ProfileTrialSettings ts;
+  ts.run = value_or_fatal(client::resolve(st.run));
+  ts.output_dir = dir;
+  ts.input_len = st.input_len;
+  ts.output_len = st.output_len;
+  ts.waves = std::max(1U, st.waves);
+  deps.memory = memory.get();
+  sys::install_stop_handlers();
+  deps.should_stop = [] { return sys::stop_requested(); };
+  const auto trial = experiment::make_profile_trial(ts, deps);
+  const auto on_step = [&](const experiment::FindMaxStep& s) {
+    if (!st.quiet) std::fprintf(stderr, "kvprof: %s\n", experiment::find_max_step_text(s).c_str());
+  };
+  auto result = experiment::find_max(limits, trial, on_step, [] { return sys::stop_requested(); });
+  if (launched) launched->stop(st.launch_grace_s);
+  if (server) server->stop();
+  if (!result) throw Fatal(result.error());
+  nlohmann::json j = experiment::find_max_json(*result);
+  j["run_id"] = run_id;
+  j["run_dir"] = dir.string();
+  j["endpoint"] = simulate ? "(built-in simulator)" : st.run.endpoint;
+  j["launch"] = st.launch;
+  j["simulated"] = simulate;
+  if (auto ok = profile::write_json_file(dir / "find_max.json", j); !ok) throw Fatal(ok.error());
+  emit(st.out, j, experiment::find_max_text(*result) + "results: " + dir.string() + "\n");
+  if (result->interrupted) {
+    throw Fatal({ErrorKind::interrupted, "interrupted; the steps so far are in " + dir.string()});
+  }
+  if (!result->answer) {
+    throw Fatal({ErrorKind::network, fmt::format("no concurrency in {}..{} passes",
+                                                 st.min_concurrency, st.max_concurrency)});
+  }
+}
+
+}  // namespace
+
+void register_find_max_command(CLI::App& app) {
+  auto st = std::make_shared<FindMaxState>();
+  st->run.endpoint.clear();
+  auto* cmd = app.add_subcommand(
+      "find-max",
+      "Find the largest concurrency that runs with no errors, no preemption or queueing, memory "
+      "under a limit and the latency SLOs met: starts from the estimate's answer, brackets, then "
+      "bisects (at most log2(range)+3 steps); every step is a run folder in results/<run_id>/");
+  st->cmd = cmd;
+  client::add_run_options(cmd, st->run);
+  cmd->get_option("--endpoint")
+      ->description("Server base URL; default: the built-in SIMULATED server");
+  cmd->add_option("--input-len", st->input_len, "Prompt tokens per request")->required();
+  cmd->add_option("--output-len", st->output_len, "Generated tokens per request")->required();
+  cmd->add_option("--slo-ttft-ms", st->slo_ttft_ms, "p99 time-to-first-token limit, ms");
+  cmd->add_option("--slo-itl-ms", st->slo_itl_ms, "p99 inter-token latency limit, ms");
+  cmd->add_option("--max-memory-frac", st->max_memory_frac,
+                  "Peak GPU memory used / total must stay at or under this (e.g. 0.95)");
+  cmd->add_option("--min-concurrency", st->min_concurrency, "Low end of the search")
+      ->capture_default_str();
+  cmd->add_option("--max-concurrency", st->max_concurrency, "High end of the search")
+      ->capture_default_str();
+  cmd->add_option("--estimate-with", st->estimate_with,
+                  "Start from the plan for these engine flags (its max concurrency at input + "
+                  "output tokens), e.g. \"--model X --gpu H100 --max-num-seqs 64\"");
+  cmd->add_option("--start", st->start, "Start here instead of at the estimate's answer");
+  cmd->add_option("--waves", st->waves, "Requests per step = waves x concurrency")
+      ->capture_default_str();
+  auto* launch = cmd->add_option_group("launch a server");
+  launch->add_option("--launch", st->launch,
+                     "Start this server command once for all steps ({model}, {port}, {host}, "
+                     "{max_concurrency}); its output goes to server.log; stopped at the end");
+  launch->add_option("--launch-host", st->launch_host, "Address {host} stands for")
+      ->capture_default_str();
+  launch->add_option("--launch-timeout", st->launch_timeout_s, "Seconds to wait for it to answer")
+      ->capture_default_str();
+  launch->add_option("--launch-grace", st->launch_grace_s, "Seconds between SIGTERM and SIGKILL")
+      ->capture_default_str();
+  auto* simg = cmd->add_option_group("built-in simulator (no --endpoint or --launch)");
+  simg->add_option("--sim-gpu", st->sim_gpu, "Catalog GPU the simulator pretends to be")
+      ->capture_default_str();
+  simg->add_option("--sim-num-gpu-blocks", st->sim_num_gpu_blocks, "KV blocks of the simulator");
+  simg->add_option("--sim-max-num-seqs", st->sim_max_num_seqs, "Its max_num_seqs");
+  simg->add_option("--sim-tokens-per-s", st->sim_tokens_per_s, "Its decode speed");
+  cmd->add_option("--output-dir", st->output_dir, "Where results/<run_id>/ goes")
+      ->envname("KVPROF_OUTPUT_DIR")
+      ->capture_default_str();
+  cmd->add_flag("-q,--quiet", st->quiet, "No progress lines on stderr");
+  add_output_options(cmd, st->out);
+  cmd->callback([st] { run_find_max(*st); });
+}
+
+}  // namespace kvprof::cli

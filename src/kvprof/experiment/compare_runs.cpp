@@ -1,0 +1,414 @@
+// Run folders read back for compare and validate (see compare_runs.hpp).
+#include "kvprof/experiment/compare_runs.hpp"
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "kvprof/sys/proc.hpp"
+#include "kvprof/util/json_input.hpp"
+
+namespace kvprof::experiment {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+constexpr size_t k_max_document_bytes = 64U << 20;
+constexpr size_t k_max_settings = 400;
+constexpr size_t k_max_value_chars = 300;
+constexpr size_t k_max_conditions = 10000;
+constexpr size_t k_max_command_chars = 8192;
+constexpr size_t k_max_command_tokens = 512;
+
+// The member `key` of an object, or null.
+const json* member(const json* j, std::string_view key) {
+  if (j == nullptr || !j->is_object()) return nullptr;
+  const auto it = j->find(key);
+  return it == j->end() ? nullptr : &*it;
+}
+
+const json* path(const json& j, std::initializer_list<std::string_view> keys) {
+  const json* at = &j;
+  for (auto k : keys)
+    at = member(at, k);
+  return at;
+}
+
+std::optional<double> number(const json* j) {
+  if (j == nullptr || !j->is_number()) return std::nullopt;
+  return j->get<double>();
+}
+
+std::optional<uint64_t> bytes(const json* j) {
+  if (j == nullptr) return std::nullopt;
+  if (j->is_number_unsigned()) return j->get<uint64_t>();
+  if (j->is_number_integer()) {
+    const auto v = j->get<int64_t>();
+    return v >= 0 ? std::optional<uint64_t>(static_cast<uint64_t>(v)) : std::nullopt;
+  }
+  if (j->is_number_float()) {
+    const double v = j->get<double>();
+    if (!(v >= 0 && v < 1.8e19)) return std::nullopt;
+    return static_cast<uint64_t>(v);
+  }
+  return std::nullopt;
+}
+
+// `s` with every byte that is not part of valid UTF-8 replaced by '?', so it can be printed and
+// written back as JSON.
+std::string valid_utf8(std::string s) {
+  for (size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    const size_t n = c < 0x80           ? 1
+                     : (c >> 5) == 0x6  ? 2
+                     : (c >> 4) == 0xe  ? 3
+                     : (c >> 3) == 0x1e ? 4
+                                        : 0;
+    bool ok = n > 0 && i + n <= s.size();
+    for (size_t k = 1; ok && k < n; ++k)
+      ok = (static_cast<unsigned char>(s[i + k]) >> 6) == 0x2;
+    if (!ok) {
+      s[i++] = '?';
+    } else {
+      i += n;
+    }
+  }
+  return s;
+}
+
+std::string text(const json* j) {
+  if (j == nullptr || !j->is_string()) return {};
+  return valid_utf8(j->get<std::string>().substr(0, k_max_value_chars));
+}
+
+// A setting's value as text: strings as they are, anything else as compact JSON.
+std::string value_text(const json& j) {
+  std::string out =
+      valid_utf8(j.is_string() ? j.get<std::string>()
+                               : j.dump(-1, ' ', false, json::error_handler_t::replace));
+  if (out.size() > k_max_value_chars) out = out.substr(0, k_max_value_chars) + "...";
+  return out;
+}
+
+bool volatile_setting(std::string_view key) {
+  for (std::string_view k : {"endpoint", "output_dir", "run_tag", "launch", "host_pid"}) {
+    if (key == k ||
+        (key.size() > k.size() && key.ends_with(k) && key[key.size() - k.size() - 1] == '.')) {
+      return true;
+    }
+  }
+  return false;
+}
+
+void flatten(const json& j, const std::string& prefix, int depth,
+             std::map<std::string, std::string>& out) {
+  if (!j.is_object()) return;
+  for (const auto& [k, v] : j.items()) {
+    if (out.size() >= k_max_settings) return;
+    const std::string key =
+        valid_utf8(prefix.empty() ? k.substr(0, 100) : prefix + "." + k.substr(0, 100));
+    if (volatile_setting(key)) continue;
+    if (v.is_object() && depth < 3) {
+      flatten(v, key, depth + 1, out);
+    } else if (!v.is_null()) {
+      out[key] = value_text(v);
+    }
+  }
+}
+
+MeasuredComponent component(const json* c) {
+  MeasuredComponent m;
+  m.bytes = bytes(member(c, "bytes"));
+  m.confidence = text(member(c, "confidence"));
+  m.method = text(member(c, "method"));
+  return m;
+}
+
+ConditionFigures condition(const json& c, bool bench) {
+  ConditionFigures f;
+  const auto pct = [&](const char* metric, const char* p) {
+    const json* stats = bench ? path(c, {"latency_stats", metric}) : member(&c, metric);
+    return number(member(stats, p)).value_or(0);
+  };
+  f.id = text(member(&c, bench ? "condition" : "condition_id"));
+  f.concurrency = static_cast<uint32_t>(bytes(member(&c, "concurrency")).value_or(0) & 0xffffffffU);
+  f.n_ok = bytes(member(&c, bench ? "n_requests" : "n_ok")).value_or(0);
+  f.n_errors = bytes(member(&c, "n_errors")).value_or(0);
+  f.ttft_p50_ms = pct("ttft_ms", "p50");
+  f.ttft_p99_ms = pct("ttft_ms", "p99");
+  f.itl_p50_ms = pct("itl_ms", "p50");
+  f.itl_p99_ms = pct("itl_ms", "p99");
+  f.e2e_p50_ms = pct("e2e_ms", "p50");
+  f.e2e_p99_ms = pct("e2e_ms", "p99");
+  f.output_tokens_per_s =
+      number(member(&c, bench ? "tokens_per_second" : "output_tokens_per_s")).value_or(0);
+  f.peak_used_bytes = bytes(member(&c, bench ? "peak_rss_bytes" : "peak_used_bytes"));
+  return f;
+}
+
+void read_profile(const json& s, RunRecord& r) {
+  r.kind = "profile";
+  r.memory = "GPU";
+  r.model = text(path(s, {"model_info", "name"}));
+  r.engine = text(path(s, {"engine_metadata", "engine_type"}));
+  const json* mm = member(&s, "memory_measurements");
+  std::map<unsigned, GpuMemory> gpus;
+  for (const char* point : {"baseline", "post_warmup", "peak"}) {
+    const json* cp = member(mm, point);
+    const auto total = bytes(member(cp, "total_bytes"));
+    const std::string_view p = point;
+    (p == "baseline" ? r.baseline_bytes : p == "peak" ? r.peak_bytes : r.post_warmup_bytes) = total;
+    const json* per = member(cp, "per_gpu_details");
+    if (per == nullptr || !per->is_array()) continue;
+    for (const auto& g : *per) {
+      const auto index = bytes(member(&g, "gpu"));
+      if (!index || *index > 4096 || gpus.size() > 4096) continue;
+      auto& gm = gpus[static_cast<unsigned>(*index)];
+      gm.gpu = static_cast<unsigned>(*index);
+      if (gm.name.empty()) gm.name = text(member(&g, "name"));
+      const auto used = bytes(member(&g, "used_bytes"));
+      (p == "baseline" ? gm.baseline_bytes
+       : p == "peak"   ? gm.peak_bytes
+                       : gm.post_warmup_bytes) = used;
+    }
+  }
+  for (auto& [index, g] : gpus)
+    r.gpus.push_back(std::move(g));
+  const json* bd = member(&s, "memory_breakdown");
+  for (const char* c : {"weights", "kv_cache", "activations", "overhead"}) {
+    const json* comp = path(s, {"memory_breakdown", "components", c});
+    if (comp != nullptr) r.measured[c] = component(comp);
+  }
+  if (const auto total = bytes(member(bd, "total_measured_bytes"))) {
+    r.measured["total"] = {total, "high", "peak used on the busiest GPU"};
+  }
+  const json* er = member(&s, "engine_reported");
+  if (const json* comps = member(er, "components"); comps != nullptr && comps->is_object()) {
+    for (const auto& [name, c] : comps->items()) {
+      if (const auto b = bytes(member(&c, "bytes")))
+        r.reported[valid_utf8(name.substr(0, 64))] = *b;
+    }
+  }
+  const json* settings = member(er, "settings");
+  r.cuda_graphs = bytes(path(s, {"engine_reported", "settings", "cuda_graphs", "value"}));
+  if (!r.cuda_graphs &&
+      text(path(s, {"engine_reported", "settings", "enforce_eager", "value"})) == "true") {
+    r.cuda_graphs = 0;
+  }
+  r.num_gpu_blocks = bytes(member(member(settings, "num_gpu_blocks"), "value"));
+  r.kv_cache_tokens = bytes(member(member(settings, "kv_cache_tokens"), "value"));
+  if (const json* rows = path(s, {"estimate_comparison", "rows"}); rows && rows->is_array()) {
+    for (const auto& row : *rows) {
+      const auto est = number(member(&row, "estimated"));
+      if (est && text(member(&row, "unit")) == "bytes") {
+        r.estimated[text(member(&row, "component")).substr(0, 64)] = *est;
+      }
+    }
+  }
+  r.estimate_flags = text(path(s, {"estimate_comparison", "estimate_flags"}));
+  if (const json* conds = member(&s, "conditions"); conds && conds->is_array()) {
+    for (const auto& c : *conds) {
+      if (r.conditions.size() >= k_max_conditions) break;
+      r.conditions.push_back(condition(c, false));
+    }
+  }
+  r.n_ok = bytes(path(s, {"requests", "n_ok"})).value_or(0);
+  r.n_errors = bytes(path(s, {"requests", "n_errors"})).value_or(0);
+  r.tokens_per_s = number(path(s, {"latency_stats", "tokens_per_second"})).value_or(0);
+  r.host_peak_rss_bytes = bytes(path(s, {"host_memory", "peak_rss_bytes"}));
+  r.launch_command = text(path(s, {"launch", "command"}));
+}
+
+void read_bench(const json& s, RunRecord& r) {
+  r.kind = "bench";
+  r.memory = "host RSS";
+  r.model = fs::path(text(path(s, {"settings", "model"}))).filename().string();
+  r.engine = text(path(s, {"engine", "name"}));
+  r.baseline_bytes = bytes(path(s, {"host_memory", "phases", "before_load", "rss_bytes"}));
+  r.post_warmup_bytes = bytes(path(s, {"host_memory", "phases", "after_warmup", "rss_bytes"}));
+  r.peak_bytes = bytes(path(s, {"host_memory", "peak_rss_bytes"}));
+  r.host_peak_rss_bytes = r.peak_bytes;
+  const json* bd = member(&s, "memory_breakdown");
+  for (const char* c : {"weights", "kv_cache", "activations", "overhead"}) {
+    if (const json* comp = member(bd, c)) r.measured[c] = component(comp);
+  }
+  if (const auto growth = bytes(member(bd, "process_growth_bytes"))) {
+    r.measured["total"] = {growth, "high", "peak RSS growth since before load"};
+  }
+  if (const json* er = member(&s, "engine_reported"); er && er->is_array()) {
+    uint64_t model = 0, context = 0, compute = 0;
+    for (const auto& e : *er) {
+      model += bytes(member(&e, "model_bytes")).value_or(0);
+      context += bytes(member(&e, "context_bytes")).value_or(0);
+      compute += bytes(member(&e, "compute_bytes")).value_or(0);
+    }
+    if (!er->empty())
+      r.reported = {{"weights", model}, {"kv_cache", context}, {"compute", compute}};
+  }
+  if (const json* plan = member(bd, "estimate"); plan && plan->is_object()) {
+    const auto put = [&](const char* name, const char* key) {
+      if (const auto v = number(member(plan, key))) r.estimated[name] = *v;
+    };
+    put("weights", "weights_bytes");
+    put("kv_cache", "kv_cache_bytes");
+    put("activations", "compute_bytes");
+    put("total", "host_total_bytes");
+  }
+  if (const json* conds = member(&s, "conditions"); conds && conds->is_array()) {
+    double tokens = 0, wall_ms = 0;
+    for (const auto& c : *conds) {
+      if (r.conditions.size() >= k_max_conditions) break;
+      r.conditions.push_back(condition(c, true));
+      r.n_ok += r.conditions.back().n_ok;
+      tokens += number(member(&c, "output_tokens")).value_or(0);
+      wall_ms += number(member(&c, "wall_ms")).value_or(0);
+    }
+    if (wall_ms > 0) r.tokens_per_s = tokens / (wall_ms / 1000.0);
+  }
+  if (const json* st = member(&s, "settings")) flatten(*st, "bench", 0, r.settings);
+}
+
+Expected<json> parse_json(std::string_view text, const std::string& what) {
+  if (text.size() > k_max_document_bytes) {
+    return fail(ErrorKind::input,
+                fmt::format("{} is over {} MiB", what, k_max_document_bytes >> 20));
+  }
+  return parse_json_input(text, what);
+}
+
+Expected<RunRecord> read_documents(std::string_view summary_text, std::string_view manifest_text,
+                                   const fs::path& dir);
+
+}  // namespace
+
+std::map<std::string, std::string> command_flags(std::string_view command) {
+  command = command.substr(0, k_max_command_chars);
+  std::vector<std::string> tokens;
+  std::string current;
+  bool in_token = false;
+  char quote = 0;
+  for (char c : command) {
+    if (quote != 0) {
+      if (c == quote) {
+        quote = 0;
+      } else {
+        current += c;
+      }
+    } else if (c == '\'' || c == '"') {
+      quote = c;
+      in_token = true;
+    } else if (c == ' ' || c == '\t' || c == '\n') {
+      if (in_token) tokens.push_back(std::move(current));
+      current.clear();
+      in_token = false;
+    } else {
+      current += c;
+      in_token = true;
+    }
+    if (tokens.size() >= k_max_command_tokens) break;
+  }
+  if (in_token && tokens.size() < k_max_command_tokens) tokens.push_back(std::move(current));
+  std::map<std::string, std::string> out;
+  if (tokens.empty()) return out;
+  size_t i = 0;
+  std::string program = fs::path(tokens[i++]).filename().string();
+  if (i < tokens.size() && !tokens[i].starts_with("-")) program += " " + tokens[i++];
+  out["program"] = valid_utf8(program);
+  const auto is_flag = [](const std::string& t) {
+    return t.size() > 1 && t[0] == '-' && !(std::isdigit(static_cast<unsigned char>(t[1])) != 0);
+  };
+  size_t positional = 0;
+  for (; i < tokens.size(); ++i) {
+    const std::string& t = tokens[i];
+    std::string name, value;
+    if (!is_flag(t)) {
+      name = fmt::format("arg{}", ++positional);
+      value = t;
+    } else if (const size_t eq = t.find('='); eq != std::string::npos) {
+      name = t.substr(0, eq);
+      value = t.substr(eq + 1);
+    } else if (i + 1 < tokens.size() && !is_flag(tokens[i + 1])) {
+      name = t;
+      value = tokens[++i];
+    } else {
+      name = t;
+      value = "true";
+    }
+    if (name == "--port" || name == "--host" || name == "-p") continue;
+    out[valid_utf8(name.substr(0, 100))] = valid_utf8(value.substr(0, k_max_value_chars));
+  }
+  return out;
+}
+
+Expected<RunRecord> parse_run_documents(std::string_view summary_text,
+                                        std::string_view manifest_text, const fs::path& dir) {
+  return read_json_input(dir.string(), [&]() -> Expected<RunRecord> {
+    return read_documents(summary_text, manifest_text, dir);
+  });
+}
+
+namespace {
+
+Expected<RunRecord> read_documents(std::string_view summary_text, std::string_view manifest_text,
+                                   const fs::path& dir) {
+  auto summary = parse_json(summary_text, (dir / "summary.json").string());
+  if (!summary) return std::unexpected(summary.error());
+  const json& s = *summary;
+  if (!s.is_object() || member(&s, "run_id") == nullptr ||
+      (member(&s, "memory_measurements") == nullptr && text(member(&s, "kind")) != "bench")) {
+    return fail(ErrorKind::input,
+                fmt::format("{}: summary.json is not a kvprof run summary", dir.string()));
+  }
+  RunRecord r;
+  r.dir = dir;
+  r.id = text(member(&s, "run_id"));
+  r.simulated = member(&s, "simulated") != nullptr && member(&s, "simulated")->is_boolean() &&
+                member(&s, "simulated")->get<bool>();
+  if (text(member(&s, "kind")) == "bench") {
+    read_bench(s, r);
+  } else {
+    read_profile(s, r);
+  }
+  if (!manifest_text.empty()) {
+    auto manifest = parse_json(manifest_text, (dir / "manifest.json").string());
+    if (!manifest) return std::unexpected(manifest.error());
+    if (const json* conf = member(&*manifest, "configuration")) flatten(*conf, "", 0, r.settings);
+    if (r.estimate_flags.empty()) {
+      r.estimate_flags = text(path(*manifest, {"configuration", "estimate_flags"}));
+    }
+  }
+  for (const auto& [flag, value] : command_flags(r.launch_command)) {
+    if (r.settings.size() >= k_max_settings) break;
+    r.settings["launch " + flag] = value;
+  }
+  return r;
+}
+
+}  // namespace
+
+Expected<RunRecord> load_run(const std::string& run, const fs::path& results_dir) {
+  fs::path dir = run;
+  std::error_code ec;
+  if (!fs::exists(dir / "summary.json", ec)) {
+    const fs::path by_id = results_dir / run;
+    if (run.find('/') != std::string::npos || !fs::exists(by_id / "summary.json", ec)) {
+      return fail(ErrorKind::not_found,
+                  fmt::format("no run '{}': neither {} nor {} holds a summary.json", run,
+                              dir.string(), by_id.string()));
+    }
+    dir = by_id;
+  }
+  auto summary = sys::read_text_file(dir / "summary.json", k_max_document_bytes);
+  if (!summary) return std::unexpected(summary.error());
+  std::string manifest;
+  if (fs::exists(dir / "manifest.json", ec)) {
+    auto m = sys::read_text_file(dir / "manifest.json", k_max_document_bytes);
+    if (!m) return std::unexpected(m.error());
+    manifest = std::move(*m);
+  }
+  return parse_run_documents(*summary, manifest, dir);
+}
+
+}  // namespace kvprof::experiment

@@ -1,0 +1,88 @@
+// A finished run folder read back for `compare` and `validate`: a profile run (GPU memory at
+// three capture points, the measured breakdown, the engine's own figures, the estimate it was
+// compared with, per-condition latency) or a bench run (host memory of the in-process engine),
+// brought to one shape. summary.json and manifest.json are read with every size bounded; a field
+// that is missing or of the wrong type is simply absent.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kvprof/util/error.hpp"
+
+namespace kvprof::experiment {
+
+// The memory components in the order they are shown.
+inline constexpr std::string_view k_components[] = {"weights", "kv_cache", "activations",
+                                                    "overhead", "total"};
+
+struct MeasuredComponent {
+  std::optional<uint64_t> bytes;
+  std::string confidence;  // "high", "medium", "low", "none", "reported by engine"
+  std::string method;
+};
+
+struct GpuMemory {
+  unsigned gpu = 0;
+  std::string name;
+  std::optional<uint64_t> baseline_bytes, post_warmup_bytes, peak_bytes;
+};
+
+struct ConditionFigures {
+  std::string id;
+  uint32_t concurrency = 0;
+  uint64_t n_ok = 0, n_errors = 0;
+  double ttft_p50_ms = 0, ttft_p99_ms = 0, itl_p50_ms = 0, itl_p99_ms = 0, e2e_p50_ms = 0,
+         e2e_p99_ms = 0;
+  double output_tokens_per_s = 0;
+  std::optional<uint64_t> peak_used_bytes;
+};
+
+struct RunRecord {
+  std::string id;
+  std::filesystem::path dir;
+  std::string kind;    // "profile" or "bench"
+  std::string memory;  // what was sampled: "GPU" or "host RSS"
+  std::string model;
+  std::string engine;
+  bool simulated = false;
+  // Settings as flat "name" -> value text: the configuration the run was started with, and each
+  // flag of a launched server's command ("launch --max-num-seqs" -> "64", a lone flag -> "true").
+  std::map<std::string, std::string> settings;
+  std::string launch_command;
+  std::string estimate_flags;
+  // Sums over the GPUs sampled (bench: the engine process's RSS before load and at its peak).
+  std::optional<uint64_t> baseline_bytes, post_warmup_bytes, peak_bytes;
+  std::vector<GpuMemory> gpus;
+  std::map<std::string, MeasuredComponent> measured;  // k_components, the busiest GPU
+  std::map<std::string, uint64_t> reported;  // the engine's: weights, kv_cache, cuda_graph, ...
+  std::optional<uint64_t> cuda_graphs;       // captured, from the engine's log (0 when eager)
+  std::optional<uint64_t> num_gpu_blocks, kv_cache_tokens;
+  std::map<std::string, double> estimated;  // the estimate the run recorded, k_components
+  std::vector<ConditionFigures> conditions;
+  uint64_t n_ok = 0, n_errors = 0;
+  double tokens_per_s = 0;
+  std::optional<uint64_t> host_peak_rss_bytes;
+};
+
+// Reads a run from its summary.json and manifest.json texts (manifest may be empty); `dir` is
+// recorded as given. An input error when the summary is not a kvprof run summary.
+Expected<RunRecord> parse_run_documents(std::string_view summary_text,
+                                        std::string_view manifest_text,
+                                        const std::filesystem::path& dir);
+
+// `run` is a run folder, or a run id looked up as `results_dir`/<id>. not_found naming both
+// places when neither holds a summary.json; input errors from parse_run_documents.
+Expected<RunRecord> load_run(const std::string& run, const std::filesystem::path& results_dir);
+
+// The flags of a shell command as settings: "--name value" -> {"--name", "value"}, a flag
+// followed by another flag or nothing -> "true", "--name=value" split; the program's base name
+// under "program". Host and port flags are left out (they differ between any two launches).
+std::map<std::string, std::string> command_flags(std::string_view command);
+
+}  // namespace kvprof::experiment
