@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "support/run_folders.hpp"
 #include "support/run_kvprof.hpp"
 
 namespace kvprof::experiment {
@@ -88,8 +89,7 @@ TEST(Validate, CommandAgainstACalculatorAndTheEstimate) {
       "--post-warmup-s 0.1 -q --model meta-llama/Llama-3.1-8B-Instruct --run-tag v");
   ASSERT_EQ(r.rc, 0) << r.out;
   std::string run_id;
-  for (const auto& e : fs::directory_iterator(dir))
-    run_id = e.path().filename().string();
+  run_id = test::first_run_folder(dir).filename().string();
 
   // The recorded estimate: the simulator holds exactly the plan's weights and KV pool.
   r = test::run_kvprof("validate " + run_id + " --results-dir " + dir.string() + " --json");
