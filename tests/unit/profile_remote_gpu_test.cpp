@@ -79,7 +79,9 @@ std::vector<uint64_t> device_used(const fs::path& trace) {
   return out;
 }
 
-fs::path only_run(const fs::path& dir) { return test::first_run_folder(dir); }
+fs::path only_run(const fs::path& dir) {
+  return test::first_run_folder(dir);
+}
 
 std::string grid_flags() {
   return "--input-lens 64 --output-lens 8 --concurrencies 1,2 --n-per-condition 2 "
