@@ -84,8 +84,8 @@ found=0
 printf '%-16s %14s %10s %8s %8s  %s\n' target executions exec/s edges corpus findings
 for t in "${targets[@]}"; do
   log="$build/logs/$t.log"
-  execs=$(grep -o 'stat::number_of_executed_units: [0-9]*' "$log" | awk '{print $2}' | tail -1)
-  rate=$(grep -o 'stat::average_exec_per_sec: [0-9]*' "$log" | awk '{print $2}' | tail -1)
+  execs=$(grep -oE 'stat::number_of_executed_units: +[0-9]+' "$log" | awk '{print $2}' | tail -1)
+  rate=$(grep -oE 'stat::average_exec_per_sec: +[0-9]+' "$log" | awk '{print $2}' | tail -1)
   edges=$(grep -o 'cov: [0-9]*' "$log" | awk '{print $2}' | tail -1)
   corpus=$(find "$build/corpus/$t" "tests/corpus/$t" -type f | wc -l)
   findings=()
