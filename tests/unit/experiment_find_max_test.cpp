@@ -16,6 +16,7 @@
 #include "kvprof/experiment/find_max_profile.hpp"
 #include "support/run_kvprof.hpp"
 #include "support/serve_process.hpp"
+#include "support/temp_dir.hpp"
 #include "support/tiny_llama.hpp"
 
 namespace kvprof::experiment {
@@ -182,19 +183,9 @@ TEST(FindMax, QueuedRequestsGotTheirFirstTokenAfterAnotherEnded) {
   EXPECT_EQ(count_queued({record(0, 10, 100), failed}), 0U);
 }
 
-class FindMaxE2E : public ::testing::Test {
+class FindMaxE2E : public test::TempDirTest {
  protected:
-  void SetUp() override {
-    m_dir = fs::path(::testing::TempDir()) /
-            ("kvprof_find_max_" + std::to_string(::getpid()) + "_" +
-             ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(m_dir);
-    fs::create_directories(m_dir);
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(m_dir, ec);
-  }
+  FindMaxE2E() : TempDirTest("kvprof_find_max") {}
   json find_max(const std::string& args, int expected_rc = 0) const {
     const auto r = test::run_kvprof("find-max --output-dir " + (m_dir / "results").string() +
                                     " -q --json " + args);
@@ -208,7 +199,6 @@ class FindMaxE2E : public ::testing::Test {
     EXPECT_FALSE(j.is_discarded()) << r.out;
     return j;
   }
-  fs::path m_dir;
 };
 
 TEST_F(FindMaxE2E, LandsWhereTheSimulatedKvCacheRunsOut) {

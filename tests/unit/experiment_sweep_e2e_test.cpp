@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "kvprof/sys/subprocess.hpp"
+#include "support/temp_dir.hpp"
 
 namespace kvprof {
 namespace {
@@ -24,19 +25,9 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 using namespace std::chrono_literals;
 
-class SweepE2e : public ::testing::Test {
+class SweepE2e : public test::TempDirTest {
  protected:
-  void SetUp() override {
-    m_dir = fs::path(::testing::TempDir()) /
-            ("kvprof_sweep_" + std::to_string(::getpid()) + "_" +
-             ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(m_dir);
-    fs::create_directories(m_dir);
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(m_dir, ec);
-  }
+  SweepE2e() : TempDirTest("kvprof_sweep") {}
 
   // A launch line for serve-sim publishing its memory to the fake NVML's live file.
   std::string serve_sim_launch() const {
@@ -90,8 +81,6 @@ class SweepE2e : public ::testing::Test {
     std::ifstream in(p);
     return json::parse(in);
   }
-
-  fs::path m_dir;
 };
 
 TEST_F(SweepE2e, ServeSimLaunchesTwoModelsTwoSettingsDryRunThenRun) {

@@ -17,6 +17,7 @@
 
 #include "kvprof/history/entries.hpp"
 #include "kvprof/sys/subprocess.hpp"
+#include "support/temp_dir.hpp"
 
 namespace kvprof::history {
 namespace {
@@ -24,19 +25,9 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-class History : public ::testing::Test {
+class History : public test::TempDirTest {
  protected:
-  void SetUp() override {
-    m_dir = fs::path(::testing::TempDir()) /
-            ("kvprof_history_" + std::to_string(::getpid()) + "_" +
-             ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(m_dir);
-    fs::create_directories(m_dir);
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(m_dir, ec);
-  }
+  History() : TempDirTest("kvprof_history") {}
 
   static Entry entry(const std::string& id, const std::string& model, double started,
                      const std::string& engine = "vllm") {
@@ -65,8 +56,6 @@ class History : public ::testing::Test {
     sqlite3_close(db);
     return v;
   }
-
-  fs::path m_dir;
 };
 
 TEST_F(History, RecordsListsFiltersAndReplaces) {

@@ -21,6 +21,7 @@
 #include "kvprof/sim/sim_server.hpp"
 #include "kvprof/sys/subprocess.hpp"
 #include "support/run_folders.hpp"
+#include "support/temp_dir.hpp"
 
 namespace kvprof {
 namespace {
@@ -31,19 +32,9 @@ using namespace std::chrono_literals;
 
 constexpr double k_gib = 1024.0 * 1024.0 * 1024.0;
 
-class ProfileLaunch : public ::testing::Test {
+class ProfileLaunch : public test::TempDirTest {
  protected:
-  void SetUp() override {
-    m_dir = fs::path(::testing::TempDir()) /
-            ("kvprof_launch_" + std::to_string(::getpid()) + "_" +
-             ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(m_dir);
-    fs::create_directories(m_dir);
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(m_dir, ec);
-  }
+  ProfileLaunch() : TempDirTest("kvprof_launch") {}
 
   sys::CommandResult profile(std::vector<std::string> extra) const {
     std::vector<std::string> args = {KVPROF_BIN,
@@ -104,8 +95,6 @@ class ProfileLaunch : public ::testing::Test {
   static bool group_gone(pid_t pgid) { return ::kill(-pgid, 0) != 0 && errno == ESRCH; }
 
   fs::path run_dir() const { return test::first_run_folder(m_dir / "results"); }
-
-  fs::path m_dir;
 };
 
 TEST_F(ProfileLaunch, ServeSimPrintingVllmLinesHasAStartupTimelineAndEngineFigures) {

@@ -24,6 +24,7 @@
 #include "kvprof/util/strings.hpp"
 #include "support/run_folders.hpp"
 #include "support/run_kvprof.hpp"
+#include "support/temp_dir.hpp"
 
 namespace kvprof {
 namespace {
@@ -33,19 +34,6 @@ using nlohmann::json;
 using namespace std::chrono_literals;
 
 constexpr uint64_t k_mib = 1ULL << 20;
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    path = fs::temp_directory_path() /
-           ("kvprof_remote_gpu_" + std::to_string(::getpid()) + "_" + std::to_string(std::rand()));
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
 
 // serve-sim in this process, publishing its GPU as a DCGM exporter on node "node-a".
 std::unique_ptr<sim::SimServer> start_sim() {
@@ -97,7 +85,7 @@ uint64_t idle_used_mib_bytes(const sim::SimServer& server) {
 TEST(ProfileRemoteGpu, ReadsTheServersGpuFromItsDcgmExporter) {
   auto server = start_sim();
   ASSERT_NE(server, nullptr);
-  TempDir out;
+  test::ScopedTempDir out("kvprof_remote_gpu");
   const auto r = test::run_kvprof(
       "profile --endpoint " + server->base_url() + " --gpu-source dcgm=" + dcgm_url(*server) +
       " --gpu-interval-ms 100 " + grid_flags() + " --output-dir " + out.path.string());
@@ -127,7 +115,7 @@ TEST(ProfileRemoteGpu, ReadsTheServersGpuFromItsDcgmExporter) {
 TEST(ProfileRemoteGpu, WrongDcgmUrlOrSelectorFailsBeforeTheRun) {
   auto server = start_sim();
   ASSERT_NE(server, nullptr);
-  TempDir out;
+  test::ScopedTempDir out("kvprof_remote_gpu");
   auto r = test::run_kvprof("profile --endpoint " + server->base_url() +
                             " --gpu-source dcgm=" + dcgm_url(*server) + "/nope " + grid_flags() +
                             " --output-dir " + out.path.string());
@@ -191,7 +179,7 @@ TEST(ProfileRemoteGpu, ReadsTheServersGpuThroughARealPrometheus) {
   }
   auto server = start_sim();
   ASSERT_NE(server, nullptr);
-  TempDir dir;
+  test::ScopedTempDir dir("kvprof_remote_gpu");
   const auto port = profile::free_port("127.0.0.1");
   ASSERT_TRUE(port);
   std::ofstream(dir.path / "prometheus.yml")
