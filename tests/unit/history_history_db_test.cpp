@@ -136,8 +136,14 @@ TEST_F(History, ResolvesFoldersRunIdsAndNamesInTheResultsFolder) {
   EXPECT_EQ(resolve_run(results, "20250101_000000"), results / "20250101_000000");
   EXPECT_FALSE(resolve_run(results, "20990101_000000"));
   EXPECT_FALSE(resolve_run(results, ""));
+  Entry sweep = entry("a_sweep", "m", 9);  // newer, but not a run
+  sweep.kind = "sweep";
+  sweep.path = "20250101_000000";
+  ASSERT_TRUE(record_or_warn(results, sweep));
+  EXPECT_EQ(resolve_run(results, "latest"), m_dir / "elsewhere" / "moved_run");
   fs::remove_all(m_dir / "elsewhere");
   EXPECT_FALSE(resolve_run(results, "moved_run"));  // recorded, but its folder is gone
+  EXPECT_FALSE(resolve_run(results, "latest"));     // the only run's folder is gone
 }
 
 TEST_F(History, ProcessesWritingAtOnceLoseNothing) {

@@ -132,6 +132,22 @@ TEST_F(PlotReport, PngFiguresDecodeAndAreNotBlank) {
   EXPECT_FALSE(fs::exists(out / "report.html"));
 }
 
+TEST_F(PlotReport, RunIdsAndLatestAreLookedUpInTheHistory) {
+  const std::string id = s_run.filename().string();
+  const fs::path out = s_dir / "by_id";
+  const auto by_id = run_kvprof("report " + id + " --results-dir " + s_dir.string() + " -o " +
+                                out.string() + " --format svg");
+  ASSERT_EQ(by_id.rc, 0) << by_id.out;
+  EXPECT_TRUE(fs::exists(out / "fig1_mem_vs_concurrency.svg"));
+  const auto latest =
+      run_kvprof("compare latest " + id + " --results-dir " + s_dir.string() + " --json");
+  ASSERT_EQ(latest.rc, 0) << latest.out;
+  EXPECT_NE(latest.out.find(id), std::string::npos);
+  const auto unknown = run_kvprof("validate 20990101_000000 --results-dir " + s_dir.string());
+  EXPECT_EQ(unknown.rc, 2);
+  EXPECT_NE(unknown.out.find("kvprof runs"), std::string::npos) << unknown.out;
+}
+
 TEST(PlotReportCli, BadInputIsAUsageError) {
   EXPECT_EQ(run_kvprof("report /nonexistent/run").rc, 2);
   const fs::path empty =

@@ -57,7 +57,9 @@ void register_compare_command(CLI::App& app) {
       "first: settings that differ, memory per component and per GPU with the difference and % "
       "change, latency and throughput, extra CUDA graphs and their memory, and the estimate's "
       "prediction of the same difference");
-  cmd->add_option("runs", st->runs, "Run folders or run ids; the first is the reference")
+  cmd->add_option("runs", st->runs,
+                  "Run folders, run ids of the history under --results-dir, or `latest`; the "
+                  "first is the reference")
       ->required();
   cmd->add_option("--results-dir", st->results_dir, "Where run ids are looked up")
       ->envname("KVPROF_OUTPUT_DIR")

@@ -7,6 +7,7 @@
 
 #include "kvprof/cli/commands.hpp"
 #include "kvprof/cli/run_report.hpp"
+#include "kvprof/history/history_db.hpp"
 #include "kvprof/plot/report.hpp"
 
 namespace kvprof::cli {
@@ -16,12 +17,13 @@ namespace fs = std::filesystem;
 
 struct ReportCliState {
   std::vector<std::string> runs;
+  std::string results_dir = "results";
   std::string output_dir;
   std::string formats = "html,png";
 };
 
 // One run: its own folder. Several: report_<time> beside the first.
-fs::path default_output(const std::vector<std::string>& runs) {
+fs::path default_output(const std::vector<fs::path>& runs) {
   if (runs.size() == 1) return runs.front();
   const std::time_t t = std::time(nullptr);
   std::tm tm{};
@@ -34,12 +36,20 @@ fs::path default_output(const std::vector<std::string>& runs) {
 void run_report_command(const ReportCliState& st) {
   auto options = value_or_fatal(plot::parse_formats(st.formats));
   std::vector<plot::RunData> runs;
-  for (const auto& dir : st.runs) {
-    auto run = plot::load_run(dir);
-    if (!run) throw Fatal(run.error().with_context(dir));
+  std::vector<fs::path> dirs;
+  for (const auto& name : st.runs) {
+    const auto dir = history::resolve_run(st.results_dir, name);
+    if (!dir) {
+      throw Fatal({ErrorKind::not_found,
+                   fmt::format("no run '{}': not a folder, nor a run id in {} (see `kvprof runs`)",
+                               name, st.results_dir)});
+    }
+    auto run = plot::load_run(*dir);
+    if (!run) throw Fatal(run.error().with_context(dir->string()));
     runs.push_back(std::move(*run));
+    dirs.push_back(*dir);
   }
-  const fs::path out = st.output_dir.empty() ? default_output(st.runs) : fs::path(st.output_dir);
+  const fs::path out = st.output_dir.empty() ? default_output(dirs) : fs::path(st.output_dir);
   const auto written = value_or_fatal(plot::write_report(runs, out, options));
   for (const auto& path : written) {
     std::printf("%s: %s\n", path.extension() == ".html" ? "report" : "figure", path.c_str());
@@ -67,7 +77,12 @@ void register_report_command(CLI::App& app) {
       "capture points and phases; peak memory and throughput vs concurrency beside the "
       "estimate; latency percentiles; the breakdown measured vs estimated), and the figures "
       "fig1_mem_vs_concurrency and fig2_tps_vs_concurrency as PNG/SVG. Several runs: side by side");
-  cmd->add_option("runs", st->runs, "Run folders")->required()->check(CLI::ExistingDirectory);
+  cmd->add_option("runs", st->runs,
+                  "Run folders, run ids of the history under --results-dir, or `latest`")
+      ->required();
+  cmd->add_option("--results-dir", st->results_dir, "Where run ids are looked up")
+      ->envname("KVPROF_OUTPUT_DIR")
+      ->capture_default_str();
   cmd->add_option("-o,--output-dir", st->output_dir,
                   "Where the files go (default: the run folder; several runs: report_<time> "
                   "beside the first)");

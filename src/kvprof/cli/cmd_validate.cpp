@@ -85,7 +85,9 @@ void register_validate_command(CLI::App& app) {
       "Check a run's measured memory (sampled and engine-reported) against kvprof's estimate for "
       "the same settings, or another calculator's figures, per component: error in %, the "
       "expected-accuracy band, and a diagnosis of the largest gap");
-  cmd->add_option("run", st->run, "Run folder or run id")->required();
+  cmd->add_option("run", st->run,
+                  "Run folder, run id of the history under --results-dir, or `latest`")
+      ->required();
   cmd->add_option("--results-dir", st->results_dir, "Where run ids are looked up")
       ->envname("KVPROF_OUTPUT_DIR")
       ->capture_default_str();

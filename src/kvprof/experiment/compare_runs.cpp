@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kvprof/history/history_db.hpp"
 #include "kvprof/sys/proc.hpp"
 #include "kvprof/util/json_input.hpp"
 
@@ -389,16 +390,20 @@ Expected<RunRecord> read_documents(std::string_view summary_text, std::string_vi
 }  // namespace
 
 Expected<RunRecord> load_run(const std::string& run, const fs::path& results_dir) {
-  fs::path dir = run;
+  const auto found = history::resolve_run(results_dir, run);
   std::error_code ec;
+  if (!found) {
+    return fail(ErrorKind::not_found,
+                fmt::format("no run '{}': not a folder, nor a run id in {} (see `kvprof runs "
+                            "--results-dir {}`)",
+                            run, results_dir.string(), results_dir.string()));
+  }
+  const fs::path dir = *found;
   if (!fs::exists(dir / "summary.json", ec)) {
-    const fs::path by_id = results_dir / run;
-    if (run.find('/') != std::string::npos || !fs::exists(by_id / "summary.json", ec)) {
-      return fail(ErrorKind::not_found,
-                  fmt::format("no run '{}': neither {} nor {} holds a summary.json", run,
-                              dir.string(), by_id.string()));
-    }
-    dir = by_id;
+    return fail(ErrorKind::not_found,
+                fmt::format("{} holds no summary.json: not a profile or bench run folder, or "
+                            "its run never finished",
+                            dir.string()));
   }
   auto summary = sys::read_text_file(dir / "summary.json", k_max_document_bytes);
   if (!summary) return std::unexpected(summary.error());

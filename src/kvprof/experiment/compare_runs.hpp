@@ -76,8 +76,9 @@ Expected<RunRecord> parse_run_documents(std::string_view summary_text,
                                         std::string_view manifest_text,
                                         const std::filesystem::path& dir);
 
-// `run` is a run folder, or a run id looked up as `results_dir`/<id>. not_found naming both
-// places when neither holds a summary.json; input errors from parse_run_documents.
+// `run` is a run folder, `latest`, or a run id looked up in the history of `results_dir`
+// (history::resolve_run). not_found when none names a folder with a summary.json; input errors
+// from parse_run_documents.
 Expected<RunRecord> load_run(const std::string& run, const std::filesystem::path& results_dir);
 
 // The flags of a shell command as settings: "--name value" -> {"--name", "value"}, a flag

@@ -269,6 +269,17 @@ std::optional<fs::path> resolve_run(const fs::path& results_dir, const std::stri
   std::error_code ec;
   if (id_or_path.empty()) return std::nullopt;
   if (fs::is_directory(id_or_path, ec)) return fs::path(id_or_path);
+  if (id_or_path == k_latest_run) {
+    auto db = HistoryDb::open(results_dir, false);
+    auto entries = db ? (*db)->list({}) : Expected<std::vector<Entry>>{};
+    if (!entries) return std::nullopt;
+    for (const auto& e : *entries) {
+      if (e.kind != "profile" && e.kind != "bench") continue;
+      const fs::path folder = entry_folder(results_dir, e);
+      if (fs::is_directory(folder, ec)) return folder;
+    }
+    return std::nullopt;
+  }
   if (auto db = HistoryDb::open(results_dir, false)) {
     if (auto e = (*db)->find(id_or_path); e && *e) {
       const fs::path folder = entry_folder(results_dir, **e);

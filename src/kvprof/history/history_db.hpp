@@ -84,8 +84,11 @@ std::filesystem::path entry_folder(const std::filesystem::path& results_dir, con
 // on stderr and returns false (the run itself is never lost).
 bool record_or_warn(const std::filesystem::path& results_dir, const Entry& entry);
 
-// The run folder `id_or_path` names: an existing folder, else a run id of the history whose
-// folder exists, else `results_dir`/id; nullopt when none exists.
+// What `latest` names in resolve_run: the newest profile or bench run whose folder exists.
+inline constexpr const char* k_latest_run = "latest";
+
+// The run folder `id_or_path` names: an existing folder, else `latest`, else a run id of the
+// history whose folder exists, else `results_dir`/id; nullopt when none exists.
 std::optional<std::filesystem::path> resolve_run(const std::filesystem::path& results_dir,
                                                  const std::string& id_or_path);
 
