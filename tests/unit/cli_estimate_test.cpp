@@ -54,6 +54,65 @@ TEST(CliEstimate, VllmShortFlagsAreAccepted) {
   EXPECT_EQ(nlohmann::json::parse(r.out).at("settings").at("tensor_parallel_size"), 4);
 }
 
+TEST(CliEstimate, LlamaCppFlagsAsPeoplePasteThem) {
+  const auto f16 = run("estimate -m qwen2.5-7b --engine llamacpp -c 8192 -ngl 99 --json");
+  ASSERT_EQ(f16.rc, 0) << f16.out;
+  // A bare -fa (older llama.cpp) followed by another flag, and quantized K/V.
+  const auto q8 = run(
+      "estimate -m qwen2.5-7b --engine llamacpp -c 8192 -fa -ctk q8_0 -ctv q8_0 -ngl 99 --json");
+  ASSERT_EQ(q8.rc, 0) << q8.out;
+  const auto a = nlohmann::json::parse(f16.out), b = nlohmann::json::parse(q8.out);
+  EXPECT_EQ(a.at("llamacpp").at("kv_cells"), 8192);
+  EXPECT_LT(b.at("kv_bytes_per_token").get<double>(), a.at("kv_bytes_per_token").get<double>());
+  EXPECT_EQ(run("estimate -m qwen2.5-7b --engine llamacpp -fa auto --json").rc, 0);
+  EXPECT_EQ(run("estimate -m qwen2.5-7b --engine llamacpp -fa maybe").rc, 2);
+}
+
+TEST(CliEstimate, CountsFollowVllmSuffixRules) {
+  const auto decimal = run("estimate -m qwen2.5-7b --max-model-len 32k --json");
+  const auto binary = run("estimate -m qwen2.5-7b --max-model-len 32K --json");
+  ASSERT_EQ(decimal.rc, 0) << decimal.out;
+  ASSERT_EQ(binary.rc, 0) << binary.out;
+  EXPECT_EQ(nlohmann::json::parse(decimal.out).at("settings").at("max_model_len"), 32000);
+  EXPECT_EQ(nlohmann::json::parse(binary.out).at("settings").at("max_model_len"), 32768);
+  const auto bad = run("estimate -m qwen2.5-7b --max-model-len 1.5K");
+  EXPECT_EQ(bad.rc, 2);
+  EXPECT_NE(bad.out.find("did you mean 1.5k"), std::string::npos) << bad.out;
+}
+
+TEST(CliEstimate, SglangAndTensorRtLlmFlagNames) {
+  const auto sglang =
+      run("estimate -m llama-3.1-70b --engine sglang --tp-size 4 --context-length 8192 "
+          "--mem-fraction-static 0.85 --max-running-requests 64 --disable-cuda-graph --json");
+  ASSERT_EQ(sglang.rc, 0) << sglang.out;
+  const auto s = nlohmann::json::parse(sglang.out).at("settings");
+  EXPECT_EQ(s.at("tensor_parallel_size"), 4);
+  EXPECT_EQ(s.at("max_num_seqs"), 64);
+  EXPECT_EQ(s.at("enforce_eager"), true);
+  const auto trt = run(
+      "estimate -m llama-3.1-8b --engine trtllm --tp_size 2 --max_seq_len 4096 "
+      "--kv_cache_free_gpu_memory_fraction 0.8 --max_batch_size 32 --max_num_tokens 4096 --json");
+  ASSERT_EQ(trt.rc, 0) << trt.out;
+  const auto t = nlohmann::json::parse(trt.out).at("settings");
+  EXPECT_EQ(t.at("tensor_parallel_size"), 2);
+  EXPECT_EQ(t.at("max_model_len"), 4096);
+  EXPECT_EQ(t.at("max_num_batched_tokens"), 4096);
+  EXPECT_DOUBLE_EQ(t.at("gpu_memory_utilization").get<double>(), 0.8);
+}
+
+TEST(CliEstimate, UnknownFlagsGetTheClosestOne) {
+  const auto r = run("estimate --max-modle-len 8192");
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.out.find("did you mean --max-model-len?"), std::string::npos) << r.out;
+  const auto far = run("estimate --completely-unrelated");
+  EXPECT_EQ(far.rc, 2);
+  EXPECT_NE(far.out.find("unknown flag --completely-unrelated"), std::string::npos) << far.out;
+  EXPECT_EQ(far.out.find("did you mean"), std::string::npos) << far.out;
+  const auto profile = run("profile --concurency 4");
+  EXPECT_EQ(profile.rc, 2);
+  EXPECT_NE(profile.out.find("did you mean --concurrencies?"), std::string::npos) << profile.out;
+}
+
 TEST(CliEstimate, OutputFileIsWritten) {
   const auto path = std::filesystem::temp_directory_path() / "kvprof_cli_estimate.json";
   std::filesystem::remove(path);

@@ -39,7 +39,23 @@ TEST(Units, ParseBytesRejectsGarbage) {
 
 TEST(Units, ParseCount) {
   EXPECT_EQ(parse_count("8192").value(), 8192U);
-  EXPECT_EQ(parse_count("8k").value(), 8192U);
+  EXPECT_EQ(parse_count("8k").value(), 8000U);  // vLLM's rules: lowercase is decimal
+  EXPECT_EQ(parse_count("8K").value(), 8192U);
+  EXPECT_EQ(parse_count("32K").value(), 32768U);
+  EXPECT_EQ(parse_count("25.6k").value(), 25600U);
+  EXPECT_EQ(parse_count("1m").value(), 1000000U);
+  EXPECT_EQ(parse_count("1M").value(), 1048576U);
+  EXPECT_EQ(parse_count("1.005k").value(), 1004U);  // int(1.005 * 1000) in vLLM's Python too
+  EXPECT_EQ(parse_count(" 128 ").value(), 128U);
+  const auto binary_decimal = parse_count("1.5K");
+  ASSERT_FALSE(binary_decimal);
+  EXPECT_NE(binary_decimal.error().message.find("did you mean 1.5k"), std::string::npos);
+  EXPECT_FALSE(parse_count("2T").has_value());  // over 2^40
+  EXPECT_TRUE(parse_count("1T").has_value());
+  EXPECT_FALSE(parse_count("k").has_value());
+  EXPECT_FALSE(parse_count("1.k").has_value());
+  EXPECT_FALSE(parse_count(".5k").has_value());
+  EXPECT_FALSE(parse_count("8kk").has_value());
   EXPECT_FALSE(parse_count("-1").has_value());
   EXPECT_FALSE(parse_count("12x").has_value());
 }

@@ -14,6 +14,7 @@
 
 #include "kvprof/cli/commands.hpp"
 #include "kvprof/cli/estimate_options.hpp"
+#include "kvprof/cli/suggest.hpp"
 #include "kvprof/util/error.hpp"
 
 namespace kvprof::cli {
@@ -73,6 +74,13 @@ int run(int argc, char** argv) {
     for (auto& a : args)
       raw.push_back(a.data());
     app.parse(static_cast<int>(raw.size()), raw.data());
+  } catch (const CLI::ExtrasError& e) {
+    const CLI::App& cmd = selected_command(app);
+    std::string text = unexpected_arguments_text(cmd);
+    if (text.empty()) text = e.what();
+    std::fprintf(stderr, "kvprof %s: error: %s\nRun with --help for more information.\n",
+                 cmd.get_name().empty() ? "" : cmd.get_name().c_str(), text.c_str());
+    return 2;
   } catch (const CLI::ParseError& e) {
     const int rc = app.exit(e);
     return rc == 0 ? 0 : 2;

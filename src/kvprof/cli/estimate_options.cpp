@@ -5,6 +5,7 @@
 
 #include <utility>
 
+#include "kvprof/cli/suggest.hpp"
 #include "kvprof/model/resolve.hpp"
 #include "kvprof/util/strings.hpp"
 #include "kvprof/util/units.hpp"
@@ -78,7 +79,13 @@ estimate::EstimateInput build_estimate_input(const EstimateOptions& o) {
   }
   s.num_gpu_blocks_override = o.num_gpu_blocks_override;
   s.n_gpu_layers = o.n_gpu_layers;
-  s.flash_attn = to_lower(o.flash_attn) != "off" && o.flash_attn != "0";
+  const std::string fa = to_lower(o.flash_attn);
+  if (fa != "on" && fa != "off" && fa != "auto" && fa != "1" && fa != "0") {
+    throw Fatal(
+        {ErrorKind::usage, fmt::format("--flash-attn: '{}' (use on, off or auto)", o.flash_attn)});
+  }
+  // auto: llama.cpp turns it on where the backend supports it, as CUDA and the CPU do.
+  s.flash_attn = fa != "off" && fa != "0";
   s.n_parallel = std::max<uint32_t>(o.n_parallel, 1);
   s.n_ubatch = std::max<uint32_t>(o.n_ubatch, 1);
   s.n_batch = std::max<uint32_t>(o.n_batch, 1);
@@ -126,39 +133,50 @@ void add_estimate_options(CLI::App* cmd, EstimateOptions& o) {
   cmd->add_option("--engine", o.engine, "vllm | sglang | trtllm | llamacpp | hf")
       ->capture_default_str();
   auto* par = cmd->add_option_group("parallelism");
-  par->add_option("--tensor-parallel-size,--tp", o.tp, "Tensor parallel size (-tp)")
+  par->add_option("--tensor-parallel-size,--tp,--tp-size,--tp_size", o.tp,
+                  "Tensor parallel size (vLLM -tp, SGLang --tp-size, TensorRT-LLM --tp_size)")
       ->check(CLI::Range(1, 1024));
-  par->add_option("--pipeline-parallel-size,--pp", o.pp, "Pipeline parallel size (-pp)")
+  par->add_option("--pipeline-parallel-size,--pp,--pp-size,--pp_size", o.pp,
+                  "Pipeline parallel size (vLLM -pp, SGLang --pp-size, TensorRT-LLM --pp_size)")
       ->check(CLI::Range(1, 1024));
-  par->add_option("--data-parallel-size,--dp", o.dp, "Data parallel size (-dp)")
+  par->add_option("--data-parallel-size,--dp,--dp-size", o.dp,
+                  "Data parallel size (vLLM -dp, SGLang --dp-size)")
       ->check(CLI::Range(1, 4096));
   par->add_flag("--enable-expert-parallel", o.expert_parallel,
                 "Split MoE experts over TP x DP ranks");
   auto* eng = cmd->add_option_group("engine settings");
-  eng->add_option("--gpu-memory-utilization,--mem-fraction-static,--free-gpu-memory-fraction",
-                  o.memory_fraction,
-                  "vLLM gpu_memory_utilization (0.9) / SGLang mem_fraction_static / TRT-LLM "
-                  "free_gpu_memory_fraction");
-  eng->add_option("--max-model-len,--ctx-size,--context-length", o.max_model_len,
-                  "Max tokens per request (llama.cpp: n_ctx); default: the model's");
-  eng->add_option("--max-num-seqs,--max-running-requests", o.max_num_seqs,
+  eng->add_option(
+      "--gpu-memory-utilization,--mem-fraction-static,--free-gpu-memory-fraction,--kv_cache_free_"
+      "gpu_memory_fraction",
+      o.memory_fraction,
+      "vLLM gpu_memory_utilization (0.9) / SGLang mem_fraction_static / TRT-LLM "
+      "free_gpu_memory_fraction");
+  eng->add_option(
+      "--max-model-len,--ctx-size,--context-length,--max_seq_len", o.max_model_len,
+      "Max tokens per request (llama.cpp -c, SGLang --context-length, TensorRT-LLM --max_seq_len); "
+      "32k is 32000 and 32K 32768, as vLLM reads them; default: the model's");
+  eng->add_option("--max-num-seqs,--max-running-requests,--max_batch_size", o.max_num_seqs,
                   "Max sequences per batch");
-  eng->add_option("--max-num-batched-tokens,--chunked-prefill-size", o.max_num_batched_tokens,
-                  "Token budget per step (profile-run size)");
-  eng->add_option("--block-size", o.block_size, "KV block size in tokens (vLLM 16)");
+  eng->add_option("--max-num-batched-tokens,--chunked-prefill-size,--max_num_tokens",
+                  o.max_num_batched_tokens, "Token budget per step (profile-run size)");
+  eng->add_option("--block-size,--page-size,--tokens_per_block", o.block_size,
+                  "KV block size in tokens (vLLM --block-size 16, SGLang --page-size, TensorRT-LLM "
+                  "tokens_per_block)");
   eng->add_option("--dtype", o.dtype, "auto | bfloat16 | float16 | float32")->capture_default_str();
   eng->add_option("-q,--quantization", o.quantization,
                   "Checkpoint method (awq, gptq_marlin, compressed-tensors, ...) or runtime fp8");
   eng->add_option("--kv-cache-dtype", o.kv_cache_dtype,
                   "auto | fp16 | bf16 | fp8 | fp8_e5m2 | q8_0 | q4_0")
       ->capture_default_str();
-  eng->add_flag("--enforce-eager", o.enforce_eager, "No CUDA graphs");
+  eng->add_flag("--enforce-eager,--disable-cuda-graph", o.enforce_eager,
+                "No CUDA graphs (SGLang --disable-cuda-graph)");
   eng->add_option("--kv-cache-memory", o.kv_cache_memory, "vLLM: fixed KV cache size, e.g. 20GiB");
   eng->add_option("--num-gpu-blocks-override", o.num_gpu_blocks_override,
                   "vLLM: force the block count");
   eng->add_option("--n-gpu-layers,--ngl", o.n_gpu_layers,
                   "llama.cpp -ngl: layers offloaded to the GPU");
-  eng->add_option("--flash-attn,--fa", o.flash_attn, "llama.cpp flash attention on|off")
+  eng->add_option("--flash-attn,--fa", o.flash_attn,
+                  "llama.cpp -fa: on | off | auto (a bare -fa is on)")
       ->capture_default_str();
   eng->add_option("--parallel,--np", o.n_parallel, "llama.cpp -np: slots")->capture_default_str();
   eng->add_option("--ubatch-size", o.n_ubatch, "llama.cpp -ub")->capture_default_str();
@@ -180,7 +198,7 @@ void add_estimate_options(CLI::App* cmd, EstimateOptions& o) {
                  "Draft length switched at runtime: CUDA graphs for draft length 0 and k");
   auto* work = cmd->add_option_group("workload");
   work->add_option("--context", o.contexts,
-                   "Tokens per request, e.g. 8k,32k (default: max-model-len)")
+                   "Tokens per request, e.g. 8K,32K (default: max-model-len)")
       ->delimiter(',');
   work->add_option("--concurrency", o.concurrency, "Requests in flight, e.g. 1,8,64")
       ->delimiter(',');
@@ -221,6 +239,12 @@ std::vector<std::string> normalize_short_flags(std::vector<std::string> args) {
       if (a == from) a = to;
     }
   }
+  // A bare -fa (llama.cpp before on|off|auto) means on.
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] != "--flash-attn") continue;
+    const bool has_value = i + 1 < args.size() && !args[i + 1].starts_with("-");
+    if (!has_value) args.insert(args.begin() + static_cast<std::ptrdiff_t>(i) + 1, "on");
+  }
   return args;
 }
 
@@ -237,6 +261,10 @@ Expected<estimate::EstimateInput> parse_estimate_flags(std::string_view flags,
   try {
     std::vector<std::string> reversed(args.rbegin(), args.rend());
     app.parse(reversed);
+  } catch (const CLI::ExtrasError& e) {
+    const std::string text = unexpected_arguments_text(app);
+    return fail(ErrorKind::usage,
+                fmt::format("--estimate-with: {}", text.empty() ? e.what() : text));
   } catch (const CLI::ParseError& e) {
     return fail(ErrorKind::usage, fmt::format("--estimate-with: {}", e.what()));
   }

@@ -71,8 +71,8 @@ Expected<estimate::EstimateInput> parse_estimate_flags(std::string_view flags,
 // empty stays the option's value instead of being read as an option of its own.
 std::vector<std::string> attach_flag_strings(std::vector<std::string> args);
 
-// Rewrites the engines' one-dash multi-letter flags (-tp, -pp, -dp, -ngl, -np, -fa, -ub) to the
-// long forms CLI11 understands.
+// Rewrites the engines' one-dash multi-letter flags (-tp, -pp, -dp, -ngl, -np, -fa, -ub, -c,
+// -ctk, -ctv) to the long forms CLI11 understands, and gives a bare -fa its value "on".
 std::vector<std::string> normalize_short_flags(std::vector<std::string> args);
 
 }  // namespace kvprof::cli

@@ -3,8 +3,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
+#include <cstdlib>
 
 #include "kvprof/util/strings.hpp"
 
@@ -69,19 +72,43 @@ Expected<uint64_t> parse_bytes(std::string_view text) {
 }
 
 Expected<uint64_t> parse_count(std::string_view text) {
-  const std::string original(text);
-  std::string s = to_lower(trim(text));
+  const std::string original(trim(text));
+  const auto bad = [&](std::string_view why) {
+    return fail(ErrorKind::input, fmt::format("'{}' is not a count{}", original, why));
+  };
+  if (original.empty() || original.size() > 32) return bad("");
+  // vLLM's human_readable_int: k m g t are powers of 1000 (25.6k is allowed), K M G T of 1024.
+  std::string digits = original;
   uint64_t scale = 1;
-  if (!s.empty() && s.back() == 'k') {
-    scale = 1024;
-    s.pop_back();
+  bool decimal_suffix = false;
+  static constexpr std::string_view k_suffixes = "kmgtKMGT";
+  if (const size_t at = k_suffixes.find(digits.back()); at != std::string_view::npos) {
+    const unsigned power = (at % 4) + 1;
+    decimal_suffix = at < 4;
+    for (unsigned i = 0; i < power; ++i)
+      scale *= decimal_suffix ? 1000 : 1024;
+    digits.pop_back();
+  }
+  const size_t dot = digits.find('.');
+  const std::string whole = digits.substr(0, dot);
+  const std::string fraction = dot == std::string::npos ? "" : digits.substr(dot + 1);
+  const auto all_digits = [](const std::string& t) {
+    return !t.empty() &&
+           std::all_of(t.begin(), t.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
+  if (!all_digits(whole) || (dot != std::string::npos && !all_digits(fraction))) return bad("");
+  if (dot != std::string::npos && !decimal_suffix) {
+    return bad(scale == 1 ? ""
+                          : fmt::format(" (decimals only go with k, m, g, t: did you mean {}{}?)",
+                                        digits, static_cast<char>(std::tolower(original.back()))));
   }
   uint64_t value = 0;
-  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
-  if (s.empty() || ec != std::errc{} || ptr != s.data() + s.size() || value > (1ULL << 40)) {
-    return fail(ErrorKind::input, fmt::format("'{}' is not a count", original));
-  }
-  return value * scale;
+  auto [ptr, ec] = std::from_chars(whole.data(), whole.data() + whole.size(), value);
+  if (ec != std::errc{} || ptr != whole.data() + whole.size()) return bad("");
+  if (value > (1ULL << 40) / scale) return bad(" (over 2^40)");
+  if (dot == std::string::npos) return value * scale;
+  // int(float(number) * mult), as vLLM computes it: 1.005k is 1004 there, and here.
+  return static_cast<uint64_t>(std::strtod(digits.c_str(), nullptr) * static_cast<double>(scale));
 }
 
 }  // namespace kvprof

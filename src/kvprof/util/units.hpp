@@ -32,8 +32,9 @@ std::string format_bytes(uint64_t bytes, int decimals = 2, bool adaptive = false
 // returns an input error naming the text when it is not a size.
 Expected<uint64_t> parse_bytes(std::string_view text);
 
-// Parses a non-negative integer with an optional k/K (x1024) suffix, e.g. "8192" or "8k";
-// returns an input error otherwise.
+// Parses a token count as vLLM's human_readable_int does: "8192", "8k" (8000), "25.6k" (25600),
+// "8K" (8192); k m g t are powers of 1000, K M G T of 1024 (whole numbers only); at most 2^40.
+// Returns an input error otherwise.
 Expected<uint64_t> parse_count(std::string_view text);
 
 }  // namespace kvprof
