@@ -16,10 +16,22 @@ std::string_view verdict_name(Verdict v) {
       return "fits";
     case Verdict::tight:
       return "tight";
+    case Verdict::queues:
+      return "queues";
+    case Verdict::rejected:
+      return "rejected";
+    case Verdict::does_not_start:
+      return "does_not_start";
     case Verdict::oom:
       return "oom";
   }
   return "?";
+}
+
+std::string verdict_text(Verdict v) {
+  std::string s(verdict_name(v));
+  std::replace(s.begin(), s.end(), '_', ' ');
+  return s;
 }
 
 std::string_view risk_level(double used_fraction) {
@@ -175,19 +187,32 @@ double kv_used_fraction(uint64_t needed_bytes, uint64_t capacity_bytes) {
              : static_cast<double>(needed_bytes) / static_cast<double>(capacity_bytes);
 }
 
-Verdict row_verdict(uint64_t context_tokens, uint64_t max_model_len, double used_fraction) {
-  if ((max_model_len > 0 && context_tokens > max_model_len) || used_fraction > 1.0) {
-    return Verdict::oom;
+Verdict row_verdict(const RowDemand& d) {
+  if (d.max_model_len > 0 && d.context_tokens > d.max_model_len) return Verdict::rejected;
+  if (d.needed_bytes > d.capacity_bytes) {
+    if (!d.paged) return Verdict::oom;
+    // One request larger than the whole cache can never be scheduled.
+    return d.per_request_bytes > d.capacity_bytes ? Verdict::rejected : Verdict::queues;
   }
-  return used_fraction > 0.9 ? Verdict::tight : Verdict::fits;
+  return kv_used_fraction(d.needed_bytes, d.capacity_bytes) > 0.9 ? Verdict::tight : Verdict::fits;
 }
 
 Verdict deployment_verdict(bool engine_starts, int64_t headroom_bytes, uint64_t gpu_memory_bytes,
                            Verdict worst_row) {
-  if (!engine_starts || headroom_bytes < 0) return Verdict::oom;
+  if (!engine_starts || headroom_bytes < 0) return Verdict::does_not_start;
   const bool low_headroom =
       static_cast<double>(headroom_bytes) < 0.02 * static_cast<double>(gpu_memory_bytes);
-  return (worst_row != Verdict::fits || low_headroom) ? Verdict::tight : Verdict::fits;
+  return std::max(worst_row, low_headroom ? Verdict::tight : Verdict::fits);
+}
+
+std::string start_failure_stage(const MemoryBreakdown& mb, uint64_t gpu_memory_bytes,
+                                bool engine_starts) {
+  const uint64_t loaded = mb.cuda_context_bytes + mb.weights_bytes + mb.draft_bytes;
+  const uint64_t profiled = loaded + mb.activation_bytes + mb.non_torch_bytes;
+  if (loaded > gpu_memory_bytes) return "loading weights";
+  if (profiled > gpu_memory_bytes) return "the profile run";
+  if (!engine_starts || mb.cuda_graph_bytes == 0) return "KV cache allocation";
+  return "CUDA graph capture";
 }
 
 void finish_verdict(Estimate& est, bool engine_starts) {
@@ -198,6 +223,9 @@ void finish_verdict(Estimate& est, bool engine_starts) {
     worst_row = std::max(worst_row, r.verdict);
   est.verdict =
       deployment_verdict(engine_starts, est.headroom_bytes, est.gpu.memory_bytes, worst_row);
+  est.start_failure = est.verdict == Verdict::does_not_start
+                          ? start_failure_stage(est.per_gpu, est.gpu.memory_bytes, engine_starts)
+                          : "";
 }
 
 void fill_rows(Estimate& est, const Workload& w, uint64_t capacity_bytes, bool paged,
@@ -218,14 +246,29 @@ void fill_rows(Estimate& est, const Workload& w, uint64_t capacity_bytes, bool p
       row.total_bytes = paged ? est.per_gpu.total_bytes : fixed + row.kv_needed_bytes;
       const double used = kv_used_fraction(row.kv_needed_bytes, capacity_bytes);
       row.risk = std::string(risk_level(used));
-      row.verdict = row_verdict(ctx, max_model_len, used);
-      if (max_model_len > 0 && ctx > max_model_len) {
-        row.note =
-            fmt::format("context exceeds max_model_len {}: the server rejects it", max_model_len);
-      } else if (row.verdict == Verdict::oom) {
-        row.note = paged ? "over the KV cache: requests queue or get preempted" : "out of memory";
-      } else if (row.verdict == Verdict::tight) {
-        row.note = "over 90% of the KV cache";
+      const uint64_t one = per_request_bytes(ctx);
+      row.verdict =
+          row_verdict({ctx, max_model_len, row.kv_needed_bytes, one, capacity_bytes, paged});
+      switch (row.verdict) {
+        case Verdict::rejected:
+          row.note = ctx > max_model_len && max_model_len > 0
+                         ? fmt::format("longer than max_model_len {}: the server rejects it",
+                                       max_model_len)
+                         : "one request needs more than the whole KV cache";
+          break;
+        case Verdict::queues:
+          row.note = fmt::format(
+              "queues above {} concurrent: the engine waits or preempts, it does not crash",
+              one == 0 ? 0 : capacity_bytes / one);
+          break;
+        case Verdict::oom:
+          row.note = "out of memory: this engine has no paged cache to queue with";
+          break;
+        case Verdict::tight:
+          row.note = "over 90% of the KV cache";
+          break;
+        default:
+          break;
       }
       est.rows.push_back(std::move(row));
     }

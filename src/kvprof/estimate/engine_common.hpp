@@ -36,17 +36,31 @@ void fill_rows(Estimate& est, const Workload& w, uint64_t capacity_bytes, bool p
 // Fraction of `capacity_bytes` a workload needing `needed_bytes` uses (2.0 without capacity).
 double kv_used_fraction(uint64_t needed_bytes, uint64_t capacity_bytes);
 
-// One workload row's verdict: oom over max_model_len (0 = no limit) or over capacity, tight over
-// 90% of it.
-Verdict row_verdict(uint64_t context_tokens, uint64_t max_model_len, double used_fraction);
+// What one workload row asks of the cache.
+struct RowDemand {
+  uint64_t context_tokens = 0;
+  uint64_t max_model_len = 0;      // 0: no limit
+  uint64_t needed_bytes = 0;       // all its requests
+  uint64_t per_request_bytes = 0;  // one of them
+  uint64_t capacity_bytes = 0;
+  bool paged = true;  // the engine queues or preempts when the cache is full
+};
 
-// The deployment's verdict: oom when the engine cannot start or the GPU is over, tight when a
-// row is (`worst_row` is tight or oom) or headroom is under 2% of the GPU.
+// One workload row's verdict: rejected over max_model_len or when one request outgrows the
+// cache; queues (paged) or oom (not paged) over the cache; tight over 90% of it; else fits.
+Verdict row_verdict(const RowDemand& demand);
+
+// The deployment's verdict: does_not_start when the engine cannot start or its memory is over the
+// GPU's; else the worst row, at least tight when headroom is under 2% of the GPU.
 Verdict deployment_verdict(bool engine_starts, int64_t headroom_bytes, uint64_t gpu_memory_bytes,
                            Verdict worst_row);
 
-// Sets est.verdict from headroom and rows (oom when the engine cannot start, tight when a row
-// is over capacity or headroom is under 2% of the GPU).
+// Where an engine that does not start dies, from its per-GPU memory in the order it is taken:
+// "loading weights", "the profile run", "KV cache allocation" or "CUDA graph capture".
+std::string start_failure_stage(const MemoryBreakdown& mb, uint64_t gpu_memory_bytes,
+                                bool engine_starts);
+
+// Sets est.verdict (see deployment_verdict) and est.start_failure from headroom and rows.
 void finish_verdict(Estimate& est, bool engine_starts);
 
 // Default workload rows when none was given: max_model_len at concurrency 1.

@@ -210,16 +210,18 @@ Expected<Estimate> estimate_llamacpp(const EstimateInput& in) {
   est.max_parallel_requests = ps.n_seq_max;
   for (auto& r : est.rows) {
     if (r.context_tokens > p.n_ctx_seq) {
-      r.verdict = Verdict::oom;
-      r.note = fmt::format("longer than a slot's context ({} tokens)", p.n_ctx_seq);
+      r.verdict = Verdict::rejected;
+      r.note = fmt::format("longer than a slot's context ({} tokens): llama-server refuses it",
+                           p.n_ctx_seq);
     } else if (r.concurrency > ps.n_seq_max) {
       r.note = fmt::format("only {} slots (-np): requests beyond them wait", ps.n_seq_max);
-      if (r.verdict == Verdict::fits) r.verdict = Verdict::tight;
+      r.verdict = std::max(r.verdict, Verdict::queues);
     }
   }
   finish_verdict(est, true);
   if (sum.host_headroom_bytes < 0) {
-    est.verdict = Verdict::oom;
+    est.verdict = Verdict::does_not_start;
+    est.start_failure = "loading weights (host RAM)";
     est.warnings.push_back(fmt::format("host RAM: needs {:.2f} GiB of {:.2f} GiB",
                                        mib(p.host_total_bytes) / 1024,
                                        mib(budget.host_bytes) / 1024));

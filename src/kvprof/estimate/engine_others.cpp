@@ -102,6 +102,8 @@ void report_settings(EngineReport& rep, const EngineSettings& s) {
 // measured) and adds the note stating that rule.
 void finish_engine(Estimate& est, bool engine_starts, std::string rule_note) {
   finish_verdict(est, engine_starts);
+  // Weights that do not load: the engine prints none of its memory figures.
+  if (est.start_failure == "loading weights") est.engine_report.log_lines.clear();
   if (est.confidence == "high") est.confidence = "medium";
   est.notes.push_back(std::move(rule_note));
 }
@@ -241,20 +243,24 @@ Expected<Estimate> estimate_hf(const EstimateInput& in) {
   MemoryBreakdown& mb = est.per_gpu;
   mb.weights_bytes = est.weights.total_bytes;
   mb.cuda_context_bytes = k_cuda_context_bytes;
-  const Workload w = default_workload(in.workload, std::min<uint64_t>(*s.max_model_len, 2048));
+  const Workload w = default_workload(in.workload, *s.max_model_len);
   uint64_t worst_kv = 0;
   uint64_t worst_act = 0;
   const double d = model::dtype_bits(est.compute_dtype) / 8.0;
   for (const uint64_t ctx : w.context_tokens) {
+    if (ctx > *s.max_model_len) continue;  // rejected: never runs
     for (const uint32_t b : w.concurrency) {
       worst_kv = std::max(worst_kv, request_cache_bytes(c->layout, ctx) * b);
-      const double scores = static_cast<double>(b) * m.n_head * ctx * ctx * d * 2.0;
-      const double mlp = static_cast<double>(b) * ctx *
-                         std::max(m.intermediate_size, m.moe.expert_intermediate_size) * d * 3.0;
+      // SDPA (transformers' default since 4.36) never holds the ctx x ctx scores: the prefill's
+      // peak is the MLP's intermediate (gate, up, product) or the q/k/v projections of one layer.
+      const double tokens = static_cast<double>(b) * static_cast<double>(ctx);
+      const double mlp =
+          tokens * std::max(m.intermediate_size, m.moe.expert_intermediate_size) * d * 3.0;
+      const double qkv = tokens * (m.hidden_size + 2.0 * m.n_head_kv * m.head_dim) * d +
+                         tokens * m.hidden_size * d;
+      // Logits of the last position only (logits_to_keep), in fp32, and their softmax.
       const double logits = static_cast<double>(b) * m.vocab_size * 4.0 * 2.0;
-      worst_act =
-          std::max(worst_act,
-                   static_cast<uint64_t>(std::max(scores / s.tensor_parallel_size, mlp) + logits));
+      worst_act = std::max(worst_act, static_cast<uint64_t>(std::max(mlp, qkv) + logits));
     }
   }
   mb.kv_cache_bytes = worst_kv;
@@ -270,7 +276,13 @@ Expected<Estimate> estimate_hf(const EstimateInput& in) {
   est.engine_report.max_model_len = *s.max_model_len;
   est.engine_report.kv_cache_tokens =
       c->layout.kv_bytes_per_token == 0 ? 0 : capacity / c->layout.kv_bytes_per_token;
-  finish_engine(est, true, "HF transformers: no paging; memory grows with batch x sequence");
+  finish_engine(est, true,
+                "HF transformers (SDPA attention): no paging; memory grows with batch x sequence");
+  // It starts once the weights are in; a workload that does not fit then runs out of memory.
+  if (est.verdict == Verdict::does_not_start && est.start_failure != "loading weights") {
+    est.verdict = Verdict::oom;
+    est.start_failure.clear();
+  }
   return est;
 }
 

@@ -150,6 +150,18 @@ Expected<Estimate> estimate_vllm(const EstimateInput& in) {
               return vllm_request_kv_bytes(geo, bytes_per_block, ctx, mnbt);
             });
   finish_verdict(est, b.starts);
+  // What vLLM prints before it stops: nothing of its memory figures when the weights do not load,
+  // the loading line before a failed profile run, the available memory before the KV check.
+  auto& lines = rep.log_lines;
+  if (est.start_failure == "loading weights") {
+    lines.clear();
+  } else if (est.start_failure == "the profile run") {
+    lines.resize(1);
+  } else if (est.start_failure == "KV cache allocation") {
+    lines.resize(std::min<size_t>(lines.size(), 3));
+  } else if (est.start_failure == "CUDA graph capture" && !s.enforce_eager) {
+    lines.back() = "Capturing CUDA graphs ... (runs out of memory here)";
+  }
   if (!m.warnings.empty()) est.confidence = "medium";
   if (m.extra_params > 0) {
     est.notes.push_back("vision/audio encoder profiling memory is not modelled separately");

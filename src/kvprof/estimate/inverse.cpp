@@ -42,11 +42,8 @@ std::vector<Recommendation> recommend(const EstimateInput& base, size_t max_resu
         in.settings.tensor_parallel_size = tp;
         in.settings.pipeline_parallel_size = pp;
         auto est = estimate(in);
-        if (!est || est->verdict == Verdict::oom) continue;
-        const bool workload_fits =
-            std::none_of(est->rows.begin(), est->rows.end(),
-                         [](const auto& r) { return r.verdict == Verdict::oom; });
-        if (!workload_fits) continue;
+        // A fit runs the workload without queueing: the verdict is fits or tight.
+        if (!est || est->verdict > Verdict::tight) continue;
         out.push_back(Recommendation{g, count, tp, pp, std::move(*est)});
         break;
       }

@@ -16,8 +16,16 @@
 
 namespace kvprof::estimate {
 
-enum class Verdict : uint8_t { fits, tight, oom };
-std::string_view verdict_name(Verdict v);  // "fits", "tight", "oom"
+// What will happen, mildest first: it fits; fits with under 10% of the KV cache (or 2% of the GPU)
+// to spare; requests queue or get preempted (KV demand over the cache: the engine waits, it does
+// not crash); a request is rejected (longer than max_model_len or a slot); the engine does not
+// start (weights and fixed costs over its budget); or memory runs out while serving (engines
+// without a paged cache).
+enum class Verdict : uint8_t { fits, tight, queues, rejected, does_not_start, oom };
+// "fits", "tight", "queues", "rejected", "does_not_start", "oom".
+std::string_view verdict_name(Verdict v);
+// The same for people: "does not start" instead of "does_not_start".
+std::string verdict_text(Verdict v);
 
 // Seed 004's risk level from the fraction of capacity used: low < 0.7 <= medium < 0.9 <= high
 // <= 1.0 < critical.
@@ -108,6 +116,9 @@ struct Estimate {
   std::optional<LlamaCppSummary> llamacpp;  // llama.cpp only
 
   Verdict verdict = Verdict::fits;
+  // Where the engine dies when it does not start: "loading weights", "the profile run",
+  // "KV cache allocation" or "CUDA graph capture"; empty when it starts.
+  std::string start_failure;
   int64_t headroom_bytes = 0;  // GPU memory - total (negative: does not fit)
   uint32_t binding_pp_rank = 0;
   std::string confidence = "high";  // high / medium / low

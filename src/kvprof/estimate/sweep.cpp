@@ -94,11 +94,11 @@ SweepResult VllmSweep::finish(const Budget& b, uint64_t context_tokens, uint32_t
   r.total_bytes = v.total_bytes;
   r.headroom_bytes = static_cast<int64_t>(b.gpu_memory_bytes) - static_cast<int64_t>(r.total_bytes);
   const uint64_t ctx = context_tokens > 0 ? context_tokens : b.max_model_len;
-  r.kv_needed_bytes =
-      vllm_request_kv_bytes(b.plan->kv, v.bytes_per_block, ctx, b.max_num_batched_tokens) *
-      concurrency;
+  const uint64_t one =
+      vllm_request_kv_bytes(b.plan->kv, v.bytes_per_block, ctx, b.max_num_batched_tokens);
+  r.kv_needed_bytes = one * concurrency;
   r.row_verdict =
-      row_verdict(ctx, b.max_model_len, kv_used_fraction(r.kv_needed_bytes, v.kv_cache_bytes));
+      row_verdict({ctx, b.max_model_len, r.kv_needed_bytes, one, v.kv_cache_bytes, true});
   r.verdict = deployment_verdict(v.starts, r.headroom_bytes, b.gpu_memory_bytes, r.row_verdict);
   return r;
 }

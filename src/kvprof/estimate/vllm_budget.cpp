@@ -142,7 +142,9 @@ VllmBudget vllm_budget(const VllmSplitPlan& plan, const ActivationModel& act,
   kp.max_num_batched_tokens = batch.max_num_batched_tokens;
   b.kv = vllm_kv_figures(plan.kv, b.num_blocks, kp);
   b.kv_cache_bytes = plan.kv.block_bytes_per_worker[0] * b.num_blocks;
-  b.bytes_per_block = b.num_blocks == 0 ? 0 : b.kv_cache_bytes / b.num_blocks;
+  // Known from the geometry even when no block fits, so a workload's need is always computed.
+  b.bytes_per_block =
+      plan.kv.block_bytes_per_worker.empty() ? 0 : plan.kv.block_bytes_per_worker[0];
   b.total_bytes = plan.weights[0].total_bytes + b.activation_bytes + plan.non_torch_bytes[0] +
                   b.kv_cache_bytes + plan.cuda_graph_bytes + k_cuda_context_bytes +
                   plan.draft_bytes;

@@ -219,7 +219,8 @@ void plan_conditions(PlannedConfig& pc, const SweepSettings& s) {
             if (row.context_tokens != ctx || row.concurrency != batch) continue;
             c.kv_needed_bytes = row.kv_needed_bytes;
             c.kv_capacity_bytes = row.kv_capacity_bytes;
-            c.fits = row.verdict != estimate::Verdict::oom;
+            // A queued condition still runs (slower); a rejected or failing one does not.
+            c.fits = row.verdict <= estimate::Verdict::queues;
             c.note = row.note;
           }
         }
@@ -238,13 +239,16 @@ void plan_conditions(PlannedConfig& pc, const SweepSettings& s) {
 }
 
 std::string fit_reason(const estimate::Estimate& est) {
+  const std::string stage = est.start_failure.empty()
+                                ? ""
+                                : fmt::format("does not start (dies in {}): ", est.start_failure);
   if (est.headroom_bytes < 0) {
-    return fmt::format("needs {:.1f} GiB per GPU, the {} has {:.1f} GiB",
+    return fmt::format("{}needs {:.1f} GiB per GPU, the {} has {:.1f} GiB", stage,
                        bytes_to_gib(est.per_gpu.total_bytes), est.gpu.id,
                        bytes_to_gib(est.gpu.memory_bytes));
   }
-  if (!est.warnings.empty()) return est.warnings.front();
-  return "no memory left for the KV cache";
+  if (!est.warnings.empty()) return stage + est.warnings.front();
+  return stage + "no memory left for the KV cache";
 }
 
 }  // namespace
@@ -302,7 +306,8 @@ Plan plan_sweep(const SweepConfig& config, const PlanOptions& options,
       pc.reason = est.error().message;
     } else {
       pc.estimate = std::move(*est);
-      if (pc.estimate->verdict == estimate::Verdict::oom) {
+      if (pc.estimate->verdict == estimate::Verdict::does_not_start ||
+          pc.estimate->verdict == estimate::Verdict::oom) {
         pc.fits = false;
         pc.reason = fit_reason(*pc.estimate);
       }

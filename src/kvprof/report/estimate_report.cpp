@@ -159,6 +159,8 @@ nlohmann::json estimate_json(const Estimate& e) {
         {"log_lines", rep.log_lines}}},
       {"rows", rows},
       {"verdict", estimate::verdict_name(e.verdict)},
+      {"start_failure",
+       e.start_failure.empty() ? nlohmann::json(nullptr) : nlohmann::json(e.start_failure)},
       {"headroom_bytes", e.headroom_bytes},
       {"binding_pp_rank", e.binding_pp_rank},
       {"confidence", e.confidence},
@@ -209,10 +211,15 @@ std::string estimate_text(const Estimate& e) {
   if (e.kv_heads_replicated) out += "  (KV heads replicated: fewer KV heads than TP ranks)";
   out += "\n\n";
   if (!e.engine_report.log_lines.empty()) {
-    out += fmt::format("{} will log:\n", estimate::engine_name(s.engine));
+    out += fmt::format("{} will log{}:\n", estimate::engine_name(s.engine),
+                       e.start_failure.empty() ? "" : ", before it stops");
     for (const auto& line : e.engine_report.log_lines)
       out += "  " + line + "\n";
     out += "\n";
+  }
+  if (!e.start_failure.empty()) {
+    out += fmt::format("{} does not start: it runs out of memory in {}.\n\n",
+                       estimate::engine_name(s.engine), e.start_failure);
   }
   Table rows({"context", "concurrency", "KV needed GiB", "KV capacity GiB", "margin GiB",
               "max conc. at ctx", "verdict", "risk", "note"});
@@ -220,12 +227,13 @@ std::string estimate_text(const Estimate& e) {
     rows.add_row({std::to_string(r.context_tokens), std::to_string(r.concurrency),
                   gib(r.kv_needed_bytes), gib(r.kv_capacity_bytes), signed_gib(r.margin_bytes),
                   std::to_string(estimate::max_concurrency_at(e, r.context_tokens)),
-                  std::string(estimate::verdict_name(r.verdict)), r.risk, r.note});
+                  estimate::verdict_text(r.verdict), r.risk, r.note});
   }
   out += rows.render();
-  out += fmt::format("\nVerdict: {} (headroom {} GiB, confidence {})\n",
-                     upper(estimate::verdict_name(e.verdict)), signed_gib(e.headroom_bytes),
-                     e.confidence);
+  out += fmt::format("\nVerdict: {} ({}headroom {} GiB, confidence {})\n",
+                     upper(estimate::verdict_text(e.verdict)),
+                     e.start_failure.empty() ? "" : "dies in " + e.start_failure + "; ",
+                     signed_gib(e.headroom_bytes), e.confidence);
   for (const auto& w : e.warnings)
     out += "warning: " + w + "\n";
   return out;
