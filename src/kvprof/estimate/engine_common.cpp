@@ -215,7 +215,7 @@ std::string start_failure_stage(const MemoryBreakdown& mb, uint64_t gpu_memory_b
   return "CUDA graph capture";
 }
 
-void finish_verdict(Estimate& est, bool engine_starts) {
+void finish_verdict(Estimate& est, bool engine_starts, bool paged) {
   est.headroom_bytes =
       static_cast<int64_t>(est.gpu.memory_bytes) - static_cast<int64_t>(est.per_gpu.total_bytes);
   Verdict worst_row = Verdict::fits;
@@ -226,6 +226,21 @@ void finish_verdict(Estimate& est, bool engine_starts) {
   est.start_failure = est.verdict == Verdict::does_not_start
                           ? start_failure_stage(est.per_gpu, est.gpu.memory_bytes, engine_starts)
                           : "";
+  // Without a paged cache the engine starts once the weights are in; a workload that does not
+  // fit then runs out of memory while serving.
+  if (!paged && est.verdict == Verdict::does_not_start && est.start_failure != "loading weights") {
+    est.verdict = Verdict::oom;
+    est.start_failure.clear();
+  }
+  mark_rows_not_started(est);
+}
+
+void mark_rows_not_started(Estimate& est) {
+  if (est.verdict != Verdict::does_not_start) return;
+  for (auto& r : est.rows) {
+    r.verdict = Verdict::does_not_start;
+    r.note = "nothing runs: the engine does not start (" + est.start_failure + ")";
+  }
 }
 
 void fill_rows(Estimate& est, const Workload& w, uint64_t capacity_bytes, bool paged,

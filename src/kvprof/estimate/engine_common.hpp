@@ -60,8 +60,12 @@ Verdict deployment_verdict(bool engine_starts, int64_t headroom_bytes, uint64_t 
 std::string start_failure_stage(const MemoryBreakdown& mb, uint64_t gpu_memory_bytes,
                                 bool engine_starts);
 
-// Sets est.verdict (see deployment_verdict) and est.start_failure from headroom and rows.
-void finish_verdict(Estimate& est, bool engine_starts);
+// Sets est.verdict (see deployment_verdict) and est.start_failure from headroom and rows; an engine
+// without a `paged` cache that loads its weights runs out of memory (oom) instead.
+void finish_verdict(Estimate& est, bool engine_starts, bool paged = true);
+
+// When est.verdict is does_not_start: every row says so too (nothing runs).
+void mark_rows_not_started(Estimate& est);
 
 // Default workload rows when none was given: max_model_len at concurrency 1.
 Workload default_workload(const Workload& w, uint64_t max_model_len);

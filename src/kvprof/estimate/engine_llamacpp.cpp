@@ -222,6 +222,7 @@ Expected<Estimate> estimate_llamacpp(const EstimateInput& in) {
   if (sum.host_headroom_bytes < 0) {
     est.verdict = Verdict::does_not_start;
     est.start_failure = "loading weights (host RAM)";
+    mark_rows_not_started(est);
     est.warnings.push_back(fmt::format("host RAM: needs {:.2f} GiB of {:.2f} GiB",
                                        mib(p.host_total_bytes) / 1024,
                                        mib(budget.host_bytes) / 1024));

@@ -100,8 +100,8 @@ void report_settings(EngineReport& rep, const EngineSettings& s) {
 
 // Sets the verdict, lowers "high" confidence to "medium" (the engine's rule is reproduced, not
 // measured) and adds the note stating that rule.
-void finish_engine(Estimate& est, bool engine_starts, std::string rule_note) {
-  finish_verdict(est, engine_starts);
+void finish_engine(Estimate& est, bool engine_starts, std::string rule_note, bool paged = true) {
+  finish_verdict(est, engine_starts, paged);
   // Weights that do not load: the engine prints none of its memory figures.
   if (est.start_failure == "loading weights") est.engine_report.log_lines.clear();
   if (est.confidence == "high") est.confidence = "medium";
@@ -277,12 +277,8 @@ Expected<Estimate> estimate_hf(const EstimateInput& in) {
   est.engine_report.kv_cache_tokens =
       c->layout.kv_bytes_per_token == 0 ? 0 : capacity / c->layout.kv_bytes_per_token;
   finish_engine(est, true,
-                "HF transformers (SDPA attention): no paging; memory grows with batch x sequence");
-  // It starts once the weights are in; a workload that does not fit then runs out of memory.
-  if (est.verdict == Verdict::does_not_start && est.start_failure != "loading weights") {
-    est.verdict = Verdict::oom;
-    est.start_failure.clear();
-  }
+                "HF transformers (SDPA attention): no paging; memory grows with batch x sequence",
+                /*paged=*/false);
   return est;
 }
 

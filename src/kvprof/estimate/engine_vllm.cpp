@@ -155,6 +155,13 @@ Expected<Estimate> estimate_vllm(const EstimateInput& in) {
   auto& lines = rep.log_lines;
   if (est.start_failure == "loading weights") {
     lines.clear();
+    est.warnings.insert(
+        est.warnings.begin(),
+        fmt::format("the weights ({} on {}) do not fit in the GPU's {}: vLLM dies with CUDA out "
+                    "of memory while loading them",
+                    format_bytes(weights.total_bytes),
+                    pp > 1 ? fmt::format("pipeline rank {}", binding) : "one GPU",
+                    format_bytes(in.gpu.memory_bytes)));
   } else if (est.start_failure == "the profile run") {
     lines.resize(1);
   } else if (est.start_failure == "KV cache allocation") {

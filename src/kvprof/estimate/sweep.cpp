@@ -100,6 +100,7 @@ SweepResult VllmSweep::finish(const Budget& b, uint64_t context_tokens, uint32_t
   r.row_verdict =
       row_verdict({ctx, b.max_model_len, r.kv_needed_bytes, one, v.kv_cache_bytes, true});
   r.verdict = deployment_verdict(v.starts, r.headroom_bytes, b.gpu_memory_bytes, r.row_verdict);
+  if (r.verdict == Verdict::does_not_start) r.row_verdict = r.verdict;  // nothing runs
   return r;
 }
 
