@@ -285,11 +285,50 @@ TEST_P(RequestRunnerTest, ConditionsRunInOrderWithProgress) {
   EXPECT_EQ(result.conditions[0].condition_id, "first");
   EXPECT_EQ(result.conditions[1].n_ok, 6u);
   EXPECT_EQ(result.conditions[1].concurrency, 3u);
-  ASSERT_EQ(seen.size(), 4u + 6u + 2u);
+  ASSERT_EQ(seen.size(), 4u + 6u + 2u + 2u);  // a start and an end per condition
+  EXPECT_TRUE(seen.back().condition_done);
+  EXPECT_FALSE(seen[seen.size() - 2].condition_done);
   EXPECT_EQ(seen.back().condition_id, "second");
   EXPECT_EQ(seen.back().done, 6u);
   EXPECT_EQ(seen.back().total, 6u);
   EXPECT_EQ(seen.back().n_conditions, 2u);
+}
+
+TEST_P(RequestRunnerTest, MinConditionSecondsRepeatsRequestsUntilReached) {
+  StreamServerOptions so;
+  so.token_delay_us = 5000;  // 3 tokens: a request lasts ~15 ms, a pass of 4 at c2 ~30 ms
+  StreamServer server(so);
+  RunOptions options;
+  options.min_condition_s = 0.2;
+  auto requests = closed_requests(4, 2, 3, "short");
+  auto second = closed_requests(2, 2, 3, "long_enough");
+  for (auto& r : second) {
+    r.request_id += 100;
+    requests.push_back(r);
+  }
+  const auto c = run_against(server.url(), requests, options);
+  ASSERT_EQ(c.result.conditions.size(), 2u);
+  for (const auto& stats : c.result.conditions) {
+    // Each condition lasted the minimum, every repeat is a counted request of it.
+    EXPECT_GE(stats.duration_s, 0.2) << stats.condition_id;
+    EXPECT_LT(stats.duration_s, 0.5) << stats.condition_id;
+    EXPECT_GT(stats.n_repeated, 0u) << stats.condition_id;
+    EXPECT_EQ(stats.n_ok, stats.n_requests);
+  }
+  uint64_t repeats = 0;
+  std::map<std::pair<uint64_t, uint32_t>, int> seen;
+  for (const auto& r : c.records) {
+    expect_well_ordered(r);
+    if (r.repeat > 0) ++repeats;
+    const std::pair<uint64_t, uint32_t> key{r.request_id, r.repeat};
+    EXPECT_EQ(++seen[key], 1) << "request and repeat pair sent twice";
+  }
+  EXPECT_EQ(repeats, c.result.conditions[0].n_repeated + c.result.conditions[1].n_repeated);
+  EXPECT_EQ(c.records.size(), 6u + repeats);
+  // Without the option each request is sent once.
+  const auto once = run_against(server.url(), requests);
+  EXPECT_EQ(once.records.size(), 6u);
+  EXPECT_EQ(once.result.conditions[0].n_repeated, 0u);
 }
 
 TEST_P(RequestRunnerTest, RecordCallbackErrorStopsTheRun) {

@@ -157,6 +157,8 @@ class ProfileE2E : public ::testing::Test {
                                      "5",
                                      "--metrics-interval-ms",
                                      "20",
+                                     "--min-condition-s",  // each request once: counts are exact
+                                     "0",
                                      "--output-lens",
                                      "16",
                                      "--prefix-modes",

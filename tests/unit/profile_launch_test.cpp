@@ -45,6 +45,8 @@ class ProfileLaunch : public test::TempDirTest {
                                      "0.1",
                                      "--post-warmup-s",
                                      "0.1",
+                                     "--min-condition-s",  // each request once: counts are exact
+                                     "0",
                                      "--input-lens",
                                      "64",
                                      "--output-lens",

@@ -55,15 +55,16 @@ class ProfileProbe : public ::testing::Test {
   // `kvprof profile` against the simulator (or `endpoint`), a tiny grid.
   sys::CommandResult profile(std::vector<std::string> extra, const std::string& endpoint = "") {
     std::vector<std::string> args = {
-        KVPROF_BIN,        "profile",
-        "--endpoint",      endpoint.empty() ? m_server->base_url() : endpoint,
-        "--output-dir",    (m_dir / "results").string(),
-        "--baseline-s",    "0.05",
-        "--post-warmup-s", "0.05",
-        "--input-lens",    "64",
-        "--output-lens",   "4",
-        "--concurrencies", "2",
-        "--prefix-modes",  "low",
+        KVPROF_BIN,          "profile",
+        "--endpoint",        endpoint.empty() ? m_server->base_url() : endpoint,
+        "--output-dir",      (m_dir / "results").string(),
+        "--baseline-s",      "0.05",
+        "--post-warmup-s",   "0.05",
+        "--input-lens",      "64",
+        "--output-lens",     "4",
+        "--concurrencies",   "2",
+        "--prefix-modes",    "low",
+        "--min-condition-s", "0",  // each request once: counts are exact
         "--no-host-mem"};
     args.insert(args.end(), extra.begin(), extra.end());
     sys::CommandOptions o;

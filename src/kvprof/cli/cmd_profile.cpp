@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 
 #include "kvprof/cli/commands.hpp"
@@ -38,7 +39,8 @@ struct ProfileCliState {
   std::string gpu_selector;
   int host_pid = 0;
   bool no_host_mem = false;
-  uint32_t metrics_interval_ms = 100;
+  std::string metrics_interval = "auto";
+  double min_condition_s = -1;  // < 0: the default for the server (min_condition_default)
   std::string output_dir = "results";
   std::string run_tag;
   double baseline_s = 1.0;
@@ -58,6 +60,28 @@ struct ProfileCliState {
   bool no_report = false;
   CLI::App* cmd = nullptr;
 };
+
+// --min-condition-s when not given: 1 s against a real server (a condition of a few requests on a
+// fast server can end within one scrape interval; a second gives each condition at least 8
+// scrape ticks and still rarely repeats a request of a large model, whose conditions last
+// longer); 0.2 s for the built-in simulator, whose quick grid's conditions last about 0.1 s
+// (the whole default run stays within a few seconds).
+constexpr double k_min_condition_endpoint_s = 1.0;
+constexpr double k_min_condition_simulator_s = 0.2;
+
+// --metrics-interval-ms: "auto" (0) or milliseconds in [10, 60000]; a usage error otherwise.
+uint32_t parse_metrics_interval(const std::string& text) {
+  if (text == "auto") return 0;
+  char* end = nullptr;
+  const unsigned long ms = std::strtoul(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || ms < 10 || ms > 60000) {
+    throw Fatal({ErrorKind::usage,
+                 fmt::format("--metrics-interval-ms: '{}' is neither auto nor a number of "
+                             "milliseconds from 10 to 60000",
+                             text)});
+  }
+  return static_cast<uint32_t>(ms);
+}
 
 // The small grid the built-in default runs when no grid option was given.
 bool grid_given(const CLI::App* cmd) {
@@ -127,10 +151,10 @@ void run_profile_command(ProfileCliState& st) {
   config.process_interval_ms = st.process_interval_ms;
   if (st.host_pid > 0) config.host_pid = st.host_pid;
   config.host_pid_auto = !st.no_host_mem;
-  config.metrics_interval_ms = st.metrics_interval_ms;
-  if (simulate && st.cmd->get_option("--metrics-interval-ms")->count() == 0) {
-    config.metrics_interval_ms = 20;  // the simulator's conditions last a fraction of a second
-  }
+  config.metrics_interval_ms = parse_metrics_interval(st.metrics_interval);
+  config.min_condition_s = st.min_condition_s >= 0 ? st.min_condition_s
+                           : simulate              ? k_min_condition_simulator_s
+                                                   : k_min_condition_endpoint_s;
   config.output_dir = st.output_dir;
   config.run_tag = st.run_tag;
   config.baseline_s = st.baseline_s;
@@ -296,9 +320,23 @@ void register_profile_command(CLI::App& app) {
                        "Sample this process's host memory (default: the endpoint's listening "
                        "process when it is on this machine)");
   sampling->add_flag("--no-host-mem", st->no_host_mem, "Do not sample host memory");
-  sampling->add_option("--metrics-interval-ms", st->metrics_interval_ms, "/metrics scrape period")
-      ->check(CLI::Range(10, 60000))
+  sampling
+      ->add_option("--metrics-interval-ms", st->metrics_interval,
+                   "/metrics scrape period in ms (10 to 60000), or auto: --min-condition-s / 8, "
+                   "at least 20 ms (at most 50 scrapes a second, light on the server) and at "
+                   "most 1000 ms, so each condition gets at least 5 scrapes. Besides these "
+                   "ticks /metrics is scraped as each condition starts and as it ends")
+      ->envname("KVPROF_METRICS_INTERVAL_MS")
       ->capture_default_str();
+  sampling
+      ->add_option("--min-condition-s", st->min_condition_s,
+                   "Shortest condition: a condition whose requests all ended sooner sends them "
+                   "again (the same lengths, the prompt after any shared prefix rotated) until "
+                   "it lasted this long. Repeats are real requests: in request_trace.csv (column "
+                   "repeat > 0) and in the condition's statistics (n_repeated). 0 = each request "
+                   "once. Default 1 s against a server, 0.2 s for the built-in simulator")
+      ->envname("KVPROF_MIN_CONDITION_S")
+      ->check(CLI::Range(0.0, 3600.0));
   auto* phases = cmd->add_option_group("phases");
   phases->add_option("--baseline-s", st->baseline_s, "Idle seconds measured before any request")
       ->check(CLI::Range(0.0, 3600.0))

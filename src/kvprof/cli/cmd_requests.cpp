@@ -75,7 +75,7 @@ void register_requests_command(CLI::App& app) {
     runner.set_on_record([&trace](const client::RequestRecord& r) { return trace.write(r); });
     if (!st->quiet) {
       runner.set_progress([](const client::Progress& p) {
-        if (p.done != p.total) return;
+        if (!p.condition_done) return;
         std::fprintf(
             stderr, "[%zu/%zu] %s: %llu/%llu done, %llu errors\n", p.condition_index + 1,
             p.n_conditions, p.condition_id.c_str(), static_cast<unsigned long long>(p.done),

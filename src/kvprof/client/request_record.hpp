@@ -45,6 +45,8 @@ inline constexpr int64_t k_no_time = -1;
 
 struct RequestRecord {
   uint64_t request_id = 0;
+  uint32_t repeat =
+      0;  // 0: the workload's request; n: its n-th repeat (RunOptions::min_condition_s)
   std::string condition_id;
   uint32_t input_len = 0;       // what was asked
   uint32_t max_tokens = 0;      // what was asked

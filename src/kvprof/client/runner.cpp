@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "kvprof/client/raw_request.hpp"
+#include "kvprof/workload/repeat.hpp"
 
 namespace kvprof::client {
 
@@ -95,9 +96,10 @@ struct RequestRunner::Impl {
         .count();
   }
 
-  void send(const RequestSpec& r, int64_t intended_ns) {
+  void send(const RequestSpec& r, int64_t intended_ns, uint32_t repeat) {
     RequestRecord record;
     record.request_id = r.request_id;
+    record.repeat = repeat;
     record.condition_id = r.condition_id;
     record.input_len = r.input_len;
     record.max_tokens = r.max_tokens;
@@ -105,7 +107,7 @@ struct RequestRunner::Impl {
     record.intended_send_ns = intended_ns;
     HttpRequest http;
     http.url = url;
-    http.body = build_body(r, options);
+    http.body = build_body(repeat == 0 ? r : workload::repeat_of(r, repeat), options);
     http.headers = headers;
     http.timeout_s = options.request_timeout_s;
     http.connect_timeout_s = options.connect_timeout_s;
@@ -203,8 +205,11 @@ Expected<RunResult> RequestRunner::run(const std::vector<RequestSpec>& requests,
     m.prog = Progress{ci, conditions.size(), cond.id, 0, cond.count, 0};
     if (m.progress) m.progress(m.prog);
     const int64_t cond_start_ns = m.now_ns();
+    const int64_t min_ns = static_cast<int64_t>(std::llround(m.options.min_condition_s * 1e9));
     size_t next = cond.first;
     const size_t end = cond.first + cond.count;
+    uint32_t pass = 0;                      // 0: the workload's requests; n: the n-th repeat
+    int64_t pass_start_ns = cond_start_ns;  // open loop: send offsets count from here
 
     while (true) {
       if (stopped()) {
@@ -217,26 +222,38 @@ Expected<RunResult> RequestRunner::run(const std::vector<RequestSpec>& requests,
         break;
       }
       int timeout_ms = k_max_poll_ms;
-      while (next < end && m.in_flight.size() < concurrency) {
+      while (m.in_flight.size() < concurrency) {
+        if (next >= end) {
+          // Every request was sent: repeat them while the condition is shorter than asked (and
+          // none failed: a failing server is not asked again and again).
+          if (m.now_ns() - cond_start_ns >= min_ns || m.prog.errors > 0) break;
+          pass_start_ns +=
+              static_cast<int64_t>(std::llround(requests[end - 1].send_offset_s * 1e9));
+          next = cond.first;
+          ++pass;
+        }
         const RequestSpec& r = requests[next];
         if (r.arrival == Arrival::poisson) {
           const int64_t due_ns =
-              cond_start_ns + static_cast<int64_t>(std::llround(r.send_offset_s * 1e9));
+              pass_start_ns + static_cast<int64_t>(std::llround(r.send_offset_s * 1e9));
           const int64_t wait_ns = due_ns - m.now_ns();
           if (wait_ns > 0) {
             timeout_ms = std::min<int64_t>(timeout_ms, (wait_ns + 999'999) / 1'000'000);
             break;
           }
-          m.send(r, due_ns);
+          m.send(r, due_ns, pass);
         } else {
-          m.send(r, m.now_ns());
+          m.send(r, m.now_ns(), pass);
         }
+        if (pass > 0) ++m.prog.total;
         ++next;
       }
       if (next >= end && m.in_flight.empty()) break;
       m.transport->poll(timeout_ms);
       m.collect();
     }
+    m.prog.condition_done = true;
+    if (m.progress) m.progress(m.prog);
     result.conditions.push_back(m.acc->finish());
   }
   result.max_in_flight = m.max_in_flight;

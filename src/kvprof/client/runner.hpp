@@ -6,7 +6,8 @@
 // Open loop (arrival "poisson"): sends each request at condition start + send_offset_s, never
 // more than `concurrency` in flight; a request held back by that cap keeps its scheduled time
 // as its intended send, so TTFT / E2E include the wait (no coordinated omission).
-// Each condition ends when all its requests have ended; the next starts then.
+// Each condition ends when all its requests have ended (and, with min_condition_s, the repeats
+// sent until it lasted that long); the next starts then.
 #pragma once
 
 #include <cstdint>
@@ -37,6 +38,9 @@ struct RunOptions {
   TransportKind transport = TransportKind::automatic;
   // The raw transport's read interval (RawOptions::read_interval_us); 0 reads on every arrival.
   uint32_t read_interval_us = k_default_read_interval_us;
+  // A condition whose requests all ended sooner is sent again (workload::repeat_of, records
+  // marked by `repeat`) until it has lasted this long; 0 = each request once.
+  double min_condition_s = 0.0;
 
   static constexpr uint32_t k_default_read_interval_us = 0;
 };
@@ -45,9 +49,10 @@ struct Progress {
   size_t condition_index = 0;  // 0-based
   size_t n_conditions = 0;
   std::string condition_id;
-  uint64_t done = 0;  // requests of this condition that ended
-  uint64_t total = 0;
+  uint64_t done = 0;   // requests of this condition that ended
+  uint64_t total = 0;  // its requests, repeats sent so far included
   uint64_t errors = 0;
+  bool condition_done = false;  // the last call of a condition: every request of it has ended
 };
 
 struct RunResult {
@@ -69,7 +74,8 @@ class RequestRunner {
   RequestRunner(const RequestRunner&) = delete;
   RequestRunner& operator=(const RequestRunner&) = delete;
 
-  // Called after each request ends and when a condition starts.
+  // Called when a condition starts (done == 0), after each request ends, and once more when the
+  // condition ended (condition_done).
   void set_progress(std::function<void(const Progress&)> callback);
   // Called with each request's final record as it ends (e.g. TraceWriter::write). An error
   // returned from it stops the run and becomes run()'s error.

@@ -43,6 +43,7 @@ ConditionAccumulator::ConditionAccumulator(std::string condition_id, uint32_t co
 
 void ConditionAccumulator::add(const RequestRecord& r) {
   ++m_stats.n_requests;
+  if (r.repeat > 0) ++m_stats.n_repeated;
   m_first_intended_ns = std::min(m_first_intended_ns, r.intended_send_ns);
   if (r.end_ns != k_no_time) m_last_end_ns = std::max(m_last_end_ns, r.end_ns);
   if (r.status == RequestStatus::cancelled) {
@@ -95,6 +96,7 @@ nlohmann::json to_json(const ConditionStats& s) {
           {"n_ok", s.n_ok},
           {"n_errors", s.n_errors},
           {"n_cancelled", s.n_cancelled},
+          {"n_repeated", s.n_repeated},
           {"n_token_mismatches", s.n_token_mismatches},
           {"output_tokens", s.output_tokens},
           {"duration_s", s.duration_s},

@@ -29,6 +29,7 @@ struct ConditionStats {
   uint64_t n_ok = 0;
   uint64_t n_errors = 0;
   uint64_t n_cancelled = 0;
+  uint64_t n_repeated = 0;              // of n_requests, repeats sent to reach min_condition_s
   uint64_t n_token_mismatches = 0;      // ok requests whose usage differs from what was asked
   uint64_t output_tokens = 0;           // completion tokens of ok requests
   double duration_s = 0;                // first intended send to last end

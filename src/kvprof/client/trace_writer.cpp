@@ -58,7 +58,7 @@ std::string TraceWriter::header() {
   return "request_id,condition_id,status,error_kind,http_status,input_len,max_tokens,"
          "prompt_tokens,completion_tokens,tokens_streamed,intended_send_unix_s,"
          "actual_send_unix_s,first_token_unix_s,end_unix_s,send_delay_ms,ttft_ms,e2e_ms,"
-         "itl_mean_ms,finish_reason,token_times_ms,warning,error\n";
+         "itl_mean_ms,finish_reason,token_times_ms,warning,error,repeat\n";
 }
 
 std::string TraceWriter::format_row(const RequestRecord& r) const {
@@ -87,7 +87,7 @@ std::string TraceWriter::format_row(const RequestRecord& r) const {
       }
     }
   }
-  return fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+  return fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
                      r.request_id, csv_field(r.condition_id), request_status_name(r.status),
                      failure_kind_name(r.failure), r.http_status, r.input_len, r.max_tokens,
                      r.usage ? std::to_string(r.usage->prompt_tokens) : std::string(),
@@ -96,7 +96,7 @@ std::string TraceWriter::format_row(const RequestRecord& r) const {
                      unix_s(r.first_token_ns), unix_s(r.end_ns),
                      ms(static_cast<double>(r.actual_send_ns - r.intended_send_ns) / 1e6),
                      ms(r.ttft_ms()), ms(r.e2e_ms()), itl, csv_field(r.finish_reason), token_times,
-                     csv_field(r.warning), csv_field(r.error_text));
+                     csv_field(r.warning), csv_field(r.error_text), r.repeat);
 }
 
 Expected<void> TraceWriter::write(const RequestRecord& record) {

@@ -126,27 +126,53 @@ void MetricsScraper::warn(const std::string& message) {
   }
 }
 
+std::optional<ScrapeRecord> MetricsScraper::scrape_now(uint32_t timeout_ms) {
+  std::unique_lock lock(m_mutex);
+  const uint64_t ticket = ++m_demand_asked;
+  m_cv.notify_all();
+  m_cv.wait_for(lock, std::chrono::milliseconds(timeout_ms),
+                [&] { return m_demand_served >= ticket || m_thread_done; });
+  if (m_demand_served < ticket) return std::nullopt;
+  return m_last_record;
+}
+
 void MetricsScraper::run() {
   auto next = SteadyClock::now();
   while (!stopping()) {
+    const bool tick_due = SteadyClock::now() >= next;
+    uint64_t ticket = 0;
+    {
+      std::lock_guard lock(m_mutex);
+      ticket = m_demand_asked;
+    }
     const ScrapeRecord rec = scrape_once();
     if (stopping()) break;  // a scrape cut short by stop() is not a row
     record(rec);
+    {
+      std::lock_guard lock(m_mutex);
+      m_demand_served = ticket;
+      m_last_record = rec;
+    }
+    m_cv.notify_all();
 
-    const auto interval = std::chrono::milliseconds(m_missing ? m_options.missing_interval_ms
-                                                              : m_options.interval_ms);
-    next += interval;
-    const auto now = SteadyClock::now();
-    if (next <= now) {
-      // Overran: skip the missed ticks rather than firing them back to back.
-      const auto behind = now - next;
-      next += interval * (behind / interval + 1);
+    // An on-demand scrape between ticks leaves the tick schedule as it was.
+    if (tick_due) {
+      const auto interval = std::chrono::milliseconds(m_missing ? m_options.missing_interval_ms
+                                                                : m_options.interval_ms);
+      next += interval;
+      const auto now = SteadyClock::now();
+      if (next <= now) {
+        // Overran: skip the missed ticks rather than firing them back to back.
+        const auto behind = now - next;
+        next += interval * (behind / interval + 1);
+      }
     }
     // Wait in short slices so the shared stop flag is seen promptly.
     std::unique_lock lock(m_mutex);
-    while (!stopping()) {
+    while (!stopping() && m_demand_asked == m_demand_served) {
       const auto slice_end = std::min(next, SteadyClock::now() + std::chrono::milliseconds(20));
-      m_cv.wait_until(lock, slice_end, [&] { return m_stop.load(); });
+      m_cv.wait_until(lock, slice_end,
+                      [&] { return m_stop.load() || m_demand_asked != m_demand_served; });
       if (SteadyClock::now() >= next) break;
     }
   }

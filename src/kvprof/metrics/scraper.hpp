@@ -1,6 +1,7 @@
-// MetricsScraper: polls a server's Prometheus /metrics on its own thread at a steady interval,
-// writes every scrape to metrics_trace.csv at once (flushed), and keeps the last snapshot and the
-// peaks for the orchestrator. A missing endpoint is a warning, never a failure.
+// MetricsScraper: polls a server's Prometheus /metrics on its own thread at a steady interval
+// (and at once when asked, scrape_now), writes every scrape to metrics_trace.csv at once
+// (flushed), and keeps the last snapshot and the peaks for the orchestrator. A missing endpoint
+// is a warning, never a failure.
 #pragma once
 
 #include <atomic>
@@ -84,6 +85,11 @@ class MetricsScraper {
   // `timeout_ms` passed; returns whether the count was reached.
   bool wait_for_scrapes(uint64_t n_scrapes, uint32_t timeout_ms) const;
 
+  // Asks the thread for a scrape now (the steady ticks go on as before) and waits for it: the
+  // record of a scrape that started after the call (of any status), or nullopt when none ended
+  // within `timeout_ms` or the thread has ended.
+  std::optional<ScrapeRecord> scrape_now(uint32_t timeout_ms);
+
  private:
   explicit MetricsScraper(ScraperOptions options);
   void run();
@@ -114,6 +120,9 @@ class MetricsScraper {
   ScraperStats m_stats;
   bool m_thread_done = false;
   std::optional<Error> m_write_error;
+  uint64_t m_demand_asked = 0;   // scrape_now calls so far
+  uint64_t m_demand_served = 0;  // of them, those a finished scrape started after
+  std::optional<ScrapeRecord> m_last_record;
 };
 
 // Derives the /metrics URL from an OpenAI base URL: "http://host:8000/v1" and

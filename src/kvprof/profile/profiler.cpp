@@ -16,6 +16,7 @@
 #include "kvprof/enginelog/parser.hpp"
 #include "kvprof/gpu/sampler.hpp"
 #include "kvprof/metrics/scraper.hpp"
+#include "kvprof/profile/condition_metrics.hpp"
 #include "kvprof/profile/endpoint_check.hpp"
 #include "kvprof/profile/launcher.hpp"
 #include "kvprof/profile/manifest.hpp"
@@ -93,6 +94,9 @@ class Warnings {
 
 Expected<ProfileOutcome> run_profile(const ProfileConfig& config_in, const ProfileDeps& deps) {
   ProfileConfig config = config_in;
+  const ScrapePlan scrape_plan =
+      scrape_plan_for(config.metrics_interval_ms, config.min_condition_s);
+  config.metrics_interval_ms = scrape_plan.interval_ms;
   const auto progress = [&](const std::string& line) {
     if (deps.on_progress) deps.on_progress(line);
   };
@@ -102,6 +106,7 @@ Expected<ProfileOutcome> run_profile(const ProfileConfig& config_in, const Profi
   ProfileReport report;
   report.started_unix_s = now_unix_s();
   report.run_id = make_run_id(config.run_tag, report.started_unix_s);
+  report.scrape_plan = scrape_plan;
 
   // A launched server: started before the probe, sampled from its first moment.
   Timeline timeline;
@@ -251,6 +256,7 @@ Expected<ProfileOutcome> run_profile(const ProfileConfig& config_in, const Profi
   mo.on_warning = [&warnings](const std::string& w) { warnings.add(w); };
   auto scraper = metrics::MetricsScraper::start(mo);
   if (!scraper) return std::unexpected(scraper.error());
+  ConditionTracker tracker(**scraper, timeline, *requests, mo.timeout_ms + 500);
 
   // Baseline, warmup, post-warmup.
   progress(fmt::format("baseline: {:.1f} s without load", config.baseline_s));
@@ -299,22 +305,26 @@ Expected<ProfileOutcome> run_profile(const ProfileConfig& config_in, const Profi
   const Window post_warmup_window{t_post_warmup, now_ns()};
 
   // The grid.
-  client::RequestRunner runner(config.run, make_transport());
+  client::RunOptions grid_run = config.run;
+  grid_run.min_condition_s = config.min_condition_s;
+  client::RequestRunner runner(grid_run, make_transport());
   auto trace = client::TraceWriter::open(*dir / "request_trace.csv", runner.start_clock());
   if (!trace) return std::unexpected(trace.error());
-  runner.set_on_record([&trace, &deps](const client::RequestRecord& r) {
+  runner.set_on_record([&trace, &deps, &tracker](const client::RequestRecord& r) {
+    tracker.add(r);
     if (deps.on_request) deps.on_request(r);
     return trace->write(r);
   });
   std::vector<Window> windows;
   auto* sampler_ptr = sampler.get();
-  auto* scraper_ptr = scraper->get();
   runner.set_progress([&](const client::Progress& p) {
-    if (p.done == 0) {
+    if (p.done == 0 && !p.condition_done) {
       windows.push_back({now_ns(), 0});
+      tracker.begin();  // a scrape as it starts
       return;
     }
-    if (p.done != p.total || windows.empty()) return;
+    if (!p.condition_done || windows.empty()) return;
+    tracker.end();  // a scrape as it ends: the progress line shows this condition's figures
     windows.back().end_ns = now_ns();
     std::string mem = "-";
     if (sampler_ptr != nullptr && deps.memory) {
@@ -324,12 +334,9 @@ Expected<ProfileOutcome> run_profile(const ProfileConfig& config_in, const Profi
       }
       mem = format_bytes(used);
     }
-    const auto last = scraper_ptr->last_ok();
-    const std::string kv = last && last->snapshot.kv_cache_usage
-                               ? fmt::format("{:.1f}%", *last->snapshot.kv_cache_usage * 100)
-                               : "-";
+    const std::string kv = tracker.progress_text(windows.back());
     progress(fmt::format(
-        "[{}/{}] {}: {}/{} done, {} errors, {:.1f} s, GPU used {}, KV {}", p.condition_index + 1,
+        "[{}/{}] {}: {}/{} done, {} errors, {:.1f} s, GPU used {}, {}", p.condition_index + 1,
         p.n_conditions, p.condition_id, p.done, p.total, p.errors,
         static_cast<double>(windows.back().end_ns - windows.back().begin_ns) / 1e9, mem, kv));
   });
@@ -390,7 +397,7 @@ Expected<ProfileOutcome> run_profile(const ProfileConfig& config_in, const Profi
     for (size_t i = 0; i < result->conditions.size(); ++i) {
       const Window w = i < windows.size() ? windows[i] : load_window;
       report.conditions.push_back(
-          {result->conditions[i], w, memory_in(memory, w), metrics_in(scraped, w)});
+          {result->conditions[i], w, memory_in(memory, w), metrics_in(scraped, w), {}});
     }
   }
   analyse_memory(config, memory, scraped, load_window, post_warmup_window, report);
@@ -399,6 +406,7 @@ Expected<ProfileOutcome> run_profile(const ProfileConfig& config_in, const Profi
     report.sampler = sampler->stats();
   }
   report.scraper = (*scraper)->stats();
+  if (auto w = assess_conditions(tracker.kv(), deps.memory != nullptr, report)) warnings.add(*w);
   if (launched) {
     launch.marks = watcher.marks();
     report.launch = launch_json(launch, memory);

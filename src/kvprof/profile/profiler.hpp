@@ -53,7 +53,8 @@ struct ProfileConfig {
   std::optional<pid_t> host_pid;  // sample this process's host memory
   bool host_pid_auto = true;      // else: the pid listening on a loopback endpoint's port
   uint32_t host_interval_ms = 100;
-  uint32_t metrics_interval_ms = 100;
+  uint32_t metrics_interval_ms = 100;  // 0: automatic, from min_condition_s (condition_metrics.hpp)
+  double min_condition_s = 0;          // repeat a condition's requests until it lasts this long
   std::filesystem::path output_dir = "results";
   std::string run_tag;                         // appended to the run id
   double baseline_s = 1.0;                     // idle window before any request

@@ -138,6 +138,7 @@ json condition_json(const ConditionReport& c) {
   j["server"] = server_json(c.server);
   j["peak_kv_cache_usage"] = opt_json(c.server.peak_kv_cache_usage);
   j["preemptions"] = opt_json(c.server.preemptions);
+  j.update(condition_metrics_json(c));
   return j;
 }
 
@@ -254,6 +255,7 @@ json summary_json(const ProfileReport& r) {
         {"tokens_per_second",
          duration_s > 0 ? static_cast<double>(totals.output_tokens) / duration_s : 0.0}}},
       {"conditions", conditions},
+      {"condition_sampling", scrape_plan_json(r.scrape_plan)},
       {"host_memory", host},
       {"sampler",
        {{"device_rows", r.sampler.device_rows},
@@ -286,10 +288,8 @@ std::string condition_table(const ProfileReport& r) {
     t.add_row({s.condition_id, fmt::format("{}/{}", s.n_ok, s.n_requests),
                errors.empty() ? "-" : errors, fmt::format("{:.1f}", s.output_tokens_per_s),
                fmt::format("{:.0f}/{:.0f}", s.ttft_ms.p50, s.ttft_ms.p99),
-               fmt::format("{:.0f}/{:.0f}", s.e2e_ms.p50, s.e2e_ms.p99), gib_text(peak),
-               c.server.peak_kv_cache_usage
-                   ? fmt::format("{:.1f}%", *c.server.peak_kv_cache_usage * 100)
-                   : "-",
+               fmt::format("{:.0f}/{:.0f}", s.e2e_ms.p50, s.e2e_ms.p99),
+               peak_gib_cell(c, gib_text(peak)), kv_peak_cell(c),
                c.server.preemptions ? fmt::format("{:.0f}", *c.server.preemptions) : "-"});
   }
   return t.render();
@@ -351,6 +351,7 @@ std::string summary_text(const ProfileReport& r) {
   out += fmt::format("kvprof profile {} -- {} at {}{}\n", r.run_id, r.model, r.endpoint,
                      r.interrupted ? " (INTERRUPTED)" : "");
   out += condition_table(r);
+  out += low_sample_footnote(r);
   if (!r.baseline.empty()) {
     out += fmt::format(
         "GPU memory used ({}, {} GPU{}): baseline {} GiB, post-warmup {} GiB, "

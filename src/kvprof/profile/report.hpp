@@ -16,6 +16,7 @@
 #include "kvprof/gpu/sampler.hpp"
 #include "kvprof/metrics/scraper.hpp"
 #include "kvprof/profile/breakdown.hpp"
+#include "kvprof/profile/condition_metrics.hpp"
 #include "kvprof/profile/timeline.hpp"
 
 namespace kvprof::profile {
@@ -39,6 +40,7 @@ struct ConditionReport {
   Window window;
   std::vector<GpuWindowStats> memory;  // per GPU over the condition
   MetricsWindowStats server;
+  ConditionKv kv;  // per-request KV and sample counts (assess_conditions)
 };
 
 struct ProfileReport {
@@ -63,6 +65,7 @@ struct ProfileReport {
   std::optional<gpu::HostPeak> host;
   gpu::SamplerStats sampler;
   metrics::ScraperStats scraper;
+  ScrapePlan scrape_plan;
   uint64_t max_in_flight = 0;
   client::TransportCounters transport;  // the measured run's reads
   std::vector<std::string> warnings;
