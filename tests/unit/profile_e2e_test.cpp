@@ -236,7 +236,7 @@ TEST_F(ProfileE2E, EveryOutputFileHoldsTheRun) {
   // summary.json (also what --json printed).
   const json s = read_json(dir / "summary.json");
   EXPECT_EQ(json::parse(r->stdout_text), s);
-  EXPECT_EQ(s.at("schema_version"), 1);
+  EXPECT_EQ(s.at("schema_version"), 2);
   EXPECT_FALSE(s.at("interrupted").get<bool>());
   EXPECT_EQ(s.at("memory_source"), "nvml");
   EXPECT_EQ(s.at("requests").at("n_ok").get<size_t>(), n_requests);
@@ -291,10 +291,10 @@ TEST_F(ProfileE2E, EveryOutputFileHoldsTheRun) {
   // The on-demand pool is measured from its growth with the KV gauge.
   const auto& b = s.at("memory_breakdown");
   EXPECT_EQ(b.at("confidence_levels").at("kv_cache"), "medium");
-  const double kv_gb = b.at("kv_cache_gb");
+  const double kv_gib = b.at("kv_cache_gib");
   const double peak_usage = s.at("server_metrics").at("peak_kv_cache_usage");
-  const double expected_kv_gb = peak_usage * 2048 * 4.0 / 1024;  // usage x blocks x 4 MiB
-  EXPECT_NEAR(kv_gb, expected_kv_gb, 0.25 * expected_kv_gb + 0.05);
+  const double expected_kv_gib = peak_usage * 2048 * 4.0 / 1024;  // usage x blocks x 4 MiB
+  EXPECT_NEAR(kv_gib, expected_kv_gib, 0.25 * expected_kv_gib + 0.05);
 
   // manifest.json
   const json m = read_json(dir / "manifest.json");

@@ -400,6 +400,8 @@ Expected<ProfileOutcome> run_profile(const ProfileConfig& config_in, const Profi
           {result->conditions[i], w, memory_in(memory, w), metrics_in(scraped, w), {}});
     }
   }
+  report.derived = derive_answers(condition_facts(*requests, report.conditions, scraped),
+                                  kv_peak_in(scraped, load_window));
   analyse_memory(config, memory, scraped, load_window, post_warmup_window, report);
   if (sampler) {
     report.host = sampler->host_peak();

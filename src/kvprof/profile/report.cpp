@@ -43,7 +43,7 @@ json gpu_stats_json(const GpuWindowStats& g, const std::vector<gpu::DeviceInfo>&
                     uint64_t used_bytes) {
   json j = {{"gpu", g.gpu},
             {"used_bytes", used_bytes},
-            {"used_gb", gib(used_bytes)},
+            {"used_gib", gib(used_bytes)},
             {"min_used_bytes", g.min_used_bytes},
             {"max_used_bytes", g.max_used_bytes},
             {"mean_used_bytes", g.mean_used_bytes},
@@ -64,7 +64,8 @@ json capture_json(const CapturePoint& cp, const std::vector<gpu::DeviceInfo>& gp
     per_gpu.push_back(gpu_stats_json(cp.per_gpu[i], gpus, cp.used_bytes[i]));
   }
   return {{"total_bytes", cp.sum_bytes},
-          {"total_gb", gib(cp.sum_bytes)},
+          {"total_gib", gib(cp.sum_bytes)},
+          {"total_gb", gib(cp.sum_bytes)},  // alias of total_gib: the predecessor's name
           {"per_gpu_details", per_gpu},
           {"stats",
            {{"sum_bytes", cp.sum_bytes},
@@ -81,18 +82,26 @@ json component_json(const Component& c) {
 }
 
 json breakdown_json(const MeasuredBreakdown& b) {
-  const auto gb = [](const Component& c) { return c.bytes ? json(gib(*c.bytes)) : json(nullptr); };
+  const auto in_gib = [](const Component& c) {
+    return c.bytes ? json(gib(*c.bytes)) : json(nullptr);
+  };
+  // The `_gb` names are aliases of the `_gib` ones: the predecessor's layout, read by its tools.
   return {{"gpu", b.gpu},
           {"total_measured_bytes", b.total_measured_bytes},
+          {"total_measured_gib", gib(b.total_measured_bytes)},
           {"total_measured_gb", gib(b.total_measured_bytes)},
           {"model_weights_bytes", opt_json(b.weights.bytes)},
-          {"model_weights_gb", gb(b.weights)},
+          {"model_weights_gib", in_gib(b.weights)},
+          {"model_weights_gb", in_gib(b.weights)},
           {"kv_cache_bytes", opt_json(b.kv_cache.bytes)},
-          {"kv_cache_gb", gb(b.kv_cache)},
+          {"kv_cache_gib", in_gib(b.kv_cache)},
+          {"kv_cache_gb", in_gib(b.kv_cache)},
           {"activations_bytes", opt_json(b.activations.bytes)},
-          {"activations_gb", gb(b.activations)},
+          {"activations_gib", in_gib(b.activations)},
+          {"activations_gb", in_gib(b.activations)},
           {"framework_overhead_bytes", opt_json(b.overhead.bytes)},
-          {"framework_overhead_gb", gb(b.overhead)},
+          {"framework_overhead_gib", in_gib(b.overhead)},
+          {"framework_overhead_gb", in_gib(b.overhead)},
           {"confidence_levels",
            {{"overall", confidence_name(b.overall)},
             {"weights", confidence_name(b.weights.confidence)},
@@ -106,24 +115,28 @@ json breakdown_json(const MeasuredBreakdown& b) {
             {"overhead", component_json(b.overhead)}}}};
 }
 
-json server_json(const MetricsWindowStats& s) {
-  return {{"n_scrapes", s.n_scrapes},
-          {"peak_kv_cache_usage", opt_json(s.peak_kv_cache_usage)},
-          {"mean_kv_cache_usage", opt_json(s.mean_kv_cache_usage)},
-          {"kv_cache_usage_source",
-           s.kv_cache_source == metrics::KvSource::none
-               ? json(nullptr)
-               : json(s.kv_cache_source == metrics::KvSource::slots ? "/slots" : "/metrics")},
-          {"peak_kv_cache_used_tokens", opt_json(s.peak_kv_cache_used_tokens)},
-          {"peak_num_requests_running", opt_json(s.peak_num_requests_running)},
-          {"peak_num_requests_waiting", opt_json(s.peak_num_requests_waiting)},
-          {"preemptions", opt_json(s.preemptions)},
-          {"num_gpu_blocks", opt_json(s.num_gpu_blocks)},
-          {"block_size_tokens", opt_json(s.block_size_tokens)},
-          {"kv_cache_capacity_tokens", opt_json(s.kv_cache_capacity_tokens)}};
+// The server's gauges over a window; the KV tokens at its KV peak from `kv` (derived.hpp).
+json server_json(const MetricsWindowStats& s, const KvPeak& kv) {
+  return {
+      {"n_scrapes", s.n_scrapes},
+      {"peak_kv_cache_usage", opt_json(s.peak_kv_cache_usage)},
+      {"mean_kv_cache_usage", opt_json(s.mean_kv_cache_usage)},
+      {"kv_cache_usage_source",
+       s.kv_cache_source == metrics::KvSource::none
+           ? json(nullptr)
+           : json(s.kv_cache_source == metrics::KvSource::slots ? "/slots" : "/metrics")},
+      {"peak_kv_cache_used_tokens", opt_json(kv.used_tokens)},
+      {"peak_kv_cache_used_tokens_source",
+       kv.source == KvTokensSource::none ? json(nullptr) : json(kv_tokens_source_name(kv.source))},
+      {"peak_num_requests_running", opt_json(s.peak_num_requests_running)},
+      {"peak_num_requests_waiting", opt_json(s.peak_num_requests_waiting)},
+      {"preemptions", opt_json(s.preemptions)},
+      {"num_gpu_blocks", opt_json(s.num_gpu_blocks)},
+      {"block_size_tokens", opt_json(s.block_size_tokens)},
+      {"kv_cache_capacity_tokens", opt_json(s.kv_cache_capacity_tokens)}};
 }
 
-json condition_json(const ConditionReport& c) {
+json condition_json(const ConditionReport& c, const ConditionAnswer* derived) {
   json j = client::to_json(c.requests);
   std::optional<uint64_t> peak, mean, peak_gpu;
   for (const auto& g : c.memory) {
@@ -135,10 +148,11 @@ json condition_json(const ConditionReport& c) {
   j["peak_used_bytes"] = opt_json(peak);
   j["mean_used_bytes"] = opt_json(mean);
   j["peak_gpu_used_bytes"] = opt_json(peak_gpu);
-  j["server"] = server_json(c.server);
+  j["server"] = server_json(c.server, derived ? derived->facts.kv_peak : KvPeak{});
   j["peak_kv_cache_usage"] = opt_json(c.server.peak_kv_cache_usage);
   j["preemptions"] = opt_json(c.server.preemptions);
   j.update(condition_metrics_json(c));
+  if (derived) add_condition_fields(j, *derived);
   return j;
 }
 
@@ -173,8 +187,10 @@ json summary_json(const ProfileReport& r) {
                     {"uuid", d.uuid ? json(*d.uuid) : json(nullptr)}});
   }
   json conditions = json::array();
-  for (const auto& c : r.conditions)
-    conditions.push_back(condition_json(c));
+  for (size_t i = 0; i < r.conditions.size(); ++i) {
+    conditions.push_back(condition_json(
+        r.conditions[i], i < r.derived.conditions.size() ? &r.derived.conditions[i] : nullptr));
+  }
   json comparison = nullptr;
   if (!r.comparison.empty()) {
     comparison = {{"estimate_flags", r.estimate_flags}, {"rows", json::array()}};
@@ -225,6 +241,9 @@ json summary_json(const ProfileReport& r) {
         {"memory_increase_bytes", have_mem ? json(static_cast<int64_t>(r.peak.sum_bytes) -
                                                   static_cast<int64_t>(r.baseline.sum_bytes))
                                            : json(nullptr)},
+        {"memory_increase_gib",
+         have_mem ? json(gib(r.peak.sum_bytes) - gib(r.baseline.sum_bytes)) : json(nullptr)},
+        // Alias of memory_increase_gib: the predecessor's name.
         {"memory_increase_gb",
          have_mem ? json(gib(r.peak.sum_bytes) - gib(r.baseline.sum_bytes)) : json(nullptr)}}},
       {"memory_breakdown", r.breakdown ? breakdown_json(*r.breakdown) : json(nullptr)},
@@ -233,7 +252,7 @@ json summary_json(const ProfileReport& r) {
       {"estimate_comparison", comparison},
       {"server_metrics",
        [&] {
-         json s = server_json(r.server_during_load);
+         json s = server_json(r.server_during_load, r.derived.load_kv_peak);
          s["n_scrapes_total"] = r.scraper.n_scrapes;
          s["n_scrapes_ok"] = r.scraper.n_ok;
          s["last_error"] = r.scraper.last_error;
@@ -256,6 +275,7 @@ json summary_json(const ProfileReport& r) {
          duration_s > 0 ? static_cast<double>(totals.output_tokens) / duration_s : 0.0}}},
       {"conditions", conditions},
       {"condition_sampling", scrape_plan_json(r.scrape_plan)},
+      {"derived", derived_json(r.derived)},
       {"host_memory", host},
       {"sampler",
        {{"device_rows", r.sampler.device_rows},
@@ -274,23 +294,39 @@ std::string gib_text(std::optional<uint64_t> bytes) {
   return bytes ? fmt::format("{:.2f}", gib(*bytes)) : "-";
 }
 
+// A gauge's peak as a whole count, "-" when the server gave none.
+std::string count_text(const std::optional<double>& v) {
+  return v ? fmt::format("{:.0f}", *v) : "-";
+}
+
 std::string condition_table(const ProfileReport& r) {
   report::Table t({"condition", "ok/sent", "errors", "out tok/s", "TTFT p50/p99 ms",
-                   "E2E p50/p99 ms", "peak GiB", "KV peak", "preempt"});
-  for (const auto& c : r.conditions) {
+                   "E2E p50/p99 ms", "peak GiB", "KV peak", "KV tokens", "KV tok/req", "running",
+                   "waiting", "preempt"});
+  for (size_t i = 0; i < r.conditions.size(); ++i) {
+    const auto& c = r.conditions[i];
     const auto& s = c.requests;
+    const ConditionAnswer* d = i < r.derived.conditions.size() ? &r.derived.conditions[i] : nullptr;
     std::string errors;
     for (const auto& [kind, n] : s.errors_by_kind)
       errors += fmt::format("{}{} {}", errors.empty() ? "" : ", ", n, kind);
     std::optional<uint64_t> peak;
     for (const auto& g : c.memory)
       peak = peak.value_or(0) + g.max_used_bytes;
+    // KV tokens per request at the KV peak, measured/expected.
+    std::string per_request = "-";
+    if (d && d->measured_kv_tokens_per_request) {
+      per_request = fmt::format("{:.0f}/{}", *d->measured_kv_tokens_per_request,
+                                d->expected_kv_tokens_per_request);
+    }
     t.add_row({s.condition_id, fmt::format("{}/{}", s.n_ok, s.n_requests),
                errors.empty() ? "-" : errors, fmt::format("{:.1f}", s.output_tokens_per_s),
                fmt::format("{:.0f}/{:.0f}", s.ttft_ms.p50, s.ttft_ms.p99),
                fmt::format("{:.0f}/{:.0f}", s.e2e_ms.p50, s.e2e_ms.p99),
                peak_gib_cell(c, gib_text(peak)), kv_peak_cell(c),
-               c.server.preemptions ? fmt::format("{:.0f}", *c.server.preemptions) : "-"});
+               count_text(d ? d->facts.kv_peak.used_tokens : std::nullopt), per_request,
+               count_text(c.server.peak_num_requests_running),
+               count_text(c.server.peak_num_requests_waiting), count_text(c.server.preemptions)});
   }
   return t.render();
 }
@@ -352,6 +388,7 @@ std::string summary_text(const ProfileReport& r) {
                      r.interrupted ? " (INTERRUPTED)" : "");
   out += condition_table(r);
   out += low_sample_footnote(r);
+  out += derived_text(r.derived);
   if (!r.baseline.empty()) {
     out += fmt::format(
         "GPU memory used ({}, {} GPU{}): baseline {} GiB, post-warmup {} GiB, "

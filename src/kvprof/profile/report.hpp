@@ -1,5 +1,6 @@
-// What a profile run found, as summary.json (schema_version 1, seed 003's field names next to
-// kvprof's byte-unit ones) and as the terminal table printed at the end.
+// What a profile run found, as summary.json (schema_version 2: sizes in `_bytes` and `_gib`, the
+// predecessor's `_gb` names kept as aliases of `_gib` where its layout had them; every field in
+// docs/summary-schema.md) and as the terminal table printed at the end.
 #pragma once
 
 #include <cstdint>
@@ -17,11 +18,12 @@
 #include "kvprof/metrics/scraper.hpp"
 #include "kvprof/profile/breakdown.hpp"
 #include "kvprof/profile/condition_metrics.hpp"
+#include "kvprof/profile/derived.hpp"
 #include "kvprof/profile/timeline.hpp"
 
 namespace kvprof::profile {
 
-inline constexpr int k_summary_schema_version = 1;
+inline constexpr int k_summary_schema_version = 2;
 
 // What the server says about itself.
 struct ServerInfo {
@@ -61,6 +63,7 @@ struct ProfileReport {
   MetricsWindowStats server_during_load;
   std::optional<MeasuredBreakdown> breakdown;
   std::vector<ComparisonRow> comparison;  // empty without an estimate
+  DerivedAnswers derived;                 // conditions index-aligned with `conditions`
   std::string estimate_flags;
   std::optional<gpu::HostPeak> host;
   gpu::SamplerStats sampler;

@@ -151,7 +151,7 @@ json launch_json(const LaunchReport& l, const std::vector<MemoryPoint>& memory) 
                       {"duration_s", seconds(m.end_ns) - seconds(begin)},
                       {"begin_marked_by_log", m.begin_ns.has_value()},
                       {"gpu_used_bytes_at_end", opt(used)},
-                      {"gpu_used_gb_at_end", used ? json(bytes_to_gib(*used)) : json(nullptr)},
+                      {"gpu_used_gib_at_end", used ? json(bytes_to_gib(*used)) : json(nullptr)},
                       {"line_no", m.line_no},
                       {"line", m.line}});
     previous_end = m.end_ns;
@@ -189,11 +189,11 @@ json engine_reported_json(const enginelog::EngineLogReport& log, const std::stri
       if (components[name]["device"] != f.device) continue;
       const uint64_t bytes = components[name]["bytes"].get<uint64_t>() + f.size.bytes;
       components[name]["bytes"] = bytes;
-      components[name]["gb"] = bytes_to_gib(bytes);
+      components[name]["gib"] = bytes_to_gib(bytes);
       continue;
     }
     components[name] = {{"bytes", f.size.bytes},
-                        {"gb", bytes_to_gib(f.size.bytes)},
+                        {"gib", bytes_to_gib(f.size.bytes)},
                         {"device", f.device},
                         {"confidence", "reported by engine"},
                         {"line", f.source.line_no}};
