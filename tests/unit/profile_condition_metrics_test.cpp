@@ -230,8 +230,8 @@ TEST_F(ConditionMetricsE2E, MinConditionSecondsRepeatsRequestsUntilReached) {
 
 TEST_F(ConditionMetricsE2E, TooFewSamplesAreMarkedAndWarned) {
   start_sim();
-  // A fixed 1 s interval and 300 ms memory samples over conditions of ~20 ms: the start and end
-  // scrapes only, a sample or none.
+  // A fixed 1 s interval and 300 ms memory samples over conditions of ~20 ms: the end scrape only,
+  // a sample or none.
   const auto r =
       profile("thin", {"--input-lens", "128", "--concurrencies", "1,2", "--min-condition-s", "0",
                        "--metrics-interval-ms", "1000", "--gpu-interval-ms", "300", "-q"});
@@ -240,7 +240,8 @@ TEST_F(ConditionMetricsE2E, TooFewSamplesAreMarkedAndWarned) {
   EXPECT_EQ(s.at("condition_sampling").at("metrics_interval_mode"), "fixed");
   for (const auto& c : s.at("conditions")) {
     EXPECT_LT(c.at("n_scrapes").get<uint64_t>(), k_min_condition_samples);
-    EXPECT_GE(c.at("n_scrapes").get<uint64_t>(), 2u);  // its start and its end
+    // Its end (the scrape at its start is the state before it, outside its window).
+    EXPECT_GE(c.at("n_scrapes").get<uint64_t>(), 1u);
     const auto& figures = c.at("low_sample_figures");
     EXPECT_NE(std::find(figures.begin(), figures.end(), "kv_cache_usage"), figures.end());
     EXPECT_NE(std::find(figures.begin(), figures.end(), "peak_used_bytes"), figures.end());

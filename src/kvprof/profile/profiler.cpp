@@ -319,8 +319,10 @@ Expected<ProfileOutcome> run_profile(const ProfileConfig& config_in, const Profi
   auto* sampler_ptr = sampler.get();
   runner.set_progress([&](const client::Progress& p) {
     if (p.done == 0 && !p.condition_done) {
+      // A scrape just before it starts: the state it starts from. Outside the condition's window,
+      // since a gauge can still show the previous condition's requests (vLLM updates it per step).
+      tracker.begin();
       windows.push_back({now_ns(), 0});
-      tracker.begin();  // a scrape as it starts
       return;
     }
     if (!p.condition_done || windows.empty()) return;
