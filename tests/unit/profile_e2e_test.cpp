@@ -187,8 +187,9 @@ TEST_F(ProfileE2E, EveryOutputFileHoldsTheRun) {
   const fs::path dir = run_dir();
   EXPECT_TRUE(dir.filename().string().ends_with("_e2e"));
 
-  // workload.jsonl: 2 inputs x 3 concurrencies, n x concurrency requests each.
-  const size_t n_requests = count_lines(dir / "workload.jsonl");
+  // workload.jsonl: the generator's header, then 2 inputs x 3 concurrencies, n x concurrency
+  // requests each.
+  const size_t n_requests = count_lines(dir / "workload.jsonl") - 1;
   EXPECT_EQ(n_requests, 2U * (1 + 4 + 16));
 
   // request_trace.csv: one ok row per workload request, times ordered, TTFT <= E2E.

@@ -214,7 +214,8 @@ Expected<ProfileOutcome> run_profile(const ProfileConfig& config_in, const Profi
   progress(fmt::format("run {}: {} requests in {} conditions against {} ({}) -> {}", report.run_id,
                        requests->size(), conditions.size(), config.run.endpoint, config.run.model,
                        report.run_dir));
-  if (auto ok = workload::write_workload(*dir / "workload.jsonl", *requests); !ok) {
+  if (auto ok = workload::write_generated_workload(*dir / "workload.jsonl", config.grid, *requests);
+      !ok) {
     return std::unexpected(ok.error());
   }
   std::string driver_version, cuda_version;
