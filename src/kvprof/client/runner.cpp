@@ -128,7 +128,9 @@ struct RequestRunner::Impl {
       const RequestRecord& record = s->record();
       acc->add(record);
       ++prog.done;
+      if (record.status == RequestStatus::ok) ++prog.ok;
       if (record.status == RequestStatus::error) ++prog.errors;
+      if (record.status == RequestStatus::cancelled) ++prog.cancelled;
       if (on_record && !record_error) {
         if (auto ok = on_record(record); !ok) record_error = ok.error();
       }
@@ -196,20 +198,31 @@ Expected<RunResult> RequestRunner::run(const std::vector<RequestSpec>& requests,
   const auto stopped = [&] { return should_stop && should_stop(); };
 
   for (size_t ci = 0; ci < conditions.size() && !result.stopped; ++ci) {
+    if (stopped()) {  // stopped between conditions: the next one is not started
+      result.stopped = true;
+      break;
+    }
     const auto& cond = conditions[ci];
     const RequestSpec& head = requests[cond.first];
     const uint32_t concurrency = std::max<uint32_t>(1, head.concurrency);
     m.acc = std::make_unique<ConditionAccumulator>(cond.id, concurrency);
-    m.prog = Progress{ci, conditions.size(), cond.id, 0, cond.count, 0};
+    m.prog = Progress{};
+    m.prog.condition_index = ci;
+    m.prog.n_conditions = conditions.size();
+    m.prog.condition_id = cond.id;
+    m.prog.total = cond.count;
     if (m.progress) m.progress(m.prog);
     const int64_t cond_start_ns = m.now_ns();
     size_t next = cond.first;
     const size_t end = cond.first + cond.count;
 
     while (true) {
+      if (next >= end && m.in_flight.empty()) break;  // a stop after the last one ended: complete
       if (stopped()) {
         result.stopped = true;
         m.cancel_all();
+        m.prog.stopped = true;
+        if (m.progress) m.progress(m.prog);
         break;
       }
       if (m.record_error) {
@@ -237,7 +250,10 @@ Expected<RunResult> RequestRunner::run(const std::vector<RequestSpec>& requests,
       m.transport->poll(timeout_ms);
       m.collect();
     }
-    result.conditions.push_back(m.acc->finish());
+    ConditionStats stats = m.acc->finish();
+    stats.n_planned = cond.count;
+    stats.interrupted = result.stopped;
+    result.conditions.push_back(std::move(stats));
   }
   result.max_in_flight = m.max_in_flight;
   result.transport = m.transport->counters();

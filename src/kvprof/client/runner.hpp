@@ -45,9 +45,12 @@ struct Progress {
   size_t condition_index = 0;  // 0-based
   size_t n_conditions = 0;
   std::string condition_id;
-  uint64_t done = 0;  // requests of this condition that ended
+  uint64_t done = 0;  // requests of this condition that ended (ok, error or cancelled)
   uint64_t total = 0;
+  uint64_t ok = 0;  // completed
   uint64_t errors = 0;
+  uint64_t cancelled = 0;
+  bool stopped = false;  // the run was stopped in this condition: this is its last report
 };
 
 struct RunResult {
@@ -69,7 +72,8 @@ class RequestRunner {
   RequestRunner(const RequestRunner&) = delete;
   RequestRunner& operator=(const RequestRunner&) = delete;
 
-  // Called after each request ends and when a condition starts.
+  // Called after each request ends, when a condition starts, and once more (stopped = true)
+  // when the run is stopped in a condition.
   void set_progress(std::function<void(const Progress&)> callback);
   // Called with each request's final record as it ends (e.g. TraceWriter::write). An error
   // returned from it stops the run and becomes run()'s error.

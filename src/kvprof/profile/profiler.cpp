@@ -17,6 +17,7 @@
 #include "kvprof/gpu/sampler.hpp"
 #include "kvprof/metrics/scraper.hpp"
 #include "kvprof/profile/endpoint_check.hpp"
+#include "kvprof/profile/grid_progress.hpp"
 #include "kvprof/profile/launcher.hpp"
 #include "kvprof/profile/manifest.hpp"
 #include "kvprof/profile/run_steps.hpp"
@@ -201,6 +202,7 @@ Expected<ProfileOutcome> run_profile(const ProfileConfig& config_in, const Profi
     dir = *made;
   }
   report.run_dir = dir->string();
+  report.n_planned_requests = requests->size();
   report.files.insert({{"workload", "workload.jsonl"},
                        {"request_trace", "request_trace.csv"},
                        {"gpu_mem_trace", "gpu_mem_trace.csv"},
@@ -310,12 +312,15 @@ Expected<ProfileOutcome> run_profile(const ProfileConfig& config_in, const Profi
   std::vector<Window> windows;
   auto* sampler_ptr = sampler.get();
   auto* scraper_ptr = scraper->get();
+  GridProgress grid_progress(requests->size(), now_ns());
   runner.set_progress([&](const client::Progress& p) {
-    if (p.done == 0) {
+    grid_progress.update(p, now_ns());
+    if (deps.on_status) deps.on_status(grid_progress.status_text(p));
+    if (p.done == 0 && !p.stopped) {
       windows.push_back({now_ns(), 0});
       return;
     }
-    if (p.done != p.total || windows.empty()) return;
+    if (!GridProgress::condition_ended(p) || windows.empty()) return;
     windows.back().end_ns = now_ns();
     std::string mem = "-";
     if (sampler_ptr != nullptr && deps.memory) {
@@ -329,10 +334,8 @@ Expected<ProfileOutcome> run_profile(const ProfileConfig& config_in, const Profi
     const std::string kv = last && last->snapshot.kv_cache_usage
                                ? fmt::format("{:.1f}%", *last->snapshot.kv_cache_usage * 100)
                                : "-";
-    progress(fmt::format(
-        "[{}/{}] {}: {}/{} done, {} errors, {:.1f} s, GPU used {}, KV {}", p.condition_index + 1,
-        p.n_conditions, p.condition_id, p.done, p.total, p.errors,
-        static_cast<double>(windows.back().end_ns - windows.back().begin_ns) / 1e9, mem, kv));
+    progress(grid_progress.end_text(
+        p, static_cast<double>(windows.back().end_ns - windows.back().begin_ns) / 1e9, mem, kv));
   });
   // A trace that can no longer be written (a full disk) ends the run like a stop request.
   const auto write_failure = [&]() -> std::optional<Error> {

@@ -155,6 +155,8 @@ RequestTotals request_totals(const ProfileReport& report) {
     for (const auto& [kind, n] : s.errors_by_kind)
       t.errors_by_kind[kind] += n;
   }
+  t.n_planned = std::max(report.n_planned_requests, t.n_requests);
+  t.n_not_sent = t.n_planned - t.n_requests;
   return t;
 }
 
@@ -239,7 +241,9 @@ json summary_json(const ProfileReport& r) {
          return s;
        }()},
       {"requests",
-       {{"n_requests", totals.n_requests},
+       {{"n_planned", totals.n_planned},
+        {"n_requests", totals.n_requests},
+        {"n_not_sent", totals.n_not_sent},
         {"n_ok", totals.n_ok},
         {"n_errors", totals.n_errors},
         {"n_cancelled", totals.n_cancelled},
@@ -272,8 +276,13 @@ std::string gib_text(std::optional<uint64_t> bytes) {
   return bytes ? fmt::format("{:.2f}", gib(*bytes)) : "-";
 }
 
+// "p50/p99" of completed requests, "-" when none completed.
+std::string latency_text(const client::Percentiles& p) {
+  return p.n > 0 ? fmt::format("{:.0f}/{:.0f}", p.p50, p.p99) : "-";
+}
+
 std::string condition_table(const ProfileReport& r) {
-  report::Table t({"condition", "ok/sent", "errors", "out tok/s", "TTFT p50/p99 ms",
+  report::Table t({"condition", "ok/planned", "errors", "out tok/s", "TTFT p50/p99 ms",
                    "E2E p50/p99 ms", "peak GiB", "KV peak", "preempt"});
   for (const auto& c : r.conditions) {
     const auto& s = c.requests;
@@ -283,16 +292,31 @@ std::string condition_table(const ProfileReport& r) {
     std::optional<uint64_t> peak;
     for (const auto& g : c.memory)
       peak = peak.value_or(0) + g.max_used_bytes;
-    t.add_row({s.condition_id, fmt::format("{}/{}", s.n_ok, s.n_requests),
+    // A condition cut short: its cancelled and never-sent requests next to the errors.
+    if (s.n_cancelled > 0)
+      errors += fmt::format("{}{} cancelled", errors.empty() ? "" : ", ", s.n_cancelled);
+    if (n_not_sent(s) > 0)
+      errors += fmt::format("{}{} not sent", errors.empty() ? "" : ", ", n_not_sent(s));
+    t.add_row({s.interrupted ? s.condition_id + " (INTERRUPTED)" : s.condition_id,
+               fmt::format("{}/{}", s.n_ok, std::max(s.n_planned, s.n_requests)),
                errors.empty() ? "-" : errors, fmt::format("{:.1f}", s.output_tokens_per_s),
-               fmt::format("{:.0f}/{:.0f}", s.ttft_ms.p50, s.ttft_ms.p99),
-               fmt::format("{:.0f}/{:.0f}", s.e2e_ms.p50, s.e2e_ms.p99), gib_text(peak),
+               latency_text(s.ttft_ms), latency_text(s.e2e_ms), gib_text(peak),
                c.server.peak_kv_cache_usage
                    ? fmt::format("{:.1f}%", *c.server.peak_kv_cache_usage * 100)
                    : "-",
                c.server.preemptions ? fmt::format("{:.0f}", *c.server.preemptions) : "-"});
   }
   return t.render();
+}
+
+// For an interrupted run, one line with the counts (empty otherwise).
+std::string interrupted_text(const ProfileReport& r) {
+  if (!r.interrupted) return "";
+  const RequestTotals t = request_totals(r);
+  return fmt::format(
+      "INTERRUPTED: {} of {} requests completed, {} failed, {} cancelled, {} not sent; latency "
+      "figures are over the completed ones\n",
+      t.n_ok, t.n_planned, t.n_errors, t.n_cancelled, t.n_not_sent);
 }
 
 std::string breakdown_table(const ProfileReport& r) {
@@ -351,6 +375,7 @@ std::string summary_text(const ProfileReport& r) {
   out += fmt::format("kvprof profile {} -- {} at {}{}\n", r.run_id, r.model, r.endpoint,
                      r.interrupted ? " (INTERRUPTED)" : "");
   out += condition_table(r);
+  out += interrupted_text(r);
   if (!r.baseline.empty()) {
     out += fmt::format(
         "GPU memory used ({}, {} GPU{}): baseline {} GiB, post-warmup {} GiB, "
