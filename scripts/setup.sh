@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   g++ cmake ninja-build pkg-config git
   libfmt-dev nlohmann-json3-dev libyaml-cpp-dev libcli11-dev
-  libcurl4-openssl-dev libboost-dev libsqlite3-dev
+  libcurl4-openssl-dev libssl-dev libboost-dev libsqlite3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   prometheus
   libcairo2-dev fonts-dejavu-core libjs-chart.js chromium

@@ -1,6 +1,7 @@
 // End-to-end: the kvprof binary's `profile` against serve-sim (in this test process, writing its
 // live memory for the fake libnvidia-ml.so.1), checking the contents of every output file; the
 // built-in default run; and the failures (server down, faults, no /metrics, no NVML, Ctrl-C).
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -189,8 +190,9 @@ TEST_F(ProfileE2E, EveryOutputFileHoldsTheRun) {
   const fs::path dir = run_dir();
   EXPECT_TRUE(dir.filename().string().ends_with("_e2e"));
 
-  // workload.jsonl: 2 inputs x 3 concurrencies, n x concurrency requests each.
-  const size_t n_requests = count_lines(dir / "workload.jsonl");
+  // workload.jsonl: the generator's header, then 2 inputs x 3 concurrencies, n x concurrency
+  // requests each.
+  const size_t n_requests = count_lines(dir / "workload.jsonl") - 1;
   EXPECT_EQ(n_requests, 2U * (1 + 4 + 16));
 
   // request_trace.csv: one ok row per workload request, times ordered, TTFT <= E2E.
@@ -512,6 +514,104 @@ TEST_F(ProfileE2E, CtrlCWritesAnInterruptedSummaryAndExits130) {
   EXPECT_LT(s.at("requests").at("n_ok").get<size_t>(), 5U);
   const auto trace = read_csv(dir / "request_trace.csv");
   EXPECT_EQ(trace.size(), s.at("requests").at("n_requests").get<size_t>());
+}
+
+TEST_F(ProfileE2E, CtrlCMidConditionReportsTheSameCountsEverywhere) {
+  auto c = small_sim();
+  c.step_base_ms = 50;  // 16 tokens: ~0.8 s per request
+  start_sim(c);
+  auto o = env();
+  const fs::path results = m_dir / "results";
+  std::thread killer;
+  o.on_spawn = [&](pid_t pid) {
+    killer = std::thread([pid, results] {
+      // Ctrl-C once the first two requests of the first condition ended: two more are then in
+      // flight and two not sent yet; the second condition never starts.
+      for (int i = 0; i < 3000; ++i) {
+        std::this_thread::sleep_for(5ms);
+        std::error_code ec;
+        for (const auto& e : fs::directory_iterator(results, ec)) {
+          if (count_lines(e.path() / "request_trace.csv") >= 3) {
+            ::kill(pid, SIGINT);
+            return;
+          }
+        }
+      }
+    });
+  };
+  auto args = profile_args({"--input-lens", "64,128", "--concurrencies", "2", "--n-per-condition",
+                            "3", "--warmup-requests", "0"});
+  args.erase(std::find(args.begin(), args.end(), "-q"));  // the progress lines are checked
+  auto r = sys::run_command(args, o);
+  killer.join();
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->exit_code, 130) << r->stderr_text;
+  const fs::path dir = run_dir();
+  const json s = read_json(dir / "summary.json");
+  EXPECT_TRUE(s.at("interrupted").get<bool>());
+  ASSERT_EQ(s.at("conditions").size(), 1U) << "the second condition must not start";
+  const json& cond = s.at("conditions").at(0);
+  EXPECT_EQ(cond.at("status"), "interrupted");
+  const auto n_ok = cond.at("n_ok").get<uint64_t>();
+  const auto n_cancelled = cond.at("n_cancelled").get<uint64_t>();
+  const auto n_not_sent = cond.at("n_not_sent").get<uint64_t>();
+  EXPECT_EQ(cond.at("n_planned"), 6);
+  EXPECT_GE(n_ok, 1U);
+  EXPECT_GE(n_cancelled, 1U);
+  EXPECT_GE(n_not_sent, 1U);
+  EXPECT_EQ(n_ok + n_cancelled + n_not_sent + cond.at("n_errors").get<uint64_t>(), 6U);
+  // The run's totals: the never-started condition's 6 requests are not sent either.
+  const json& req = s.at("requests");
+  EXPECT_EQ(req.at("n_planned"), 12);
+  EXPECT_EQ(req.at("n_ok"), n_ok);
+  EXPECT_EQ(req.at("n_not_sent"), n_not_sent + 6);
+
+  // request_trace.csv: one row per sent request, the same statuses; a cancelled request keeps
+  // its TTFT (when its first token came) but has no E2E; latency statistics are over the
+  // completed rows.
+  const auto trace = read_csv(dir / "request_trace.csv");
+  EXPECT_EQ(trace.size(), n_ok + n_cancelled);
+  std::vector<double> e2e_ok;
+  uint64_t trace_cancelled = 0;
+  for (const auto& row : trace) {
+    if (row.at("status") == "ok") e2e_ok.push_back(num(row, "e2e_ms"));
+    if (row.at("status") == "cancelled") {
+      ++trace_cancelled;
+      EXPECT_EQ(row.at("e2e_ms"), "");
+      EXPECT_FALSE(row.at("end_unix_s").empty());
+    }
+  }
+  EXPECT_EQ(e2e_ok.size(), n_ok);
+  EXPECT_EQ(trace_cancelled, n_cancelled);
+  EXPECT_EQ(cond.at("e2e_ms").at("n"), n_ok);
+  EXPECT_NEAR(cond.at("e2e_ms").at("max").get<double>(),
+              *std::max_element(e2e_ok.begin(), e2e_ok.end()), 0.01);
+  EXPECT_GT(cond.at("ttft_ms").at("p50").get<double>(), 0.0);
+
+  // The progress line says the same, and so do the table and the last line.
+  const std::string line = fmt::format("kvprof: [1/2] in64_out16_c2_low: INTERRUPTED after ");
+  const auto at = r->stderr_text.find(line);
+  ASSERT_NE(at, std::string::npos) << r->stderr_text;
+  const std::string end = r->stderr_text.substr(at, r->stderr_text.find('\n', at) - at);
+  EXPECT_NE(end.find(fmt::format("{} of 6 completed, 0 failed, {} cancelled, {} not sent", n_ok,
+                                 n_cancelled, n_not_sent)),
+            std::string::npos)
+      << end;
+  EXPECT_EQ(r->stderr_text.find("2/2]"), std::string::npos) << r->stderr_text;
+  EXPECT_EQ(r->stderr_text.find('\r'), std::string::npos) << "stderr is not a terminal";
+  EXPECT_NE(r->stdout_text.find(fmt::format("in64_out16_c2_low (INTERRUPTED)")), std::string::npos)
+      << r->stdout_text;
+  EXPECT_NE(r->stdout_text.find(fmt::format(" {}/6 ", n_ok)), std::string::npos) << r->stdout_text;
+  EXPECT_NE(r->stdout_text.find(fmt::format("INTERRUPTED: {} of 12 requests completed, 0 failed, "
+                                            "{} cancelled, {} not sent",
+                                            n_ok, n_cancelled, n_not_sent + 6)),
+            std::string::npos)
+      << r->stdout_text;
+  EXPECT_NE(r->stderr_text.find(fmt::format("interrupted; {} of 12 requests completed, {} "
+                                            "cancelled, {} not sent; everything measured is in",
+                                            n_ok, n_cancelled, n_not_sent + 6)),
+            std::string::npos)
+      << r->stderr_text;
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include "kvprof/profile/endpoint_check.hpp"
 #include "kvprof/sim/sim_server.hpp"
 #include "kvprof/sys/subprocess.hpp"
+#include "kvprof/workload/workload_io.hpp"
 #include "support/run_folders.hpp"
 
 namespace kvprof {
@@ -159,12 +160,17 @@ TEST_F(ProfileProbe, TokenPromptsRefusedSwitchToTextWithOneWarning) {
   EXPECT_NE(warned[0].find("token counts by /tokenize: 64 -> "), std::string::npos) << warned[0];
   EXPECT_NE(r.stderr_text.find("kvprof: warning: the server refuses token-ID prompts"),
             std::string::npos);
-  // The workload on disk is the text one that ran.
+  // The workload on disk is the text one that ran: its generator says so, and reading it back
+  // gives text prompts.
   const fs::path dir = test::first_run_folder(m_dir / "results");
   std::ifstream workload(dir / "workload.jsonl");
   std::string first;
   std::getline(workload, first);
-  EXPECT_EQ(json::parse(first).at("prompt_format"), "text") << first;
+  EXPECT_EQ(json::parse(first).at("generator").at("prompt_format"), "text") << first;
+  const auto back = workload::read_workload(dir / "workload.jsonl");
+  ASSERT_TRUE(back.has_value()) << back.error().message;
+  EXPECT_EQ(back->front().prompt_format, workload::PromptFormat::text);
+  EXPECT_FALSE(back->front().prompt_text.empty());
 }
 
 TEST_F(ProfileProbe, EveryWarmupRequestFailingStopsBeforeTheGrid) {

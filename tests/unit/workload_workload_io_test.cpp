@@ -4,7 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <sstream>
+
+#include "kvprof/workload/prompt_hash.hpp"
+#include "support/temp_dir.hpp"
 
 namespace kvprof::workload {
 namespace {
@@ -98,6 +102,105 @@ TEST(WorkloadIo, MissingFileIsAnIoError) {
   auto r = read_workload(std::filesystem::path("/nonexistent/kvprof/w.jsonl"));
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().kind, ErrorKind::io);
+}
+
+// The compact file: the generator's settings and one SHA-256 per prompt.
+class WorkloadCompact : public test::TempDirTest {
+ protected:
+  WorkloadCompact() : TempDirTest("kvprof_workload_compact") {}
+};
+
+TEST_F(WorkloadCompact, DefaultGridFileIsSmallAndReadsBackTheSamePrompts) {
+  const GridOptions grid;  // the default grid: 1440 requests, 27.5M prompt tokens
+  const auto requests = generate(grid).value();
+  const auto path = m_dir / "workload.jsonl";
+  ASSERT_TRUE(write_generated_workload(path, grid, requests));
+  // Measured: 444,989 bytes (157 MB with the prompts inline); see docs/benchmarks.md.
+  EXPECT_LT(std::filesystem::file_size(path), 512u * 1024);
+  const auto back = read_workload(path).value();
+  ASSERT_EQ(back.size(), requests.size());
+  for (size_t i = 0; i < back.size(); ++i) {
+    ASSERT_EQ(back[i].request_id, requests[i].request_id);
+    ASSERT_EQ(back[i].condition_id, requests[i].condition_id);
+    ASSERT_EQ(back[i].prompt_token_ids, requests[i].prompt_token_ids) << i;
+    ASSERT_EQ(prompt_sha256(back[i]), prompt_sha256(requests[i]));
+    ASSERT_EQ(back[i].concurrency, requests[i].concurrency);
+    ASSERT_EQ(back[i].max_tokens, requests[i].max_tokens);
+  }
+}
+
+TEST_F(WorkloadCompact, TextPromptsAndPoissonArrivalsRoundTrip) {
+  GridOptions grid;
+  grid.input_lens = {40, 3};
+  grid.output_lens = {5};
+  grid.concurrencies = {1, 3};
+  grid.prompt_format = PromptFormat::text;
+  grid.request_rate = 4.0;
+  grid.seed = 99;
+  const auto requests = generate(grid).value();
+  std::stringstream ss;
+  ss << header_json_line(grid, requests.size()) << "\n";
+  for (const auto& r : requests)
+    ss << to_hashed_json_line(r) << "\r\n\n";
+  const auto back = read_workload(ss).value();
+  ASSERT_EQ(back.size(), requests.size());
+  for (size_t i = 0; i < back.size(); ++i) {
+    EXPECT_EQ(back[i].prompt_text, requests[i].prompt_text);
+    EXPECT_EQ(back[i].arrival, Arrival::poisson);
+    EXPECT_NEAR(back[i].send_offset_s, requests[i].send_offset_s, 1e-6);
+  }
+}
+
+// A small compact file as text, for the tests that break it.
+std::string small_compact(uint64_t seed = 5) {
+  GridOptions grid;
+  grid.input_lens = {16};
+  grid.output_lens = {2};
+  grid.concurrencies = {2};
+  grid.seed = seed;
+  const auto requests = generate(grid).value();
+  std::string text = header_json_line(grid, requests.size()) + "\n";
+  for (const auto& r : requests)
+    text += to_hashed_json_line(r) + "\n";
+  return text;
+}
+
+TEST_F(WorkloadCompact, AHashThatDoesNotMatchNamesTheLine) {
+  std::string text = small_compact();
+  const auto at = text.find("\"prompt_sha256\":\"") + 17;
+  text[at] = text[at] == '0' ? '1' : '0';
+  EXPECT_NE(error_of(text).find("line 2: the prompt generated for request 0 does not match"),
+            std::string::npos);
+  // The lines of another seed's file under this header: every prompt differs.
+  std::string other = small_compact(6);
+  const std::string mixed = small_compact().substr(0, small_compact().find('\n') + 1) +
+                            other.substr(other.find('\n') + 1);
+  EXPECT_NE(error_of(mixed).find("does not match its prompt_sha256"), std::string::npos);
+}
+
+TEST_F(WorkloadCompact, BadHeadersAreClearErrors) {
+  std::string text = small_compact();
+  std::string version = text;
+  version.replace(version.find("\"kvprof_workload\":2"), 19, "\"kvprof_workload\":9");
+  EXPECT_NE(error_of(version).find("workload format 9"), std::string::npos);
+  std::string generator = text;
+  generator.replace(generator.find("\"version\":1"), 11, "\"version\":7");
+  EXPECT_NE(error_of(generator).find("generator version 7"), std::string::npos);
+  std::string lens = text;
+  lens.replace(lens.find("\"input_lens\":[16]"), 17, "\"input_lens\":[0]");
+  EXPECT_NE(error_of(lens).find("'input_lens'"), std::string::npos);
+  std::string id = text;
+  id.replace(id.find("\"request_id\":1"), 14, "\"request_id\":7");
+  EXPECT_NE(error_of(id).find("request_id 7 is not one the generator makes"), std::string::npos);
+  std::string hash = text;
+  hash.replace(hash.find("\"prompt_sha256\":\""), 17, "\"prompt_sha256\":\"zz");
+  EXPECT_NE(error_of(hash).find("64 lower-case hex digits"), std::string::npos);
+  // A header whose generator would make more prompt tokens than the reader allows.
+  std::stringstream big(text);
+  auto r = read_workload(big, 10);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("would make 64 prompt tokens (at most 10)"), std::string::npos)
+      << r.error().message;
 }
 
 }  // namespace

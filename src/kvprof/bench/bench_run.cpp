@@ -144,7 +144,8 @@ int bench_exit_code(const BenchReport& report) {
 }
 
 Expected<BenchReport> run_bench(const BenchConfig& config, gpu::MemorySource* gpu,
-                                const std::string& memory_source_name) {
+                                const std::string& memory_source_name,
+                                const BenchEventCallback& on_event) {
   BenchReport r;
   r.started_unix_s = unix_now_s();
   r.run_id =
@@ -217,7 +218,10 @@ Expected<BenchReport> run_bench(const BenchConfig& config, gpu::MemorySource* gp
     for (size_t nl; (nl = buffer.find('\n', start)) != std::string::npos; start = nl + 1) {
       auto e = json::parse(buffer.begin() + static_cast<std::ptrdiff_t>(start),
                            buffer.begin() + static_cast<std::ptrdiff_t>(nl), nullptr, false);
-      if (!e.is_discarded() && e.is_object()) apply_event(e, r, current);
+      if (!e.is_discarded() && e.is_object()) {
+        apply_event(e, r, current);
+        if (on_event) on_event(r, e);
+      }
     }
     buffer.erase(0, start);
     if (buffer.size() > k_max_event_bytes) buffer.clear();

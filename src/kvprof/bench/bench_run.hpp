@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -72,11 +73,15 @@ struct BenchReport {
   std::map<std::string, std::string> files;
 };
 
-// Runs the bench described by `config` (defaults already resolved); `gpu` may be null. Returns
-// the report (also for a failed or interrupted run: its status says so); io error when the run
-// folder cannot be created.
+// Called with the report after each worker event has been folded into it, and the event.
+using BenchEventCallback = std::function<void(const BenchReport&, const nlohmann::json& event)>;
+
+// Runs the bench described by `config` (defaults already resolved); `gpu` may be null;
+// `on_event` (may be empty) sees its progress. Returns the report (also for a failed or
+// interrupted run: its status says so); io error when the run folder cannot be created.
 Expected<BenchReport> run_bench(const BenchConfig& config, gpu::MemorySource* gpu,
-                                const std::string& memory_source_name);
+                                const std::string& memory_source_name,
+                                const BenchEventCallback& on_event = {});
 
 // The exit code for a finished report: 0 completed, 130 interrupted, 2 when the engine refused
 // the model or settings, 1 otherwise.

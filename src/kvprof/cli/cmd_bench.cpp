@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <chrono>
 #include <cstdio>
 #include <memory>
 
@@ -14,6 +15,7 @@
 #include "kvprof/cli/run_report.hpp"
 #include "kvprof/gpu/nvml.hpp"
 #include "kvprof/history/history_db.hpp"
+#include "kvprof/report/progress_line.hpp"
 #include "kvprof/util/units.hpp"
 
 namespace kvprof::cli {
@@ -40,12 +42,46 @@ history::Entry bench_entry(const bench::BenchConfig& config, const bench::BenchR
   return e;
 }
 
+// The status and lines `kvprof bench` shows as the worker's events come (ETA from the sequences
+// done of all conditions and the time they took).
+void show_bench_event(report::ProgressLine& progress, const bench::BenchReport& r,
+                      const nlohmann::json& e, double elapsed_s) {
+  uint64_t done = 0, total = 0;
+  for (const auto& c : r.conditions) {
+    done += c.requests.size();
+    total += c.condition.concurrency;
+  }
+  const std::string ev = e.value("ev", "");
+  const auto index = e.value(ev == "request" ? "condition" : "index", size_t{0});
+  const std::string head = index < r.conditions.size()
+                               ? fmt::format("[{}/{}] {}", index + 1, r.conditions.size(),
+                                             r.conditions[index].condition.label)
+                               : "";
+  const std::string counts =
+      fmt::format("{}/{} sequences, {}", done, total,
+                  report::eta_text(report::eta_s(static_cast<double>(done),
+                                                 static_cast<double>(total), elapsed_s)));
+  if (ev == "phase") {
+    progress.status(fmt::format("engine: {}", e.value("name", "")));
+  } else if ((ev == "condition_start" || ev == "request") && !head.empty()) {
+    progress.status(fmt::format("{}: running; {}", head, counts));
+  } else if (ev == "condition_end" && !head.empty()) {
+    const auto& c = r.conditions[index];
+    progress.line(fmt::format("{}: {} in {:.0f} ms, peak RSS {}; {}", head,
+                              c.finished ? "done" : "INTERRUPTED", c.wall_ms,
+                              c.peak_rss_bytes ? format_bytes(*c.peak_rss_bytes) : "-", counts),
+                  c.finished ? report::Tone::plain : report::Tone::warn);
+  }
+}
+
 struct BenchState {
   bench::BenchConfig config;
   std::string flash_attn = "auto";
   std::vector<uint32_t> mixed;
   bool json_out = false;
   bool no_report = false;
+  bool quiet = false;
+  bool no_color = false;
   bool no_mmap = false;
   bool swa_full = false;
   std::string gpu_source = "auto";
@@ -84,7 +120,17 @@ void run_bench_command(BenchState& st) {
       throw Fatal(nvml.error());
     }
   }
-  auto report = value_or_fatal(bench::run_bench(config, gpu_source.get(), gpu_name));
+  std::unique_ptr<report::ProgressLine> progress;
+  if (!st.quiet) progress = report::stderr_progress(st.no_color);
+  const auto started = std::chrono::steady_clock::now();
+  const auto on_event = [&](const bench::BenchReport& r, const nlohmann::json& e) {
+    if (!progress) return;
+    show_bench_event(
+        *progress, r, e,
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+  };
+  auto report = value_or_fatal(bench::run_bench(config, gpu_source.get(), gpu_name, on_event));
+  progress.reset();  // the status line ends before the table
   history::record_or_warn(config.output_dir, bench_entry(config, report));
   if (st.json_out) {
     std::fputs((bench::summary_json(config, report).dump(2) + "\n").c_str(), stdout);
@@ -162,6 +208,8 @@ void register_bench_command(CLI::App& app) {
   cmd->add_flag("--json", st->json_out, "Print summary.json instead of the table");
   cmd->add_flag("--no-report", st->no_report,
                 "Do not write report.html and the figures into the run folder");
+  cmd->add_flag("-q,--quiet", st->quiet, "No progress on stderr");
+  cmd->add_flag("--no-color", st->no_color, "No colour in the progress (also: NO_COLOR=1)");
   cmd->callback([st] { run_bench_command(*st); });
 }
 

@@ -5,6 +5,7 @@
 // built-in SIMULATED vLLM server.
 #include <fmt/format.h>
 
+#include <chrono>
 #include <cstdio>
 #include <memory>
 
@@ -19,6 +20,7 @@
 #include "kvprof/profile/launcher.hpp"
 #include "kvprof/profile/manifest.hpp"
 #include "kvprof/profile/server_probe.hpp"
+#include "kvprof/report/progress_line.hpp"
 #include "kvprof/sim/sim_memory_source.hpp"
 #include "kvprof/sim/sim_server.hpp"
 #include "kvprof/sim/sim_sizing.hpp"
@@ -47,6 +49,7 @@ struct FindMaxState {
   double sim_tokens_per_s = 0;
   std::string output_dir = "results";
   bool quiet = false;
+  bool no_color = false;
   OutputOptions out;
   CLI::App* cmd = nullptr;
 };
@@ -169,11 +172,33 @@ void run_find_max(FindMaxState& st) {
   deps.memory = memory.get();
   sys::install_stop_handlers();
   deps.should_stop = [] { return sys::stop_requested(); };
+  // Progress: each trial's live status, a line per trial with the ETA of the trials left at
+  // most (from the trials done and the time they took).
+  std::unique_ptr<report::ProgressLine> progress;
+  if (!st.quiet) progress = report::stderr_progress(st.no_color);
+  const uint32_t step_bound =
+      experiment::find_max_step_bound(limits.min_concurrency, limits.max_concurrency);
+  const auto started = std::chrono::steady_clock::now();
+  uint32_t steps_done = 0;
+  if (progress) {
+    deps.on_status = [&](const std::string& line) {
+      progress->status(
+          fmt::format("trial {} (of at most {}): {}", steps_done + 1, step_bound, line));
+    };
+  }
   const auto trial = experiment::make_profile_trial(ts, deps);
   const auto on_step = [&](const experiment::FindMaxStep& s) {
-    if (!st.quiet) std::fprintf(stderr, "kvprof: %s\n", experiment::find_max_step_text(s).c_str());
+    ++steps_done;
+    if (!progress) return;
+    const double elapsed_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    const auto eta = report::eta_s(steps_done, step_bound, elapsed_s);
+    progress->line(fmt::format(
+        "{}; at most {} more trial(s), ETA <= {}", experiment::find_max_step_text(s),
+        step_bound - std::min(step_bound, steps_done), eta ? report::short_duration(*eta) : "-"));
   };
   auto result = experiment::find_max(limits, trial, on_step, [] { return sys::stop_requested(); });
+  progress.reset();  // the status line ends before the answer
   if (launched) launched->stop(st.launch_grace_s);
   if (server) server->stop();
   if (!result) throw Fatal(result.error());
@@ -244,6 +269,7 @@ void register_find_max_command(CLI::App& app) {
       ->envname("KVPROF_OUTPUT_DIR")
       ->capture_default_str();
   cmd->add_flag("-q,--quiet", st->quiet, "No progress lines on stderr");
+  cmd->add_flag("--no-color", st->no_color, "No colour in the progress (also: NO_COLOR=1)");
   add_output_options(cmd, st->out);
   cmd->callback([st] { run_find_max(*st); });
 }

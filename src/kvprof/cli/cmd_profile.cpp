@@ -18,6 +18,7 @@
 #include "kvprof/profile/launcher.hpp"
 #include "kvprof/profile/profiler.hpp"
 #include "kvprof/profile/server_probe.hpp"
+#include "kvprof/report/progress_line.hpp"
 #include "kvprof/sim/sim_memory_source.hpp"
 #include "kvprof/sim/sim_server.hpp"
 #include "kvprof/sim/sim_sizing.hpp"
@@ -57,6 +58,7 @@ struct ProfileCliState {
   std::string server_log;
   bool json = false;
   bool quiet = false;
+  bool no_color = false;
   bool no_report = false;
   CLI::App* cmd = nullptr;
 };
@@ -239,12 +241,16 @@ void run_profile_command(ProfileCliState& st) {
   deps.memory = memory.get();
   sys::install_stop_handlers();
   deps.should_stop = [] { return sys::stop_requested(); };
+  std::unique_ptr<report::ProgressLine> progress;
   if (!st.quiet) {
-    deps.on_progress = [](const std::string& line) {
-      std::fprintf(stderr, "kvprof: %s\n", line.c_str());
+    progress = report::stderr_progress(st.no_color);
+    deps.on_progress = [&progress](const std::string& line) {
+      progress->line(line, report::tone_of(line));
     };
+    deps.on_status = [&progress](const std::string& line) { progress->status(line); };
   }
   auto outcome = profile::run_profile(config, deps);
+  progress.reset();  // the status line ends before the table
   if (server) server->stop();
   if (!outcome) throw Fatal(outcome.error());
   history::record_or_warn(config.output_dir,
@@ -259,8 +265,10 @@ void run_profile_command(ProfileCliState& st) {
   const auto& t = outcome->totals;
   if (outcome->interrupted) {
     throw Fatal(
-        {ErrorKind::interrupted, fmt::format("interrupted; {} of {} requests done, summary in {}",
-                                             t.n_ok, t.n_requests, outcome->run_dir.string())});
+        {ErrorKind::interrupted,
+         fmt::format("interrupted; {} of {} requests completed, {} cancelled, {} not "
+                     "sent; everything measured is in {}",
+                     t.n_ok, t.n_planned, t.n_cancelled, t.n_not_sent, outcome->run_dir.string())});
   }
   if (t.n_ok == 0)
     throw Fatal({ErrorKind::network, "no request succeeded (see request_trace.csv)"});
@@ -389,6 +397,7 @@ void register_profile_command(CLI::App& app) {
                    "Decode speed of a lone sequence in the simulator (default 500)");
   cmd->add_flag("--json", st->json, "Print summary.json instead of the table");
   cmd->add_flag("-q,--quiet", st->quiet, "No progress lines on stderr");
+  cmd->add_flag("--no-color", st->no_color, "No colour in the progress (also: NO_COLOR=1)");
   cmd->add_flag("--no-report", st->no_report,
                 "Do not write report.html and the figures into the run folder");
   cmd->callback([st] { run_profile_command(*st); });

@@ -16,6 +16,7 @@
 #include "kvprof/experiment/sweep_runner.hpp"
 #include "kvprof/gpu/gpu_catalog.hpp"
 #include "kvprof/gpu/nvml.hpp"
+#include "kvprof/report/progress_line.hpp"
 #include "kvprof/sys/signals.hpp"
 
 namespace kvprof::cli {
@@ -29,6 +30,7 @@ struct SweepCliState {
   bool dry_run = false;
   bool json = false;
   bool quiet = false;
+  bool no_color = false;
   bool run_unfit = false;
   bool verbose = false;
   std::string output_dir = "results";
@@ -110,17 +112,21 @@ void run_sweep_command(const SweepCliState& st) {
   deps.memory_note = memory_note;
   sys::install_stop_handlers();
   deps.should_stop = [] { return sys::stop_requested(); };
+  std::unique_ptr<report::ProgressLine> progress;
   if (!st.quiet) {
-    deps.on_progress = [](const std::string& line) {
-      std::fprintf(stderr, "kvprof: sweep %s\n", line.c_str());
+    progress = report::stderr_progress(st.no_color);
+    deps.on_progress = [&progress](const std::string& line) {
+      progress->line("sweep " + line, report::tone_of(line));
     };
+    deps.on_run_status = [&progress](const std::string& line) { progress->status(line); };
   }
-  if (st.verbose) {
-    deps.on_run_progress = [](const std::string& line) {
-      std::fprintf(stderr, "kvprof:   %s\n", line.c_str());
+  if (st.verbose && progress) {
+    deps.on_run_progress = [&progress](const std::string& line) {
+      progress->line("  " + line, report::tone_of(line));
     };
   }
   const auto out = value_or_fatal(experiment::run_sweep(config, plan, options, deps));
+  progress.reset();  // the status line ends before the summary
   if (st.json) {
     std::ifstream in(out.dir / "sweep.json");
     std::printf("%s", std::string(std::istreambuf_iterator<char>(in), {}).c_str());
@@ -173,6 +179,7 @@ void register_sweep_command(CLI::App& app) {
                 "Also run the configurations the plan says will not fit");
   cmd->add_flag("-v,--verbose", st->verbose, "Also print each profile run's progress lines");
   cmd->add_flag("-q,--quiet", st->quiet, "No plan and no progress lines");
+  cmd->add_flag("--no-color", st->no_color, "No colour in the progress (also: NO_COLOR=1)");
   cmd->callback([st] { run_sweep_command(*st); });
 }
 

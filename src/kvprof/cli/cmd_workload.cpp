@@ -13,6 +13,7 @@ void register_workload_command(CLI::App& app) {
     workload::GridCliValues grid;
     std::string path = "workload.jsonl";
     bool json = false;
+    bool inline_prompts = false;
   };
   auto st = std::make_shared<State>();
   auto* cmd = app.add_subcommand(
@@ -23,11 +24,18 @@ void register_workload_command(CLI::App& app) {
       ->type_name("FILE")
       ->capture_default_str();
   cmd->add_flag("--json", st->json, "Print the summary as JSON");
+  cmd->add_flag("--inline-prompts", st->inline_prompts,
+                "Write every prompt into its line (for other tools; large: the default grid "
+                "makes 157 MB) instead of the generator's settings and a SHA-256 per prompt");
   workload::add_grid_options(cmd, st->grid);
   cmd->callback([st] {
     const auto grid = value_or_fatal(workload::resolve(st->grid));
     const auto requests = value_or_fatal(workload::generate(grid));
-    if (auto ok = workload::write_workload(st->path, requests); !ok) throw Fatal(ok.error());
+    if (auto ok = st->inline_prompts ? workload::write_workload(st->path, requests)
+                                     : workload::write_generated_workload(st->path, grid, requests);
+        !ok) {
+      throw Fatal(ok.error());
+    }
     const auto size = workload::grid_size(grid);
     nlohmann::json json = {{"schema_version", 1},
                            {"path", st->path},
@@ -35,6 +43,7 @@ void register_workload_command(CLI::App& app) {
                            {"n_requests", size.n_requests},
                            {"n_prompt_tokens", size.n_prompt_tokens},
                            {"seed", grid.seed},
+                           {"prompts", st->inline_prompts ? "inline" : "generated"},
                            {"count_mode", workload::count_mode_name(grid.count_mode)},
                            {"arrival", grid.request_rate > 0 ? "poisson" : "closed"},
                            {"request_rate", grid.request_rate},

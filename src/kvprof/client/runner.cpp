@@ -130,7 +130,9 @@ struct RequestRunner::Impl {
       const RequestRecord& record = s->record();
       acc->add(record);
       ++prog.done;
+      if (record.status == RequestStatus::ok) ++prog.ok;
       if (record.status == RequestStatus::error) ++prog.errors;
+      if (record.status == RequestStatus::cancelled) ++prog.cancelled;
       if (on_record && !record_error) {
         if (auto ok = on_record(record); !ok) record_error = ok.error();
       }
@@ -198,11 +200,19 @@ Expected<RunResult> RequestRunner::run(const std::vector<RequestSpec>& requests,
   const auto stopped = [&] { return should_stop && should_stop(); };
 
   for (size_t ci = 0; ci < conditions.size() && !result.stopped; ++ci) {
+    if (stopped()) {  // stopped between conditions: the next one is not started
+      result.stopped = true;
+      break;
+    }
     const auto& cond = conditions[ci];
     const RequestSpec& head = requests[cond.first];
     const uint32_t concurrency = std::max<uint32_t>(1, head.concurrency);
     m.acc = std::make_unique<ConditionAccumulator>(cond.id, concurrency);
-    m.prog = Progress{ci, conditions.size(), cond.id, 0, cond.count, 0};
+    m.prog = Progress{};
+    m.prog.condition_index = ci;
+    m.prog.n_conditions = conditions.size();
+    m.prog.condition_id = cond.id;
+    m.prog.total = cond.count;
     if (m.progress) m.progress(m.prog);
     const int64_t cond_start_ns = m.now_ns();
     const int64_t min_ns = static_cast<int64_t>(std::llround(m.options.min_condition_s * 1e9));
@@ -214,7 +224,9 @@ Expected<RunResult> RequestRunner::run(const std::vector<RequestSpec>& requests,
     while (true) {
       if (stopped()) {
         result.stopped = true;
+        if (next >= end && m.in_flight.empty()) break;  // stopped after its last one ended
         m.cancel_all();
+        m.prog.stopped = true;
         break;
       }
       if (m.record_error) {
@@ -252,9 +264,12 @@ Expected<RunResult> RequestRunner::run(const std::vector<RequestSpec>& requests,
       m.transport->poll(timeout_ms);
       m.collect();
     }
+    ConditionStats stats = m.acc->finish();
+    stats.n_planned = cond.count;
+    stats.interrupted = m.prog.stopped;
     m.prog.condition_done = true;
     if (m.progress) m.progress(m.prog);
-    result.conditions.push_back(m.acc->finish());
+    result.conditions.push_back(std::move(stats));
   }
   result.max_in_flight = m.max_in_flight;
   result.transport = m.transport->counters();

@@ -49,10 +49,13 @@ struct Progress {
   size_t condition_index = 0;  // 0-based
   size_t n_conditions = 0;
   std::string condition_id;
-  uint64_t done = 0;   // requests of this condition that ended
+  uint64_t done = 0;   // requests of this condition that ended (ok, error or cancelled)
   uint64_t total = 0;  // its requests, repeats sent so far included
+  uint64_t ok = 0;     // completed
   uint64_t errors = 0;
+  uint64_t cancelled = 0;
   bool condition_done = false;  // the last call of a condition: every request of it has ended
+  bool stopped = false;         // with condition_done: the run was stopped in this condition
 };
 
 struct RunResult {
@@ -75,7 +78,7 @@ class RequestRunner {
   RequestRunner& operator=(const RequestRunner&) = delete;
 
   // Called when a condition starts (done == 0), after each request ends, and once more when the
-  // condition ended (condition_done).
+  // condition ended (condition_done; with stopped when the run was stopped in it).
   void set_progress(std::function<void(const Progress&)> callback);
   // Called with each request's final record as it ends (e.g. TraceWriter::write). An error
   // returned from it stops the run and becomes run()'s error.

@@ -84,15 +84,19 @@ ConditionStats ConditionAccumulator::finish() const {
 
 namespace {
 nlohmann::json to_json(const Percentiles& p) {
-  return {{"n", p.n},     {"p50", p.p50},   {"p90", p.p90},
-          {"p99", p.p99}, {"mean", p.mean}, {"max", p.max}};
+  const auto v = [&p](double x) { return p.n > 0 ? nlohmann::json(x) : nlohmann::json(nullptr); };
+  return {{"n", p.n},        {"p50", v(p.p50)},   {"p90", v(p.p90)},
+          {"p99", v(p.p99)}, {"mean", v(p.mean)}, {"max", v(p.max)}};
 }
 }  // namespace
 
 nlohmann::json to_json(const ConditionStats& s) {
   return {{"condition_id", s.condition_id},
           {"concurrency", s.concurrency},
+          {"status", s.interrupted ? "interrupted" : "completed"},
+          {"n_planned", s.n_planned},
           {"n_requests", s.n_requests},
+          {"n_not_sent", n_not_sent(s)},
           {"n_ok", s.n_ok},
           {"n_errors", s.n_errors},
           {"n_cancelled", s.n_cancelled},

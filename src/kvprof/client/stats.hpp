@@ -2,6 +2,7 @@
 // latencies from the intended send time), and failures by kind.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -25,7 +26,8 @@ Percentiles percentiles(std::vector<double>& values);
 struct ConditionStats {
   std::string condition_id;
   uint32_t concurrency = 0;
-  uint64_t n_requests = 0;  // ended (ok + error + cancelled)
+  uint64_t n_planned = 0;   // in the workload; 0 when not known
+  uint64_t n_requests = 0;  // sent and ended (ok + error + cancelled)
   uint64_t n_ok = 0;
   uint64_t n_errors = 0;
   uint64_t n_cancelled = 0;
@@ -35,7 +37,8 @@ struct ConditionStats {
   double duration_s = 0;                // first intended send to last end
   double request_throughput_per_s = 0;  // ok requests / duration
   double output_tokens_per_s = 0;
-  Percentiles ttft_ms, itl_ms, e2e_ms;  // ok requests only
+  bool interrupted = false;             // the run was stopped while this condition ran
+  Percentiles ttft_ms, itl_ms, e2e_ms;  // completed (ok) requests only
   std::map<std::string, uint64_t> errors_by_kind;
 };
 
@@ -54,7 +57,14 @@ class ConditionAccumulator {
   std::vector<double> m_ttft_ms, m_itl_ms, m_e2e_ms;
 };
 
-// The statistics as JSON (keys named with units).
+// Planned requests that were never sent (0 when n_planned is not known); repeats do not count.
+inline uint64_t n_not_sent(const ConditionStats& s) {
+  const uint64_t sent = s.n_requests - std::min(s.n_repeated, s.n_requests);
+  return s.n_planned > sent ? s.n_planned - sent : 0;
+}
+
+// The statistics as JSON (keys named with units; status "interrupted" or "completed"; the
+// percentiles' values null when they have no sample).
 nlohmann::json to_json(const ConditionStats& stats);
 
 }  // namespace kvprof::client

@@ -14,7 +14,8 @@
 //   intended_send_unix_s         from the schedule (closed loop: when a slot freed)
 //   actual_send_unix_s, first_token_unix_s, end_unix_s
 //   send_delay_ms                actual - intended send
-//   ttft_ms, e2e_ms              from the INTENDED send (no coordinated omission)
+//   ttft_ms, e2e_ms              from the INTENDED send (no coordinated omission); e2e_ms is
+//                                empty for a cancelled request (it did not complete)
 //   itl_mean_ms                  mean gap between token chunks per token
 //   finish_reason
 //   token_times_ms               each token chunk's arrival, ms after the intended send,

@@ -123,6 +123,7 @@ struct RunContext {
   const SweepConfig& config;
   const SweepOptions& options;
   const SweepDeps& deps;
+  std::function<void(const std::string&)> on_status;  // the profile's status; null: none
 };
 
 // One configuration as one profile run; fills `rec` (status, reason, run, figures).
@@ -146,6 +147,7 @@ void run_one(const RunContext& ctx, const PlannedConfig& pc, ConfigRecord& rec) 
   deps.memory_note = ctx.deps.memory_note;
   deps.should_stop = ctx.deps.should_stop;
   deps.on_progress = ctx.deps.on_run_progress;
+  deps.on_status = ctx.on_status;
   std::unique_ptr<sim::SimServer> server;
   std::unique_ptr<gpu::MemorySource> sim_memory;
   const auto failed = [&](const Error& err) {
@@ -190,7 +192,7 @@ void run_one(const RunContext& ctx, const PlannedConfig& pc, ConfigRecord& rec) 
   const auto& t = outcome->totals;
   if (outcome->interrupted) {
     rec.status = "interrupted";
-    rec.reason = fmt::format("interrupted; {} of {} requests done", t.n_ok, t.n_requests);
+    rec.reason = fmt::format("interrupted; {} of {} requests completed", t.n_ok, t.n_planned);
   } else if (t.n_ok == 0) {
     rec.status = "failed";
     rec.reason = "no request succeeded (see request_trace.csv)";
@@ -276,7 +278,17 @@ Expected<SweepOutcome> run_sweep(const SweepConfig& config, const Plan& plan,
     rec.run_id.clear();
     rec.run_dir.clear();
     rec.measured = nlohmann::json::object();
-    run_one(RunContext{config, options, deps}, pc, rec);
+    // The run's live status, with the sweep's ETA counting down while it runs.
+    std::function<void(const std::string&)> on_status;
+    if (deps.on_run_status) {
+      on_status = [&deps, head, eta_s = expected_left * scale,
+                   start_s = rec.started_unix_s](const std::string& line) {
+        deps.on_run_status(
+            fmt::format("{}: {}; sweep ETA {}", head, line,
+                        format_duration(std::max(0.0, eta_s - (now_unix_s() - start_s)))));
+      };
+    }
+    run_one(RunContext{config, options, deps, on_status}, pc, rec);
     rec.ended_unix_s = now_unix_s();
     rec.duration_s = rec.ended_unix_s - rec.started_unix_s;
     ++out.n_ran;

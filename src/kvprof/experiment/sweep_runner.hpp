@@ -30,6 +30,7 @@ struct SweepDeps {
   std::function<bool()> should_stop;
   std::function<void(const std::string&)> on_progress;      // the sweep's lines; null: quiet
   std::function<void(const std::string&)> on_run_progress;  // each profile's lines; null: quiet
+  std::function<void(const std::string&)> on_run_status;    // a live status; null: none
 };
 
 struct SweepOutcome {

@@ -18,6 +18,7 @@
 #include "kvprof/metrics/scraper.hpp"
 #include "kvprof/profile/condition_metrics.hpp"
 #include "kvprof/profile/endpoint_check.hpp"
+#include "kvprof/profile/grid_progress.hpp"
 #include "kvprof/profile/launcher.hpp"
 #include "kvprof/profile/manifest.hpp"
 #include "kvprof/profile/run_steps.hpp"
@@ -206,6 +207,7 @@ Expected<ProfileOutcome> run_profile(const ProfileConfig& config_in, const Profi
     dir = *made;
   }
   report.run_dir = dir->string();
+  report.n_planned_requests = requests->size();
   report.files.insert({{"workload", "workload.jsonl"},
                        {"request_trace", "request_trace.csv"},
                        {"gpu_mem_trace", "gpu_mem_trace.csv"},
@@ -219,7 +221,8 @@ Expected<ProfileOutcome> run_profile(const ProfileConfig& config_in, const Profi
   progress(fmt::format("run {}: {} requests in {} conditions against {} ({}) -> {}", report.run_id,
                        requests->size(), conditions.size(), config.run.endpoint, config.run.model,
                        report.run_dir));
-  if (auto ok = workload::write_workload(*dir / "workload.jsonl", *requests); !ok) {
+  if (auto ok = workload::write_generated_workload(*dir / "workload.jsonl", config.grid, *requests);
+      !ok) {
     return std::unexpected(ok.error());
   }
   std::string driver_version, cuda_version;
@@ -317,7 +320,10 @@ Expected<ProfileOutcome> run_profile(const ProfileConfig& config_in, const Profi
   });
   std::vector<Window> windows;
   auto* sampler_ptr = sampler.get();
+  GridProgress grid_progress(requests->size(), now_ns());
   runner.set_progress([&](const client::Progress& p) {
+    grid_progress.update(p, now_ns());
+    if (deps.on_status) deps.on_status(grid_progress.status_text(p));
     if (p.done == 0 && !p.condition_done) {
       // A scrape just before it starts: the state it starts from. Outside the condition's window,
       // since a gauge can still show the previous condition's requests (vLLM updates it per step).
@@ -325,7 +331,7 @@ Expected<ProfileOutcome> run_profile(const ProfileConfig& config_in, const Profi
       windows.push_back({now_ns(), 0});
       return;
     }
-    if (!p.condition_done || windows.empty()) return;
+    if (!GridProgress::condition_ended(p) || windows.empty()) return;
     tracker.end();  // a scrape as it ends: the progress line shows this condition's figures
     windows.back().end_ns = now_ns();
     std::string mem = "-";
@@ -336,11 +342,9 @@ Expected<ProfileOutcome> run_profile(const ProfileConfig& config_in, const Profi
       }
       mem = format_bytes(used);
     }
-    const std::string kv = tracker.progress_text(windows.back());
-    progress(fmt::format(
-        "[{}/{}] {}: {}/{} done, {} errors, {:.1f} s, GPU used {}, {}", p.condition_index + 1,
-        p.n_conditions, p.condition_id, p.done, p.total, p.errors,
-        static_cast<double>(windows.back().end_ns - windows.back().begin_ns) / 1e9, mem, kv));
+    progress(grid_progress.end_text(
+        p, static_cast<double>(windows.back().end_ns - windows.back().begin_ns) / 1e9, mem,
+        tracker.progress_text(windows.back())));
   });
   // A trace that can no longer be written (a full disk) ends the run like a stop request.
   const auto write_failure = [&]() -> std::optional<Error> {

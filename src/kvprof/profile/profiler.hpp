@@ -74,7 +74,8 @@ struct ProfileDeps {
   std::string memory_note;              // why there is no source, for the summary
   std::function<std::unique_ptr<client::Transport>()> make_transport;  // default: libcurl
   std::function<bool()> should_stop;                                   // e.g. Ctrl-C
-  std::function<void(const std::string&)> on_progress;           // one line per event; null = quiet
+  std::function<void(const std::string&)> on_progress;  // one line per event; null = quiet
+  std::function<void(const std::string&)> on_status;    // a status the next replaces; null = none
   std::function<void(const client::RequestRecord&)> on_request;  // each grid request as it ends
 };
 

@@ -170,6 +170,12 @@ RequestTotals request_totals(const ProfileReport& report) {
     for (const auto& [kind, n] : s.errors_by_kind)
       t.errors_by_kind[kind] += n;
   }
+  uint64_t originals_sent = 0;  // repeats (--min-condition-s) are not planned requests
+  for (const auto& c : report.conditions)
+    originals_sent +=
+        c.requests.n_requests - std::min(c.requests.n_repeated, c.requests.n_requests);
+  t.n_planned = std::max(report.n_planned_requests, originals_sent);
+  t.n_not_sent = t.n_planned - originals_sent;
   return t;
 }
 
@@ -259,7 +265,9 @@ json summary_json(const ProfileReport& r) {
          return s;
        }()},
       {"requests",
-       {{"n_requests", totals.n_requests},
+       {{"n_planned", totals.n_planned},
+        {"n_requests", totals.n_requests},
+        {"n_not_sent", totals.n_not_sent},
         {"n_ok", totals.n_ok},
         {"n_errors", totals.n_errors},
         {"n_cancelled", totals.n_cancelled},
@@ -299,8 +307,13 @@ std::string count_text(const std::optional<double>& v) {
   return v ? fmt::format("{:.0f}", *v) : "-";
 }
 
+// "p50/p99" of completed requests, "-" when none completed.
+std::string latency_text(const client::Percentiles& p) {
+  return p.n > 0 ? fmt::format("{:.0f}/{:.0f}", p.p50, p.p99) : "-";
+}
+
 std::string condition_table(const ProfileReport& r) {
-  report::Table t({"condition", "ok/sent", "errors", "out tok/s", "TTFT p50/p99 ms",
+  report::Table t({"condition", "ok/planned", "errors", "out tok/s", "TTFT p50/p99 ms",
                    "E2E p50/p99 ms", "peak GiB", "KV peak", "KV tokens", "KV tok/req", "running",
                    "waiting", "preempt"});
   for (size_t i = 0; i < r.conditions.size(); ++i) {
@@ -313,22 +326,36 @@ std::string condition_table(const ProfileReport& r) {
     std::optional<uint64_t> peak;
     for (const auto& g : c.memory)
       peak = peak.value_or(0) + g.max_used_bytes;
+    // A condition cut short: its cancelled and never-sent requests next to the errors.
+    if (s.n_cancelled > 0)
+      errors += fmt::format("{}{} cancelled", errors.empty() ? "" : ", ", s.n_cancelled);
+    if (n_not_sent(s) > 0)
+      errors += fmt::format("{}{} not sent", errors.empty() ? "" : ", ", n_not_sent(s));
     // KV tokens per request at the KV peak, measured/expected.
     std::string per_request = "-";
     if (d && d->measured_kv_tokens_per_request) {
       per_request = fmt::format("{:.0f}/{}", *d->measured_kv_tokens_per_request,
                                 d->expected_kv_tokens_per_request);
     }
-    t.add_row({s.condition_id, fmt::format("{}/{}", s.n_ok, s.n_requests),
+    t.add_row({s.interrupted ? s.condition_id + " (INTERRUPTED)" : s.condition_id,
+               fmt::format("{}/{}", s.n_ok, std::max(s.n_planned, s.n_requests)),
                errors.empty() ? "-" : errors, fmt::format("{:.1f}", s.output_tokens_per_s),
-               fmt::format("{:.0f}/{:.0f}", s.ttft_ms.p50, s.ttft_ms.p99),
-               fmt::format("{:.0f}/{:.0f}", s.e2e_ms.p50, s.e2e_ms.p99),
-               peak_gib_cell(c, gib_text(peak)), kv_peak_cell(c),
-               count_text(d ? d->facts.kv_peak.used_tokens : std::nullopt), per_request,
-               count_text(c.server.peak_num_requests_running),
+               latency_text(s.ttft_ms), latency_text(s.e2e_ms), peak_gib_cell(c, gib_text(peak)),
+               kv_peak_cell(c), count_text(d ? d->facts.kv_peak.used_tokens : std::nullopt),
+               per_request, count_text(c.server.peak_num_requests_running),
                count_text(c.server.peak_num_requests_waiting), count_text(c.server.preemptions)});
   }
   return t.render();
+}
+
+// For an interrupted run, one line with the counts (empty otherwise).
+std::string interrupted_text(const ProfileReport& r) {
+  if (!r.interrupted) return "";
+  const RequestTotals t = request_totals(r);
+  return fmt::format(
+      "INTERRUPTED: {} of {} requests completed, {} failed, {} cancelled, {} not sent; latency "
+      "figures are over the completed ones\n",
+      t.n_ok, t.n_planned, t.n_errors, t.n_cancelled, t.n_not_sent);
 }
 
 std::string breakdown_table(const ProfileReport& r) {
@@ -387,6 +414,7 @@ std::string summary_text(const ProfileReport& r) {
   out += fmt::format("kvprof profile {} -- {} at {}{}\n", r.run_id, r.model, r.endpoint,
                      r.interrupted ? " (INTERRUPTED)" : "");
   out += condition_table(r);
+  out += interrupted_text(r);
   out += low_sample_footnote(r);
   out += derived_text(r.derived);
   if (!r.baseline.empty()) {

@@ -59,7 +59,8 @@ struct ProfileReport {
   std::string memory_source = "none";   // "nvml", "dcgm", "prometheus", "simulated" or "none"
   std::vector<gpu::DeviceInfo> gpus;
   CapturePoint baseline, post_warmup, peak;
-  std::vector<ConditionReport> conditions;
+  std::vector<ConditionReport> conditions;  // those started; an interrupted run's last is partial
+  uint64_t n_planned_requests = 0;          // in the workload (0: not known)
   MetricsWindowStats server_during_load;
   std::optional<MeasuredBreakdown> breakdown;
   std::vector<ComparisonRow> comparison;  // empty without an estimate
@@ -80,6 +81,7 @@ struct ProfileReport {
 // Request totals over all conditions.
 struct RequestTotals {
   uint64_t n_requests = 0, n_ok = 0, n_errors = 0, n_cancelled = 0, output_tokens = 0;
+  uint64_t n_planned = 0, n_not_sent = 0;  // the workload's; the planned that were never sent
   std::map<std::string, uint64_t> errors_by_kind;
 };
 RequestTotals request_totals(const ProfileReport& report);

@@ -1,4 +1,5 @@
-// Writing and reading workload.jsonl with bounded lines and per-field validation.
+// Writing and reading workload.jsonl (prompts in every line, or generated again from the header
+// and checked against each line's hash) with bounded lines and per-field validation.
 #include "kvprof/workload/workload_io.hpp"
 
 #include <fmt/format.h>
@@ -9,13 +10,20 @@
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <unordered_set>
+
+#include "kvprof/workload/grid_json.hpp"
+#include "kvprof/workload/prompt_hash.hpp"
 
 namespace kvprof::workload {
 
 using nlohmann::json;
 
-std::string to_json_line(const RequestSpec& r) {
+namespace {
+
+// The line's fields up to and including `"max_tokens":N,` (the prompt, or its hash, follows).
+std::string fields_text(const RequestSpec& r) {
   std::string line = fmt::format(
       R"({{"request_id":{},"condition_id":{},"input_len":{},"output_len":{},"concurrency":{},)"
       R"("prefix_mode":"{}","prefix_len":{},"prompt_format":"{}","arrival":"{}",)",
@@ -24,7 +32,15 @@ std::string to_json_line(const RequestSpec& r) {
       arrival_name(r.arrival));
   if (r.arrival == Arrival::poisson)
     line += fmt::format(R"("send_offset_s":{:.6f},)", r.send_offset_s);
-  line += fmt::format(R"("ignore_eos":{},"max_tokens":{},"prompt":)", r.ignore_eos, r.max_tokens);
+  line += fmt::format(R"("ignore_eos":{},"max_tokens":{},)", r.ignore_eos, r.max_tokens);
+  return line;
+}
+
+}  // namespace
+
+std::string to_json_line(const RequestSpec& r) {
+  std::string line = fields_text(r);
+  line += R"("prompt":)";
   if (r.prompt_format == PromptFormat::tokens) {
     line.reserve(line.size() + r.prompt_token_ids.size() * 6 + 2);
     line.push_back('[');
@@ -38,6 +54,18 @@ std::string to_json_line(const RequestSpec& r) {
   }
   line.push_back('}');
   return line;
+}
+
+std::string to_hashed_json_line(const RequestSpec& r) {
+  return fields_text(r) + fmt::format(R"("prompt_sha256":"{}"}})", prompt_sha256(r));
+}
+
+std::string header_json_line(const GridOptions& grid, uint64_t n_requests) {
+  const nlohmann::ordered_json header = {{"kvprof_workload", k_workload_format_version},
+                                         {"prompts", "generated"},
+                                         {"n_requests", n_requests},
+                                         {"generator", grid_json(grid)}};
+  return header.dump();
 }
 
 namespace {
@@ -94,11 +122,10 @@ int read_line(std::istream& in, std::string& line, size_t max_bytes) {
 
 }  // namespace
 
-Expected<RequestSpec> parse_json_line(std::string_view line, size_t line_no) {
-  json doc = json::parse(line, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded() || !doc.is_object()) {
-    return fail(ErrorKind::input, fmt::format("line {}: not a JSON object", line_no));
-  }
+namespace {
+
+// Every field of a request line but its prompt.
+Expected<RequestSpec> parse_fields(const json& doc, size_t line_no) {
   RequestSpec r;
   uint64_t v = 0;
   std::string s;
@@ -151,7 +178,28 @@ Expected<RequestSpec> parse_json_line(std::string_view line, size_t line_no) {
   if (r.max_tokens == 0) {
     return fail(ErrorKind::input, fmt::format("line {}: 'max_tokens' must be at least 1", line_no));
   }
+  return r;
+}
 
+// A compact file's request line: the fields, the prompt format and the prompt's hash.
+Expected<RequestSpec> parse_hashed_line(const json& doc, size_t line_no, std::string& sha256) {
+  auto r = parse_fields(doc, line_no);
+  if (!r) return r;
+  std::string s;
+  KVPROF_TRY_ASSIGN(s, get_string(doc, "prompt_format", line_no));
+  auto format = parse_prompt_format(s);
+  if (!format) return std::unexpected(format.error().with_context(fmt::format("line {}", line_no)));
+  r->prompt_format = *format;
+  KVPROF_TRY_ASSIGN(sha256, get_string(doc, "prompt_sha256", line_no));
+  if (sha256.size() != 64 || sha256.find_first_not_of("0123456789abcdef") != std::string::npos) {
+    return fail(ErrorKind::input,
+                fmt::format("line {}: 'prompt_sha256' must be 64 lower-case hex digits", line_no));
+  }
+  return r;
+}
+
+// The request line's prompt, checked against its input_len.
+Expected<void> parse_prompt(const json& doc, size_t line_no, RequestSpec& r) {
   auto prompt = doc.find("prompt");
   if (prompt == doc.end()) {
     return fail(ErrorKind::input, fmt::format("line {}: missing field 'prompt'", line_no));
@@ -183,11 +231,85 @@ Expected<RequestSpec> parse_json_line(std::string_view line, size_t line_no) {
         ErrorKind::input,
         fmt::format("line {}: 'prompt' must be an array of token IDs or a string", line_no));
   }
+  return {};
+}
+
+// A compact file's prompts, generated again from its header; the requests by request_id.
+struct Generated {
+  std::vector<RequestSpec> requests;
+};
+
+Expected<Generated> generate_from_header(const json& header, uint64_t max_prompt_tokens) {
+  const auto version = header.find("kvprof_workload");
+  if (!version->is_number_unsigned() || version->get<uint64_t>() != k_workload_format_version) {
+    return fail(ErrorKind::input,
+                fmt::format("line 1: workload format {} is not one this kvprof reads (it reads "
+                            "{} and files with the prompts in every line)",
+                            version->dump(), k_workload_format_version));
+  }
+  const auto generator = header.find("generator");
+  if (generator == header.end()) {
+    return fail(ErrorKind::input, "line 1: missing field 'generator'");
+  }
+  auto grid = parse_grid_json(*generator);
+  if (!grid) return std::unexpected(grid.error().with_context("line 1"));
+  if (grid_size(*grid).n_prompt_tokens > max_prompt_tokens) {
+    return fail(ErrorKind::input,
+                fmt::format("line 1: the generator would make {} prompt tokens (at most {})",
+                            grid_size(*grid).n_prompt_tokens, max_prompt_tokens));
+  }
+  auto requests = generate(*grid);
+  if (!requests) return std::unexpected(requests.error().with_context("line 1"));
+  return Generated{*std::move(requests)};
+}
+
+// Takes the prompt of `r` from the generated request of the same id, after checking that it is
+// the same request and that its hash is `sha256`.
+Expected<void> take_generated_prompt(Generated& g, RequestSpec& r, const std::string& sha256,
+                                     size_t line_no) {
+  if (r.request_id >= g.requests.size()) {
+    return fail(ErrorKind::input,
+                fmt::format("line {}: request_id {} is not one the generator makes", line_no,
+                            r.request_id));
+  }
+  RequestSpec& made = g.requests[r.request_id];
+  if (made.condition_id != r.condition_id || made.input_len != r.input_len ||
+      made.prefix_len != r.prefix_len || made.prompt_format != r.prompt_format) {
+    return fail(ErrorKind::input,
+                fmt::format("line {}: request {} is not the generator's ({} here, {} generated)",
+                            line_no, r.request_id, r.condition_id, made.condition_id));
+  }
+  if (prompt_sha256(made) != sha256) {
+    return fail(ErrorKind::input,
+                fmt::format("line {}: the prompt generated for request {} does not match its "
+                            "prompt_sha256",
+                            line_no, r.request_id));
+  }
+  r.prompt_token_ids = std::move(made.prompt_token_ids);
+  r.prompt_text = std::move(made.prompt_text);
+  return {};
+}
+
+}  // namespace
+
+Expected<RequestSpec> parse_json_line(std::string_view line, size_t line_no) {
+  json doc = json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded() || !doc.is_object()) {
+    return fail(ErrorKind::input, fmt::format("line {}: not a JSON object", line_no));
+  }
+  auto r = parse_fields(doc, line_no);
+  if (!r) return r;
+  if (auto ok = parse_prompt(doc, line_no, *r); !ok) return std::unexpected(ok.error());
   return r;
 }
 
-Expected<void> write_workload(const std::filesystem::path& path,
-                              const std::vector<RequestSpec>& requests) {
+namespace {
+
+// Writes `first_line` (when not empty) and one line per request to `path` through a temporary
+// file renamed into place.
+template <class LineOf>
+Expected<void> write_lines(const std::filesystem::path& path, const std::string& first_line,
+                           const std::vector<RequestSpec>& requests, LineOf line_of) {
   const std::filesystem::path tmp = path.string() + ".tmp";
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
@@ -195,8 +317,9 @@ Expected<void> write_workload(const std::filesystem::path& path,
       return fail(ErrorKind::io,
                   fmt::format("cannot write '{}': {}", path.string(), std::strerror(errno)));
     }
+    if (!first_line.empty()) out << first_line << '\n';
     for (const auto& r : requests) {
-      const std::string line = to_json_line(r);
+      const std::string line = line_of(r);
       out.write(line.data(), static_cast<std::streamsize>(line.size()));
       out.put('\n');
     }
@@ -216,8 +339,22 @@ Expected<void> write_workload(const std::filesystem::path& path,
   return {};
 }
 
-Expected<std::vector<RequestSpec>> read_workload(std::istream& in) {
+}  // namespace
+
+Expected<void> write_workload(const std::filesystem::path& path,
+                              const std::vector<RequestSpec>& requests) {
+  return write_lines(path, "", requests, [](const RequestSpec& r) { return to_json_line(r); });
+}
+
+Expected<void> write_generated_workload(const std::filesystem::path& path, const GridOptions& grid,
+                                        const std::vector<RequestSpec>& requests) {
+  return write_lines(path, header_json_line(grid, requests.size()), requests,
+                     [](const RequestSpec& r) { return to_hashed_json_line(r); });
+}
+
+Expected<std::vector<RequestSpec>> read_workload(std::istream& in, uint64_t max_prompt_tokens) {
   std::vector<RequestSpec> requests;
+  std::optional<Generated> generated;  // a compact file's prompts
   std::unordered_set<uint64_t> ids;
   std::string line;
   size_t line_no = 0;
@@ -231,8 +368,26 @@ Expected<std::vector<RequestSpec>> read_workload(std::istream& in) {
     }
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.find_first_not_of(" \t") == std::string::npos) continue;
-    auto r = parse_json_line(line, line_no);
+    json doc = json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (doc.is_discarded() || !doc.is_object()) {
+      return fail(ErrorKind::input, fmt::format("line {}: not a JSON object", line_no));
+    }
+    if (line_no == 1 && doc.contains("kvprof_workload")) {
+      auto g = generate_from_header(doc, max_prompt_tokens);
+      if (!g) return std::unexpected(g.error());
+      generated = std::move(*g);
+      continue;
+    }
+    std::string sha256;
+    auto r = generated ? parse_hashed_line(doc, line_no, sha256) : parse_fields(doc, line_no);
     if (!r) return std::unexpected(r.error());
+    if (generated && !ids.contains(r->request_id)) {
+      if (auto ok = take_generated_prompt(*generated, *r, sha256, line_no); !ok) {
+        return std::unexpected(ok.error());
+      }
+    } else if (!generated) {
+      if (auto ok = parse_prompt(doc, line_no, *r); !ok) return std::unexpected(ok.error());
+    }
     if (!ids.insert(r->request_id).second) {
       return fail(ErrorKind::input,
                   fmt::format("line {}: request_id {} appears twice", line_no, r->request_id));
@@ -246,13 +401,14 @@ Expected<std::vector<RequestSpec>> read_workload(std::istream& in) {
   return requests;
 }
 
-Expected<std::vector<RequestSpec>> read_workload(const std::filesystem::path& path) {
+Expected<std::vector<RequestSpec>> read_workload(const std::filesystem::path& path,
+                                                 uint64_t max_prompt_tokens) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     return fail(ErrorKind::io,
                 fmt::format("cannot open '{}': {}", path.string(), std::strerror(errno)));
   }
-  auto r = read_workload(in);
+  auto r = read_workload(in, max_prompt_tokens);
   if (!r) return std::unexpected(r.error().with_context(path.string()));
   return r;
 }
