@@ -87,20 +87,19 @@ std::string TraceWriter::format_row(const RequestRecord& r) const {
       }
     }
   }
-  return fmt::format(
-      "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}
-      ", r.request_id,
-      csv_field(r.condition_id),
-      request_status_name(r.status), failure_kind_name(r.failure), r.http_status, r.input_len,
-      r.max_tokens, r.usage ? std::to_string(r.usage->prompt_tokens) : std::string(),
-      r.usage ? std::to_string(r.usage->completion_tokens) : std::string(), r.tokens_streamed,
-      unix_s(r.intended_send_ns), unix_s(r.actual_send_ns), unix_s(r.first_token_ns),
-      unix_s(r.end_ns), ms(static_cast<double>(r.actual_send_ns - r.intended_send_ns) / 1e6),
-      ms(r.ttft_ms()),
-      // A cancelled request did not complete: it has no end-to-end latency.
-      r.status == RequestStatus::cancelled ? std::string() : ms(r.e2e_ms()), itl,
-      csv_field(r.finish_reason), token_times, csv_field(r.warning), csv_field(r.error_text),
-      r.repeat);
+  return fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+                     r.request_id, csv_field(r.condition_id), request_status_name(r.status),
+                     failure_kind_name(r.failure), r.http_status, r.input_len, r.max_tokens,
+                     r.usage ? std::to_string(r.usage->prompt_tokens) : std::string(),
+                     r.usage ? std::to_string(r.usage->completion_tokens) : std::string(),
+                     r.tokens_streamed, unix_s(r.intended_send_ns), unix_s(r.actual_send_ns),
+                     unix_s(r.first_token_ns), unix_s(r.end_ns),
+                     ms(static_cast<double>(r.actual_send_ns - r.intended_send_ns) / 1e6),
+                     ms(r.ttft_ms()),
+                     // A cancelled request did not complete: it has no end-to-end latency.
+                     r.status == RequestStatus::cancelled ? std::string() : ms(r.e2e_ms()), itl,
+                     csv_field(r.finish_reason), token_times, csv_field(r.warning),
+                     csv_field(r.error_text), r.repeat);
 }
 
 Expected<void> TraceWriter::write(const RequestRecord& record) {
