@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <optional>
 
 #include "kvprof/util/units.hpp"
@@ -145,6 +146,28 @@ std::optional<std::string> kv_cause(const Evidence& e, const estimate::Estimate&
       "assumed {:g} ({}); give --gpu-memory-utilization {:.2f}",
       *e.server_blocks, implied, assumed, origin_of(assumptions, "gpu_memory_utilization"),
       implied);
+}
+
+// The largest step the grid could schedule (input length x concurrency, from the condition ids
+// "in<N>_..._c<M>_..."), when it is under half the plan's profile-run batch: activations are
+// measured at the load the grid made, not at the profile run's.
+std::optional<std::string> grid_cause(const ProfileReport& r, const estimate::Estimate& est) {
+  const uint64_t batch = est.engine_report.max_num_batched_tokens;
+  if (batch == 0 || r.conditions.empty()) return std::nullopt;
+  uint64_t largest = 0;
+  for (const auto& c : r.conditions) {
+    const std::string& id = c.requests.condition_id;
+    if (!id.starts_with("in")) return std::nullopt;
+    const uint64_t input = std::strtoull(id.c_str() + 2, nullptr, 10);
+    largest = std::max(largest, input * std::max<uint64_t>(1, c.requests.concurrency));
+  }
+  largest = std::min(largest, batch);
+  if (largest == 0 || largest * 2 >= batch) return std::nullopt;
+  return fmt::format(
+      "the grid's largest step (about {} tokens) is far below the plan's profile run ({} "
+      "tokens): activations are measured at the load the grid made; raise --input-lens or "
+      "--concurrencies",
+      largest, batch);
 }
 
 std::string version_cause(const Evidence& e, const estimate::Estimate& est,
@@ -293,7 +316,9 @@ std::vector<std::string> diagnose_comparison(const ProfileReport& r,
       if (!cause) cause = "a different dtype or quantization; give --dtype or -q";
     } else if (n == "total") {
       cause = gpu ? gpu : tp ? tp : kv;
-    } else {  // activations, overhead
+    } else if (n == "activations") {
+      cause = tp ? tp : grid_cause(r, est);
+    } else {  // overhead
       cause = tp;
     }
     if (!cause) cause = version;
