@@ -27,11 +27,12 @@ class ProfileEstimateCheck : public test::TempDirTest {
  protected:
   ProfileEstimateCheck() : TempDirTest("kvprof_estcheck") {}
 
-  // `kvprof profile` on a small fast grid, plus `extra`.
+  // `kvprof profile` on a small grid, plus `extra`; each condition long enough (~0.1 s) for the
+  // memory sampler's 20 ms ticks to see it on a busy machine.
   sys::CommandResult profile(std::vector<std::string> extra, bool json_out = true) {
     std::vector<std::string> args = {
         KVPROF_BIN,        "profile", "--output-dir",      (m_dir / "results").string(),
-        "--input-lens",    "128",     "--output-lens",     "8",
+        "--input-lens",    "128",     "--output-lens",     "32",
         "--concurrencies", "2",       "--n-per-condition", "2",
         "--prefix-modes",  "low",     "--warmup-requests", "1",
         "--baseline-s",    "0.5",     "--post-warmup-s",   "0.2",
@@ -65,7 +66,7 @@ class ProfileEstimateCheck : public test::TempDirTest {
 constexpr const char* k_nature = "simulated (checks the measurement pipeline, not the planner)";
 
 TEST_F(ProfileEstimateCheck, DefaultRunIsLabelledSimulatedInTextAndJson) {
-  const auto text = profile({"--sim-tokens-per-s", "5000", "--sim-seed", "5"}, false);
+  const auto text = profile({"--sim-seed", "5"}, false);
   EXPECT_NE(text.stdout_text.find(std::string("breakdown of GPU 0, ") + k_nature),
             std::string::npos)
       << text.stdout_text;
@@ -75,7 +76,7 @@ TEST_F(ProfileEstimateCheck, DefaultRunIsLabelledSimulatedInTextAndJson) {
   EXPECT_NE(text.stdout_text.find("repeat with --sim-seed 5"), std::string::npos);
   EXPECT_NE(text.stdout_text.find("estimate assumed: GPU NVIDIA H100"), std::string::npos);
 
-  const auto r = profile({"--sim-tokens-per-s", "5000", "--sim-seed", "5"});
+  const auto r = profile({"--sim-seed", "5"});
   const json s = json::parse(r.stdout_text);
   EXPECT_TRUE(s.at("simulated").get<bool>());
   EXPECT_EQ(s.at("memory_breakdown").at("nature"), k_nature);
@@ -96,7 +97,7 @@ TEST_F(ProfileEstimateCheck, DefaultRunIsLabelledSimulatedInTextAndJson) {
 
 TEST_F(ProfileEstimateCheck, JitterGivesANonZeroErrorThatTheSeedReproducesWithinItsBounds) {
   const auto run = [&](const char* seed) {
-    const auto r = profile({"--sim-tokens-per-s", "5000", "--sim-seed", seed});
+    const auto r = profile({"--sim-seed", seed});
     return json::parse(r.stdout_text);
   };
   const json a = run("42");
