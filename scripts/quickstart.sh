@@ -7,5 +7,7 @@ bash scripts/setup.sh
 KVPROF_BUILD_DIR=build bash scripts/build.sh -DKVPROF_BUILD_TESTS=OFF -DKVPROF_BUILD_BENCH=OFF
 echo
 echo "== kvprof profile (built-in default: a SIMULATED vLLM server sized by the planner for"
-echo "   Llama 3.1 8B on one H100, driven through a small workload grid; results in results/)"
+echo "   Llama 3.1 8B on one H100, with seeded engine differences from the plan, driven through a"
+echo "   small workload grid; it checks the measurement pipeline, not the planner; results in"
+echo "   results/)"
 ./build/src/kvprof profile "$@"

@@ -76,10 +76,11 @@ inline HttpResult http_request(uint16_t port, const std::string& method, const s
   return r;
 }
 
-// `kvprof serve <args>` in a child process; stopped (SIGINT, then waited for) on destruction.
+// `kvprof serve <args>` (or another serving subcommand, e.g. "serve-sim") in a child process;
+// stopped (SIGINT, then waited for) on destruction.
 class ServeProcess {
  public:
-  explicit ServeProcess(const std::vector<std::string>& args) {
+  explicit ServeProcess(const std::vector<std::string>& args, const char* subcommand = "serve") {
     int out[2];
     if (::pipe(out) != 0) return;
     m_pid = ::fork();
@@ -87,7 +88,7 @@ class ServeProcess {
       ::dup2(out[1], 1);
       ::close(out[0]);
       ::close(out[1]);
-      std::vector<std::string> all = {KVPROF_BIN, "serve"};
+      std::vector<std::string> all = {KVPROF_BIN, subcommand};
       all.insert(all.end(), args.begin(), args.end());
       std::vector<char*> argv;
       for (auto& a : all)

@@ -82,11 +82,13 @@ TEST(Validate, CommandAgainstACalculatorAndTheEstimate) {
   const fs::path dir =
       fs::path(::testing::TempDir()) / ("kvprof_validate_" + std::to_string(::getpid()));
   fs::remove_all(dir);
-  // The built-in simulator sized by the planner, so the run records the plan it was sized by.
+  // The built-in simulator sized exactly by the planner (no engine jitter), so the run records
+  // the plan it was sized by.
   auto r = test::run_kvprof(
       "profile --output-dir " + dir.string() +
       " --input-lens 64 --output-lens 8 --concurrencies 2 --prefix-modes low --baseline-s 0.2 "
-      "--post-warmup-s 0.1 -q --model meta-llama/Llama-3.1-8B-Instruct --run-tag v");
+      "--post-warmup-s 0.1 -q --sim-no-jitter --model meta-llama/Llama-3.1-8B-Instruct "
+      "--run-tag v");
   ASSERT_EQ(r.rc, 0) << r.out;
   std::string run_id;
   run_id = test::first_run_folder(dir).filename().string();

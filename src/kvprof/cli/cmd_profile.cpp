@@ -15,15 +15,18 @@
 #include "kvprof/client/raw_request.hpp"
 #include "kvprof/gpu/source_select.hpp"
 #include "kvprof/history/entries.hpp"
+#include "kvprof/profile/estimate_check.hpp"
 #include "kvprof/profile/launcher.hpp"
 #include "kvprof/profile/profiler.hpp"
 #include "kvprof/profile/server_probe.hpp"
 #include "kvprof/report/progress_line.hpp"
+#include "kvprof/sim/sim_jitter.hpp"
 #include "kvprof/sim/sim_memory_source.hpp"
 #include "kvprof/sim/sim_server.hpp"
 #include "kvprof/sim/sim_sizing.hpp"
 #include "kvprof/sys/signals.hpp"
 #include "kvprof/util/redact.hpp"
+#include "kvprof/util/units.hpp"
 #include "kvprof/workload/cli_options.hpp"
 
 namespace kvprof::cli {
@@ -50,6 +53,8 @@ struct ProfileCliState {
   std::string estimate_with;
   std::string sim_gpu = "H100";
   double sim_tokens_per_s = 0;
+  std::optional<uint64_t> sim_seed;
+  bool sim_no_jitter = false;
   std::string launch;
   std::string launch_host = "127.0.0.1";
   uint16_t launch_port = 0;
@@ -177,12 +182,17 @@ void run_profile_command(ProfileCliState& st) {
     flags.gpu = st.sim_gpu;
     flags.port = 0;
     if (st.sim_tokens_per_s > 0) flags.tokens_per_s = st.sim_tokens_per_s;
+    if (!st.sim_no_jitter) flags.jitter_seed = st.sim_seed.value_or(sim::fresh_jitter_seed());
     auto sim_config = value_or_fatal(sim::sim_config_from_flags(flags));
     sim_config.quiet = true;
     server = value_or_fatal(sim::SimServer::start(sim_config));
     st.run.endpoint = server->base_url();
     st.run.model = flags.model;
     config.simulation = sim_config.sizing;
+    config.simulation_details = {
+        {"sizing", sim_config.sizing},
+        {"gpu", flags.gpu},
+        {"jitter", sim_config.jitter ? sim::jitter_json(*sim_config.jitter) : nlohmann::json()}};
     memory = std::make_unique<sim::SimMemorySource>(*server, flags.gpu);
     deps.memory_source = "simulated";
     est_defaults.gpu = flags.gpu;
@@ -191,6 +201,8 @@ void run_profile_command(ProfileCliState& st) {
       if (config.estimate) {
         config.estimate_flags = fmt::format(
             "--model {} --gpu {} (the plan that sized the simulator)", flags.model, flags.gpu);
+        config.estimate_assumptions = profile::estimate_assumptions(
+            *config.estimate, {profile::GpuOrigin::simulated, "--sim-gpu", {}});
       }
     }
   } else {
@@ -229,13 +241,34 @@ void run_profile_command(ProfileCliState& st) {
           value_or_fatal(profile::probe_server(config.run.endpoint, config.run.api_key));
       if (!info.models.empty()) est_defaults.model = info.models.front();
     }
+    profile::AssumptionSources sources{
+        simulate ? profile::GpuOrigin::simulated : profile::GpuOrigin::assumed,
+        simulate ? "--sim-gpu" : "no GPU found", estimate_flags_given(st.estimate_with)};
     if (est_defaults.gpu.empty() && memory) {
       if (auto d = memory->device_info(st.gpus.empty() ? 0 : st.gpus.front()); d && d->name) {
-        if (gpu::find_gpu(*d->name)) est_defaults.gpu = *d->name;
+        if (gpu::find_gpu(*d->name)) {
+          est_defaults.gpu = *d->name;
+          sources.gpu_origin = profile::GpuOrigin::detected;
+          sources.gpu_note = "from " + deps.memory_source;
+        } else {
+          sources.gpu_note = fmt::format("'{}' is not in kvprof's GPU catalog", *d->name);
+        }
       }
+    }
+    if (sources.given.contains("gpu") || sources.given.contains("gpu-mem")) {
+      sources.gpu_origin = profile::GpuOrigin::given;
+      sources.gpu_note = "--estimate-with";
     }
     auto input = value_or_fatal(parse_estimate_flags(st.estimate_with, est_defaults));
     config.estimate = value_or_fatal(estimate::estimate(input));
+    config.estimate_assumptions = profile::estimate_assumptions(*config.estimate, sources);
+    if (sources.gpu_origin == profile::GpuOrigin::assumed && !st.quiet) {
+      std::fprintf(stderr,
+                   "kvprof: warning: --estimate-with: %s; the plan assumes %s (%.1f GiB): give "
+                   "--gpu in --estimate-with\n",
+                   sources.gpu_note.c_str(), config.estimate->gpu.name.c_str(),
+                   bytes_to_gib(config.estimate->gpu.memory_bytes));
+    }
   }
 
   deps.memory = memory.get();
@@ -395,6 +428,13 @@ void register_profile_command(CLI::App& app) {
       ->capture_default_str();
   simg->add_option("--sim-tokens-per-s", st->sim_tokens_per_s,
                    "Decode speed of a lone sequence in the simulator (default 500)");
+  simg->add_option("--sim-seed", st->sim_seed,
+                   "Seed of the simulated engine's differences from the plan (non-torch, "
+                   "activation, CUDA graph memory, fragmentation; default: a new one each run, "
+                   "printed in summary.json)");
+  simg->add_flag("--sim-no-jitter", st->sim_no_jitter,
+                 "Size the simulator exactly as planned (the comparison then only checks the "
+                 "measurement pipeline)");
   cmd->add_flag("--json", st->json, "Print summary.json instead of the table");
   cmd->add_flag("-q,--quiet", st->quiet, "No progress lines on stderr");
   cmd->add_flag("--no-color", st->no_color, "No colour in the progress (also: NO_COLOR=1)");

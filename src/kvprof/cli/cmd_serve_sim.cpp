@@ -174,6 +174,14 @@ void register_serve_sim_command(CLI::App& app) {
                   "Token budget per step (chunked prefill; default 8192)");
   cmd->add_option("--max-model-len", o->max_model_len,
                   "Prompt + max_tokens limit (default min(8192, KV capacity))");
+  cmd->add_option("--gpu-memory-utilization", f.gpu_memory_utilization,
+                  "vLLM's gpu_memory_utilization the planner sizes the KV blocks with (default "
+                  "0.9)")
+      ->check(CLI::Range(0.01, 1.0));
+  cmd->add_option("--jitter-seed", f.jitter_seed,
+                  "Size the engine with seeded non-torch, activation, CUDA graph and allocator "
+                  "differences from the plan, within the spread of real vLLM startups (default: "
+                  "the plan exactly)");
   cmd->add_option(
       "--tokens-per-s", o->tokens_per_s,
       "Decode speed of a lone sequence, tokens/s (sets the base step time; default 500)");

@@ -248,14 +248,47 @@ std::vector<std::string> normalize_short_flags(std::vector<std::string> args) {
   return args;
 }
 
-Expected<estimate::EstimateInput> parse_estimate_flags(std::string_view flags,
-                                                       EstimateOptions defaults) {
-  if (flags.size() > 4096) return fail(ErrorKind::usage, "--estimate-with: over 4096 characters");
+namespace {
+
+std::vector<std::string> flag_words(std::string_view flags) {
   std::vector<std::string> args;
   for (auto& word : split(flags, ' ')) {
     if (!trim(word).empty()) args.push_back(trim(word));
   }
-  args = normalize_short_flags(std::move(args));
+  return normalize_short_flags(std::move(args));
+}
+
+}  // namespace
+
+std::set<std::string> estimate_flags_given(std::string_view flags) {
+  std::set<std::string> given;
+  if (flags.size() > 4096) return given;
+  EstimateOptions o;
+  CLI::App app{"estimate flags", "--estimate-with"};
+  add_estimate_options(&app, o);
+  const auto args = flag_words(flags);
+  try {
+    std::vector<std::string> reversed(args.rbegin(), args.rend());
+    app.parse(reversed);
+  } catch (const CLI::ParseError&) {
+    return given;
+  }
+  const auto collect = [&given](const CLI::App* a) {
+    for (const CLI::Option* opt : a->get_options()) {
+      if (opt->count() > 0 && !opt->get_lnames().empty()) given.insert(opt->get_lnames().front());
+    }
+  };
+  collect(&app);
+  for (const CLI::App* group :
+       std::as_const(app).get_subcommands([](const CLI::App*) { return true; }))
+    collect(group);
+  return given;
+}
+
+Expected<estimate::EstimateInput> parse_estimate_flags(std::string_view flags,
+                                                       EstimateOptions defaults) {
+  if (flags.size() > 4096) return fail(ErrorKind::usage, "--estimate-with: over 4096 characters");
+  std::vector<std::string> args = flag_words(flags);
   CLI::App app{"estimate flags", "--estimate-with"};
   add_estimate_options(&app, defaults);
   try {

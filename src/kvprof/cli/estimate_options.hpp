@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -65,6 +66,10 @@ estimate::EstimateInput build_estimate_input(const EstimateOptions& o);
 // on top of `defaults`; a usage error naming a bad flag, or the error build_estimate_input gives.
 Expected<estimate::EstimateInput> parse_estimate_flags(std::string_view flags,
                                                        EstimateOptions defaults);
+
+// The long names (without dashes: "gpu-memory-utilization") of the options `flags` sets, as
+// parse_estimate_flags reads them; empty when they do not parse.
+std::set<std::string> estimate_flags_given(std::string_view flags);
 
 // Rewrites "--estimate-with FLAGS" as "--estimate-with=FLAGS" and "--compare A B" as
 // "--compare=A --compare=B", so a flag string that starts with a dash ("--enforce-eager") or is

@@ -102,7 +102,8 @@ json breakdown_json(const RunData& run) {
   return {{"unit", unit.name},
           {"memory", run.memory_kind},
           {"components", components},
-          {"estimate_note", run.estimate_note}};
+          {"estimate_note", run.estimate_note},
+          {"measured_label", run.breakdown_nature}};
 }
 
 json conditions_json(const RunData& run) {

@@ -266,6 +266,7 @@ void read_profile_summary(RunData& run, const Clock& clock) {
     rows[str(row, "component")] = &row;
   if (rows.contains("total")) estimate_total = num(*rows["total"], "estimated");
   run.estimate_note = str(cmp, "estimate_flags");
+  run.breakdown_nature = str(at(s, "memory_breakdown"), "nature", "measured");
   for (const auto& c : at(s, "conditions")) {
     ConditionPoint p;
     p.label = str(c, "condition_id");

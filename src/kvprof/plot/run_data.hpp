@@ -83,6 +83,9 @@ struct RunData {
   std::vector<ConditionPoint> points;
   std::vector<Component> components;
   std::string estimate_note;  // how the estimate was made
+  // What the breakdown's measured side is: "measured", or for the simulator "simulated (checks
+  // the measurement pipeline, not the planner)" (summary.json memory_breakdown.nature).
+  std::string breakdown_nature = "measured";
   std::vector<std::string> warnings;
   double duration_s = 0;
   nlohmann::json summary;

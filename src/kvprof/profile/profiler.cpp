@@ -201,6 +201,8 @@ Expected<ProfileOutcome> run_profile(const ProfileConfig& config_in, const Profi
   report.simulated = !config.simulation.empty() || server->simulated;
   report.memory_source = deps.memory ? deps.memory_source : "none";
   report.estimate_flags = config.estimate_flags;
+  report.simulation_details = config.simulation_details;
+  report.estimate_assumptions = config.estimate_assumptions;
   if (!dir) {
     auto made = create_run_dir(config.output_dir, report.run_id);
     if (!made) return std::unexpected(made.error());

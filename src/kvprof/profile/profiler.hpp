@@ -66,6 +66,11 @@ struct ProfileConfig {
   nlohmann::json configuration;  // what the user asked for, for the manifest (no secrets)
   std::optional<LaunchSettings> launch;  // start the server (see LaunchSettings)
   std::filesystem::path server_log;      // the log of a server started elsewhere, parsed at the end
+
+  // The simulator's sizing as JSON (with its engine jitter), and what the estimate assumed
+  // (estimate_check.hpp), both for summary.json.
+  nlohmann::json simulation_details;
+  nlohmann::json estimate_assumptions;
 };
 
 struct ProfileDeps {

@@ -5,6 +5,7 @@
 
 #include <ctime>
 
+#include "kvprof/profile/estimate_check.hpp"
 #include "kvprof/report/table.hpp"
 #include "kvprof/util/redact.hpp"
 #include "kvprof/util/units.hpp"
@@ -220,7 +221,7 @@ json summary_json(const ProfileReport& r) {
             {"exited", r.host->exited}};
   }
   const bool have_mem = !r.baseline.empty() && !r.peak.empty();
-  return {
+  json summary = {
       {"schema_version", k_summary_schema_version},
       {"profiler_version", KVPROF_VERSION},
       {"run_id", r.run_id},
@@ -294,6 +295,8 @@ json summary_json(const ProfileReport& r) {
       {"warnings", r.warnings},
       {"files", r.files},
   };
+  annotate_summary(r, summary);
+  return summary;
 }
 
 namespace {
@@ -364,15 +367,17 @@ std::string breakdown_table(const ProfileReport& r) {
   for (const auto& row : r.comparison)
     cmp[row.name] = &row;
   const bool with_est = !r.comparison.empty();
-  std::vector<std::string> header{"component", "measured GiB", "confidence"};
+  std::vector<std::string> header{"component", r.simulated ? "simulated GiB" : "measured GiB",
+                                  "confidence"};
   if (with_est) {
     header.emplace_back("estimated GiB");
-    header.emplace_back("error");
+    header.emplace_back(r.simulated ? "error (simulated)" : "error");
   }
   report::Table t(header);
   const auto add = [&](const std::string& label, const std::string& key,
                        std::optional<uint64_t> bytes, Confidence conf) {
-    std::vector<std::string> cells{label, gib_text(bytes), std::string(confidence_name(conf))};
+    std::vector<std::string> cells{label, gib_text(bytes),
+                                   r.simulated ? "simulated" : std::string(confidence_name(conf))};
     if (with_est) {
       const auto it = cmp.find(key);
       const ComparisonRow* row = it == cmp.end() ? nullptr : it->second;
@@ -437,11 +442,14 @@ std::string summary_text(const ProfileReport& r) {
         r.host->peak_pss_bytes ? ", peak PSS " + format_bytes(*r.host->peak_pss_bytes) : "");
   }
   if (r.breakdown) {
-    out += fmt::format("measured breakdown of GPU {} (overall confidence {}):\n", r.breakdown->gpu,
-                       confidence_name(r.breakdown->overall));
+    out += r.simulated
+               ? fmt::format("breakdown of GPU {}, {}:\n", r.breakdown->gpu, k_simulated_nature)
+               : fmt::format("measured breakdown of GPU {} (overall confidence {}):\n",
+                             r.breakdown->gpu, confidence_name(r.breakdown->overall));
     out += breakdown_table(r);
   }
   out += engine_figures_text(r);
+  out += estimate_check_text(r);
   for (const auto& w : r.warnings)
     out += "warning: " + w + "\n";
   out += "results: " + r.run_dir + "\n";

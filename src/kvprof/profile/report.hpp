@@ -76,6 +76,12 @@ struct ProfileReport {
   std::map<std::string, std::string> files;  // role -> file name in the run directory
   nlohmann::json launch;           // launch_json (startup.hpp) of a launched server, else null
   nlohmann::json engine_reported;  // engine_reported_json (startup.hpp) when a log was read
+
+  // The built-in simulator's sizing and engine jitter, else null.
+  nlohmann::json simulation_details;
+  // What the estimate assumed (estimate_check.hpp), and one line per component beyond 10%.
+  nlohmann::json estimate_assumptions;
+  std::vector<std::string> estimate_diagnosis;
 };
 
 // Request totals over all conditions.

@@ -11,6 +11,7 @@
 
 #include "kvprof/client/raw_request.hpp"
 #include "kvprof/profile/breakdown.hpp"
+#include "kvprof/profile/estimate_check.hpp"
 #include "kvprof/profile/manifest.hpp"
 #include "kvprof/sys/proc.hpp"
 
@@ -141,6 +142,8 @@ void analyse_memory(const ProfileConfig& config, const std::vector<MemoryPoint>&
     if (!server.num_gpu_blocks) server = metrics_in(metrics, {INT64_MIN, INT64_MAX});
     report.comparison = compare_with_estimate(report.breakdown.value_or(MeasuredBreakdown{}),
                                               server, *config.estimate);
+    add_server_rows(report.server, report.model, *config.estimate, report.comparison);
+    report.estimate_diagnosis = diagnose_comparison(report, *config.estimate);
   }
 }
 

@@ -228,6 +228,12 @@ Expected<SimConfig> sim_config_from_flags(const SimFlags& f) {
   if (*planned) {
     if (auto ok = apply_estimate(**planned, c); !ok) return std::unexpected(ok.error());
     c.sizing = fmt::format("vLLM estimate of {} on {}", (*planned)->model_id, (*planned)->gpu.id);
+    if (f.jitter_seed) {
+      c.jitter = draw_engine_jitter(*f.jitter_seed);
+      if (auto ok = apply_engine_jitter(**planned, *c.jitter, c); !ok) {
+        return std::unexpected(ok.error());
+      }
+    }
   }
   const uint32_t sized_max_num_seqs = c.max_num_seqs;
   if (f.block_size) c.block_size = *f.block_size;

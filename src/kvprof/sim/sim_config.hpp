@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "kvprof/sim/sim_jitter.hpp"
 #include "kvprof/util/error.hpp"
 
 namespace kvprof::sim {
@@ -103,6 +104,8 @@ struct SimConfig {
   // How the sizes were chosen, for logs and manifests ("vLLM estimate of MODEL on GPU" or
   // "placeholder sizes").
   std::string sizing = "placeholder sizes";
+  // The engine jitter the sizes were drawn with (sim_jitter.hpp); none: the plan's figures.
+  std::optional<EngineJitter> jitter;
 };
 
 // One CUDA graph capture pass as vLLM's progress bar names it.
@@ -143,6 +146,10 @@ struct SimFlags {
   std::optional<uint32_t> max_num_batched_tokens;  // default 8192
   std::optional<uint32_t> max_model_len;           // default min(8192, KV capacity)
   std::optional<double> tokens_per_s;              // decode tokens/s of a lone sequence
+  // vLLM's gpu_memory_utilization the planner sizes the blocks with (default 0.9).
+  std::optional<double> gpu_memory_utilization;
+  // Size the engine with the jitter of this seed (sim_jitter.hpp); unset: the plan exactly.
+  std::optional<uint64_t> jitter_seed;
   std::optional<uint64_t> weights_bytes;
   std::optional<uint64_t> kv_bytes_per_block;
   std::optional<uint64_t> activation_bytes_per_token;

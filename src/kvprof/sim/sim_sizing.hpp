@@ -19,9 +19,9 @@ namespace kvprof::sim {
 Expected<void> apply_estimate(const estimate::Estimate& est, SimConfig& config);
 
 // The vLLM estimate serve-sim uses for `model` on `gpu` with the scheduler flags of `flags`
-// (block size, max_num_seqs, max_num_batched_tokens, max_model_len); nullopt when `model` is not
-// a catalog id or model file (the simulation then uses placeholder sizes), an error when it is
-// one but the estimate fails (e.g. the model does not fit on the GPU).
+// (block size, max_num_seqs, max_num_batched_tokens, max_model_len, gpu_memory_utilization);
+// nullopt when `model` is not a catalog id or model file (the simulation then uses placeholder
+// sizes), an error when it is one but the estimate fails (e.g. the model does not fit).
 Expected<std::optional<estimate::Estimate>> estimate_for_sim(const SimFlags& flags);
 
 }  // namespace kvprof::sim

@@ -299,9 +299,10 @@
                borderColor: '#fff', borderWidth: 1, barPercentage: 0.62 };
     });
     const memory = b.memory === 'GPU' ? 'GPU memory' : 'host memory';
+    const measuredLabel = b.measured_label || 'measured';
     const chart = new Chart(canvas, {
       type: 'bar',
-      data: { labels: ['measured', 'estimated'], datasets: datasets },
+      data: { labels: [measuredLabel, 'estimated'], datasets: datasets },
       options: {
         indexAxis: 'y',
         scales: {
@@ -309,7 +310,7 @@
                grid: { color: '#ececf0' } },
           y: { stacked: true, grid: { display: false } }
         },
-        plugins: Object.assign(titleOptions('Where the ' + memory + ' goes: measured vs estimated',
+        plugins: Object.assign(titleOptions('Where the ' + memory + ' goes: ' + measuredLabel + ' vs estimated',
             [section.caption, natureLine(section),
              b.estimate_note ? 'estimate: ' + b.estimate_note : 'no estimate for this run']), {
           legend: { position: 'bottom', labels: { boxWidth: 14, padding: 14 } },
@@ -320,7 +321,8 @@
                 const d = item.dataset;
                 const measured = item.dataIndex === 0;
                 return d.label + ': ' + num(item.parsed.x) + ' ' + b.unit + ' (' +
-                    (measured ? d.nature + (d.confidence ? ', confidence ' + d.confidence : '') : 'estimated') + ')';
+                    (!measured ? 'estimated' : measuredLabel !== 'measured' ? measuredLabel
+                        : d.nature + (d.confidence ? ', confidence ' + d.confidence : '')) + ')';
               }
             }
           }
