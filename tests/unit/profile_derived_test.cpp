@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <string>
 #include <vector>
 
@@ -31,7 +33,9 @@ ConditionFacts facts(uint32_t in, uint32_t out, uint32_t concurrency, std::optio
   f.output_tokens = out;
   f.concurrency = concurrency;
   f.n_scrapes = 3;
-  f.peak_running = concurrency;
+  // A server holding requests back runs fewer than were sent.
+  const double held = waiting ? std::min<double>(*waiting, concurrency) : 0.0;
+  f.peak_running = concurrency - held;
   f.peak_waiting = waiting;
   f.preemptions = preemptions;
   f.block_size_tokens = 16;
@@ -109,6 +113,18 @@ TEST(ProfileDerived, LargestConcurrencyWithoutQueueingPerInputLength) {
   EXPECT_EQ(a512.first_queued_concurrency, 2U);
   EXPECT_EQ(d.conditions[5].ran_without_queueing, false);
   EXPECT_EQ(d.conditions[0].ran_without_queueing, true);
+}
+
+TEST(ProfileDerived, WaitingOnlyForTheStepsTokenBudgetIsNotQueueing) {
+  // 8 prompts of 2048 tokens over a budget of 8192 per step: 4 wait one step, then all 8 run.
+  ConditionFacts burst = facts(2048, 32, 8, 4, 0);
+  burst.peak_running = 8;
+  ConditionFacts capped = facts(2048, 32, 16, 4, 0);  // 12 ran at most: capacity held 4 back
+  const auto d = derive_answers({burst, capped});
+  EXPECT_EQ(d.conditions[0].ran_without_queueing, true);
+  EXPECT_EQ(d.conditions[1].ran_without_queueing, false);
+  EXPECT_EQ(d.max_concurrency_without_queueing[0].max_concurrency, 8U);
+  EXPECT_EQ(d.max_concurrency_without_queueing[0].first_queued_concurrency, 16U);
 }
 
 TEST(ProfileDerived, NoLimitReachedAndUnknownGaugesAreSaidSo) {

@@ -38,7 +38,11 @@ bool finite(const std::optional<double>& v) {
 std::optional<bool> ran_clean(const ConditionFacts& f) {
   if (f.n_scrapes == 0) return std::nullopt;
   if (finite(f.preemptions) && *f.preemptions > 0) return false;
-  if (finite(f.peak_waiting) && *f.peak_waiting > 0) return false;
+  if (finite(f.peak_waiting) && *f.peak_waiting > 0) {
+    // Requests that waited only for a step's token budget (a burst of prefills over
+    // max_num_batched_tokens) and then all ran at once were delayed, not held back by capacity.
+    return finite(f.peak_running) && f.concurrency > 0 && *f.peak_running >= f.concurrency;
+  }
   if (!finite(f.peak_waiting)) return std::nullopt;
   return true;
 }
