@@ -1,4 +1,5 @@
 // Black-box tests of the kvprof binary's planning commands: exit codes, one-line errors, JSON.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -162,6 +163,27 @@ TEST(CliEstimate, RecommendListsOptions) {
   const auto j = nlohmann::json::parse(r.out);
   ASSERT_FALSE(j.at("options").empty());
   EXPECT_GE(j.at("options")[0].at("gpu_count").get<int>(), 1);
+  // 405B in bf16 (756 GiB) needs two nodes of 8 H100s: TP 8 within a node, PP 2 across.
+  const auto big = run("estimate -m llama-3.1-405b --max-model-len 8192 --recommend --json");
+  ASSERT_EQ(big.rc, 0) << big.out;
+  bool two_nodes = false;
+  const auto big_json = nlohmann::json::parse(big.out);
+  for (const auto& opt : big_json.at("options")) {
+    if (opt.at("gpu_count") != 16) continue;
+    two_nodes = true;
+    EXPECT_EQ(opt.at("tensor_parallel_size"), 8);
+    EXPECT_EQ(opt.at("engine_flags"), "--tensor-parallel-size 8 --pipeline-parallel-size 2");
+  }
+  EXPECT_TRUE(two_nodes) << big.out;
+  const size_t n = j.at("options").size();
+  ASSERT_GT(n, 12U);
+  // The table shows 12 and says how many it hides; --all shows every one.
+  const auto table = run("estimate -m llama-3.1-70b --max-model-len 8192 --recommend");
+  EXPECT_NE(table.out.find(fmt::format("{} more fit; --all shows them", n - 12)), std::string::npos)
+      << table.out;
+  const auto all = run("estimate -m llama-3.1-70b --max-model-len 8192 --recommend --all");
+  EXPECT_EQ(all.out.find("more fit"), std::string::npos);
+  EXPECT_NE(all.out.find(fmt::format("{} GPU types fit", n)), std::string::npos) << all.out;
 }
 
 TEST(CliEstimate, ModelsAndGpusList) {

@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "kvprof/estimate/inverse.hpp"
 #include "kvprof/model/catalog.hpp"
 #include "kvprof/util/units.hpp"
@@ -192,10 +194,23 @@ TEST(Estimate, TransformersUsesSdpaAndHonoursMaxModelLen) {
 TEST(Estimate, RecommendFindsSmallestFirst) {
   auto in = input("meta-llama/Llama-3.1-70B-Instruct", "H100");
   in.settings.max_model_len = 8192;
-  const auto recs = recommend(in, 50);
+  const auto recs = recommend(in);
   ASSERT_FALSE(recs.empty());
-  for (size_t i = 1; i < recs.size(); ++i)
+  for (size_t i = 1; i < recs.size(); ++i) {
     EXPECT_LE(recs[i - 1].gpu_count, recs[i].gpu_count);
+    if (recs[i - 1].gpu_count == recs[i].gpu_count) {
+      EXPECT_LE(recs[i - 1].gpu.memory_bytes, recs[i].gpu.memory_bytes);
+    }
+  }
+  // Every GPU type that fits is listed, the 48 GB L40S as well as the H100.
+  const auto has = [&](std::string_view id) {
+    return std::any_of(recs.begin(), recs.end(), [&](const auto& r) { return r.gpu.id == id; });
+  };
+  EXPECT_TRUE(has("L40S"));
+  EXPECT_TRUE(has("H100-SXM"));
+  EXPECT_EQ(recommendation_flags(EngineKind::vllm, 8, 2),
+            "--tensor-parallel-size 8 --pipeline-parallel-size 2");
+  EXPECT_EQ(recommendation_flags(EngineKind::sglang, 4, 1), "--tp-size 4");
   for (const auto& r : recs) {
     EXPECT_LE(r.estimate.verdict, Verdict::tight);
     // 70B in bf16 is 131 GiB: no single GPU under 141 GB holds it.

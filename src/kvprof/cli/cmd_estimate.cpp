@@ -20,6 +20,7 @@ void register_estimate_command(CLI::App& app) {
   struct State {
     EstimateOptions options;
     bool recommend = false;
+    bool all = false;
     std::vector<std::string> compare;
     OutputOptions out;
   };
@@ -30,7 +31,10 @@ void register_estimate_command(CLI::App& app) {
       "engine will log, whether it fits, max concurrency and context; --recommend GPUs");
   add_estimate_options(cmd, o->options);
   cmd->add_flag("--recommend", o->recommend,
-                "List catalog GPUs x counts x TP that fit, smallest first");
+                "List every catalog GPU that fits on the fewest GPUs (1, 2, 4, 8, or 16 as two "
+                "nodes: TP within a node, PP across), fewest GPUs then least memory first, with "
+                "the engine flags to paste");
+  cmd->add_flag("--all", o->all, "With --recommend: show every fit (the table shows 12)");
   cmd->add_option("--compare", o->compare,
                   "Two plans and their difference: \"FLAGS A\" \"FLAGS B\", each on top of the "
                   "other options, e.g. --compare \"\" \"--enforce-eager\" or \"--max-num-seqs 64\" "
@@ -53,13 +57,13 @@ void register_estimate_command(CLI::App& app) {
     }
     const auto input = build_estimate_input(o->options);
     if (o->recommend) {
-      const auto recs = estimate::recommend(input, 12);
+      const auto recs = estimate::recommend(input);
       const uint64_t ctx =
           input.workload.context_tokens.empty()
               ? input.settings.max_model_len.value_or(input.model.max_position_embeddings)
               : input.workload.context_tokens.front();
       emit(o->out, report::recommendations_json(recs, ctx),
-           report::recommendations_text(recs, ctx));
+           report::recommendations_text(recs, ctx, o->all ? 0 : 12));
       if (recs.empty()) throw Fatal({ErrorKind::input, "no catalog GPU configuration fits"});
       return;
     }

@@ -1,6 +1,8 @@
 // Inverse questions over an Estimate's capacity and per-request cost, and GPU recommendations.
 #include "kvprof/estimate/inverse.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 namespace kvprof::estimate {
@@ -30,13 +32,14 @@ uint64_t max_context_at(const Estimate& est, uint32_t concurrency, uint64_t limi
   return lo;
 }
 
-std::vector<Recommendation> recommend(const EstimateInput& base, size_t max_results) {
+std::vector<Recommendation> recommend(const EstimateInput& base) {
   std::vector<Recommendation> out;
   for (const auto& g : gpu::gpu_catalog()) {
-    for (const uint32_t count : {1U, 2U, 4U, 8U}) {
-      // Prefer pure TP; fall back to TP x PP when the heads do not split that far.
-      for (uint32_t pp = 1; pp <= count; pp *= 2) {
-        const uint32_t tp = count / pp;
+    for (const uint32_t count : k_recommend_gpu_counts) {
+      bool found = false;
+      // Pure TP within a node (up to 8); PP across nodes and when the heads do not split further.
+      for (uint32_t tp = std::min<uint32_t>(count, 8); tp >= 1 && !found; tp /= 2) {
+        const uint32_t pp = count / tp;
         EstimateInput in = base;
         in.gpu = g;
         in.settings.tensor_parallel_size = tp;
@@ -45,20 +48,36 @@ std::vector<Recommendation> recommend(const EstimateInput& base, size_t max_resu
         // A fit runs the workload without queueing: the verdict is fits or tight.
         if (!est || est->verdict > Verdict::tight) continue;
         out.push_back(Recommendation{g, count, tp, pp, std::move(*est)});
-        break;
+        found = true;
       }
-      if (!out.empty() && out.back().gpu.id == g.id) break;  // the smallest count is enough
+      if (found) break;  // the fewest GPUs of this type are enough
     }
   }
   std::stable_sort(out.begin(), out.end(), [](const Recommendation& a, const Recommendation& b) {
     if (a.gpu_count != b.gpu_count) return a.gpu_count < b.gpu_count;
-    const double pa = a.gpu.price_hint * a.gpu_count;
-    const double pb = b.gpu.price_hint * b.gpu_count;
-    if (pa != pb) return pa < pb;
-    return a.gpu.memory_bytes < b.gpu.memory_bytes;
+    if (a.gpu.memory_bytes != b.gpu.memory_bytes) return a.gpu.memory_bytes < b.gpu.memory_bytes;
+    return a.gpu.id < b.gpu.id;
   });
-  if (out.size() > max_results) out.resize(max_results);
   return out;
+}
+
+std::string recommendation_flags(EngineKind engine, uint32_t tp, uint32_t pp) {
+  const auto pair = [&](std::string_view tp_flag, std::string_view pp_flag) {
+    return pp > 1 ? fmt::format("{} {} {} {}", tp_flag, tp, pp_flag, pp)
+                  : fmt::format("{} {}", tp_flag, tp);
+  };
+  switch (engine) {
+    case EngineKind::sglang:
+      return pair("--tp-size", "--pp-size");
+    case EngineKind::trtllm:
+      return pair("--tp_size", "--pp_size");
+    case EngineKind::llamacpp:
+    case EngineKind::hf:
+      return "";
+    case EngineKind::vllm:
+      break;
+  }
+  return pair("--tensor-parallel-size", "--pipeline-parallel-size");
 }
 
 }  // namespace kvprof::estimate

@@ -24,8 +24,17 @@ struct Recommendation {
   Estimate estimate;
 };
 
-// Catalog GPUs x counts (1, 2, 4, 8) x (TP, PP) on which `base` starts and its whole workload
-// fits, smallest (fewest GPUs, then cheapest, then least memory) first; at most `max_results`.
-std::vector<Recommendation> recommend(const EstimateInput& base, size_t max_results);
+// GPU counts --recommend tries: one node of up to 8, then two nodes (TP within a node, PP across).
+inline constexpr uint32_t k_recommend_gpu_counts[] = {1, 2, 4, 8, 16};
+
+// Every catalog GPU with the fewest GPUs (k_recommend_gpu_counts) x (TP, PP) on which `base`
+// starts and its whole workload runs without queueing (verdict fits or tight), sorted by GPU
+// count, then memory per GPU, then name.
+std::vector<Recommendation> recommend(const EstimateInput& base);
+
+// The engine's own flags for a recommendation, to paste: "--tensor-parallel-size 8
+// --pipeline-parallel-size 2" (vLLM), "--tp-size 8 --pp-size 2" (SGLang), "--tp_size 8 --pp_size
+// 2" (TensorRT-LLM); llama.cpp splits layers over the GPUs by itself.
+std::string recommendation_flags(EngineKind engine, uint32_t tp, uint32_t pp);
 
 }  // namespace kvprof::estimate

@@ -252,7 +252,8 @@ nlohmann::json recommendations_json(const std::vector<estimate::Recommendation>&
          {"kv_cache_tokens", r.estimate.engine_report.kv_cache_tokens},
          {"max_concurrency_at_context", estimate::max_concurrency_at(r.estimate, context_tokens)},
          {"headroom_bytes", r.estimate.headroom_bytes},
-         {"verdict", estimate::verdict_name(r.estimate.verdict)}});
+         {"verdict", estimate::verdict_name(r.estimate.verdict)},
+         {"engine_flags", estimate::recommendation_flags(r.estimate.settings.engine, r.tp, r.pp)}});
   }
   return {{"schema_version", k_estimate_schema_version},
           {"kind", "recommendation"},
@@ -261,18 +262,29 @@ nlohmann::json recommendations_json(const std::vector<estimate::Recommendation>&
 }
 
 std::string recommendations_text(const std::vector<estimate::Recommendation>& recs,
-                                 uint64_t context_tokens) {
-  if (recs.empty()) return "No catalog GPU x count (1, 2, 4, 8) fits this deployment.\n";
+                                 uint64_t context_tokens, size_t max_rows) {
+  if (recs.empty()) {
+    return "No catalog GPU fits this deployment on 1, 2, 4, 8 or 16 GPUs (two nodes of 8).\n";
+  }
   Table t({"GPU", "count", "TP", "PP", "KV tokens", fmt::format("max conc. @ {}", context_tokens),
-           "headroom GiB", "verdict"});
-  for (const auto& r : recs) {
+           "headroom GiB", "verdict", "engine flags"});
+  const size_t shown = max_rows == 0 ? recs.size() : std::min(max_rows, recs.size());
+  for (size_t i = 0; i < shown; ++i) {
+    const auto& r = recs[i];
     t.add_row({r.gpu.id, std::to_string(r.gpu_count), std::to_string(r.tp), std::to_string(r.pp),
                std::to_string(r.estimate.engine_report.kv_cache_tokens),
                std::to_string(estimate::max_concurrency_at(r.estimate, context_tokens)),
-               signed_gib(r.estimate.headroom_bytes),
-               std::string(estimate::verdict_name(r.estimate.verdict))});
+               signed_gib(r.estimate.headroom_bytes), estimate::verdict_text(r.estimate.verdict),
+               estimate::recommendation_flags(r.estimate.settings.engine, r.tp, r.pp)});
   }
-  return "GPUs that fit, smallest first:\n" + t.render();
+  std::string out =
+      fmt::format("{} GPU type{} fit, fewest GPUs first, then least memory per GPU:\n", recs.size(),
+                  recs.size() == 1 ? "" : "s") +
+      t.render();
+  if (shown < recs.size()) {
+    out += fmt::format("{} more fit; --all shows them\n", recs.size() - shown);
+  }
+  return out;
 }
 
 }  // namespace kvprof::report

@@ -19,10 +19,11 @@ nlohmann::json estimate_json(const estimate::Estimate& est);
 // The terminal report of one estimate.
 std::string estimate_text(const estimate::Estimate& est);
 
-// JSON and text of a --recommend answer.
+// JSON (every fit) and text (the first `max_rows`, 0 = all, and how many more) of a --recommend
+// answer.
 nlohmann::json recommendations_json(const std::vector<estimate::Recommendation>& recs,
                                     uint64_t context_tokens);
 std::string recommendations_text(const std::vector<estimate::Recommendation>& recs,
-                                 uint64_t context_tokens);
+                                 uint64_t context_tokens, size_t max_rows);
 
 }  // namespace kvprof::report
