@@ -114,6 +114,29 @@ TEST(CliEstimate, UnknownFlagsGetTheClosestOne) {
   EXPECT_NE(profile.out.find("did you mean --concurrencies?"), std::string::npos) << profile.out;
 }
 
+TEST(CliEstimate, JsonEchoesEveryAssumption) {
+  const auto defaulted = run("estimate -m qwen2.5-7b --json");
+  ASSERT_EQ(defaulted.rc, 0) << defaulted.out;
+  const auto a = nlohmann::json::parse(defaulted.out).at("assumptions");
+  EXPECT_EQ(a.at("gpu").at("origin"), "assumed");
+  EXPECT_EQ(a.at("gpu").at("id"), "H100-SXM");
+  EXPECT_EQ(a.at("engine"), "vllm");
+  EXPECT_EQ(a.at("engine_version_modelled"), "v0.19");
+  EXPECT_EQ(a.at("settings").at("max_model_len").at("origin"), "default");
+  EXPECT_EQ(a.at("settings").at("gpu_memory_utilization").at("value"), 0.9);
+  const auto given = run("estimate -m qwen2.5-7b -g L40S --max-model-len 8192 -tp 2 --json");
+  ASSERT_EQ(given.rc, 0) << given.out;
+  const auto b = nlohmann::json::parse(given.out).at("assumptions");
+  EXPECT_EQ(b.at("gpu").at("origin"), "given");
+  EXPECT_EQ(b.at("settings").at("max_model_len").at("origin"), "given");
+  EXPECT_EQ(b.at("settings").at("max_model_len").at("value"), 8192);
+  EXPECT_EQ(b.at("settings").at("tensor_parallel_size").at("origin"), "given");
+  EXPECT_EQ(b.at("settings").at("dtype").at("origin"), "default");
+  // The text names the version it models too.
+  const auto text = run("estimate -m qwen2.5-7b");
+  EXPECT_NE(text.out.find("as kvprof models v0.19"), std::string::npos) << text.out;
+}
+
 TEST(CliEstimate, OutputFileIsWritten) {
   const auto path = std::filesystem::temp_directory_path() / "kvprof_cli_estimate.json";
   std::filesystem::remove(path);

@@ -6,6 +6,7 @@
 #include "kvprof/cli/commands.hpp"
 #include "kvprof/cli/estimate_options.hpp"
 #include "kvprof/cli/output.hpp"
+#include "kvprof/estimate/assumptions.hpp"
 #include "kvprof/estimate/estimate.hpp"
 #include "kvprof/estimate/inverse.hpp"
 #include "kvprof/experiment/compare.hpp"
@@ -40,7 +41,7 @@ void register_estimate_command(CLI::App& app) {
                   "other options, e.g. --compare \"\" \"--enforce-eager\" or \"--max-num-seqs 64\" "
                   "\"--max-num-seqs 256\"");
   add_output_options(cmd, o->out);
-  cmd->callback([o] {
+  cmd->callback([o, cmd] {
     if (!o->compare.empty()) {
       if (o->compare.size() != 2) {
         throw Fatal(
@@ -68,7 +69,16 @@ void register_estimate_command(CLI::App& app) {
       return;
     }
     const auto est = value_or_fatal(estimate::estimate(input));
-    emit(o->out, report::estimate_json(est), report::estimate_text(est));
+    estimate::AssumptionSources sources;
+    sources.given = flags_given(*cmd);
+    sources.gpu_origin = sources.given.contains("gpu") || sources.given.contains("gpu-mem")
+                             ? estimate::GpuOrigin::given
+                             : estimate::GpuOrigin::assumed;
+    if (sources.gpu_origin == estimate::GpuOrigin::assumed) sources.gpu_note = "no --gpu given";
+    const auto assumptions = estimate::estimate_assumptions(est, sources);
+    auto doc = report::estimate_json(est);
+    doc["assumptions"] = assumptions;
+    emit(o->out, doc, report::estimate_text(est) + estimate::assumptions_text(assumptions));
   });
 }
 

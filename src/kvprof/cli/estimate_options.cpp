@@ -261,8 +261,7 @@ std::vector<std::string> flag_words(std::string_view flags) {
 }  // namespace
 
 std::set<std::string> estimate_flags_given(std::string_view flags) {
-  std::set<std::string> given;
-  if (flags.size() > 4096) return given;
+  if (flags.size() > 4096) return {};
   EstimateOptions o;
   CLI::App app{"estimate flags", "--estimate-with"};
   add_estimate_options(&app, o);
@@ -271,17 +270,24 @@ std::set<std::string> estimate_flags_given(std::string_view flags) {
     std::vector<std::string> reversed(args.rbegin(), args.rend());
     app.parse(reversed);
   } catch (const CLI::ParseError&) {
-    return given;
+    return {};
   }
+  return flags_given(app);
+}
+
+std::set<std::string> flags_given(const CLI::App& cmd) {
+  std::set<std::string> given;
   const auto collect = [&given](const CLI::App* a) {
     for (const CLI::Option* opt : a->get_options()) {
       if (opt->count() > 0 && !opt->get_lnames().empty()) given.insert(opt->get_lnames().front());
     }
   };
-  collect(&app);
-  for (const CLI::App* group :
-       std::as_const(app).get_subcommands([](const CLI::App*) { return true; }))
+  collect(&cmd);
+  for (const CLI::App* group : cmd.get_subcommands([](const CLI::App* a) {
+         return a->get_name().empty();  // option groups
+       })) {
     collect(group);
+  }
   return given;
 }
 

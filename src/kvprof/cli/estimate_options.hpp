@@ -69,6 +69,9 @@ Expected<estimate::EstimateInput> parse_estimate_flags(std::string_view flags,
 
 // The long names (without dashes: "gpu-memory-utilization") of the options `flags` sets, as
 // parse_estimate_flags reads them; empty when they do not parse.
+// The long names of the options of `cmd` (and its option groups) given on its command line.
+std::set<std::string> flags_given(const CLI::App& cmd);
+
 std::set<std::string> estimate_flags_given(std::string_view flags);
 
 // Rewrites "--estimate-with FLAGS" as "--estimate-with=FLAGS" and "--compare A B" as

@@ -19,19 +19,6 @@ using nlohmann::json;
 
 constexpr double k_cause_threshold_pct = 10.0;
 
-json setting(json value, const AssumptionSources& src, const char* flag, const char* default_is) {
-  const bool given = src.given.contains(flag);
-  json j = {{"value", std::move(value)}, {"origin", given ? "given" : "default"}};
-  if (!given && default_is[0] != '\0') j["default_is"] = default_is;
-  return j;
-}
-
-std::string value_text(const json& v) {
-  if (v.is_string()) return v.get<std::string>();
-  if (v.is_number_float()) return fmt::format("{:g}", v.get<double>());
-  return v.dump();
-}
-
 const ComparisonRow* find_row(const std::vector<ComparisonRow>& rows, std::string_view name) {
   for (const auto& r : rows) {
     if (r.name == name) return &r;
@@ -188,82 +175,6 @@ std::string version_cause(const Evidence& e, const estimate::Estimate& est,
 }
 
 }  // namespace
-
-std::string_view gpu_origin_name(GpuOrigin origin) {
-  switch (origin) {
-    case GpuOrigin::given:
-      return "given";
-    case GpuOrigin::detected:
-      return "detected";
-    case GpuOrigin::simulated:
-      return "simulated";
-    case GpuOrigin::assumed:
-      break;
-  }
-  return "assumed";
-}
-
-std::string_view modelled_engine_version(estimate::EngineKind engine) {
-  switch (engine) {
-    case estimate::EngineKind::vllm:
-      return "v0.19";
-    default:
-      break;
-  }
-  return "(no version pinned)";
-}
-
-json estimate_assumptions(const estimate::Estimate& est, const AssumptionSources& src) {
-  const auto& s = est.settings;
-  json gpu = {{"id", est.gpu.id},
-              {"name", est.gpu.name},
-              {"memory_bytes", est.gpu.memory_bytes},
-              {"origin", gpu_origin_name(src.gpu_origin)}};
-  if (!src.gpu_note.empty()) gpu["note"] = src.gpu_note;
-  json settings = {
-      {"gpu_memory_utilization",
-       setting(est.engine_report.memory_fraction, src, "gpu-memory-utilization", "")},
-      {"max_model_len", setting(s.max_model_len ? json(*s.max_model_len) : json(nullptr), src,
-                                "max-model-len", "the model's")},
-      {"dtype", setting(std::string(model::dtype_name(est.compute_dtype)), src, "dtype",
-                        "the checkpoint's")},
-      {"kv_cache_dtype", setting(std::string(estimate::kv_cache_dtype_name(s.kv_cache_dtype)), src,
-                                 "kv-cache-dtype", "the model dtype")},
-      {"tensor_parallel_size", setting(s.tensor_parallel_size, src, "tensor-parallel-size", "")},
-      {"pipeline_parallel_size",
-       setting(s.pipeline_parallel_size, src, "pipeline-parallel-size", "")},
-      {"quantization", setting(est.quantization, src, "quantization", "the checkpoint's")},
-      {"max_num_seqs",
-       setting(s.max_num_seqs ? json(*s.max_num_seqs) : json(nullptr), src, "max-num-seqs", "")},
-      {"max_num_batched_tokens",
-       setting(s.max_num_batched_tokens ? json(*s.max_num_batched_tokens) : json(nullptr), src,
-               "max-num-batched-tokens", "")},
-      {"block_size",
-       setting(s.block_size ? json(*s.block_size) : json(nullptr), src, "block-size", "")},
-      {"enforce_eager", setting(s.enforce_eager, src, "enforce-eager", "")}};
-  return {{"gpu", gpu},
-          {"model", est.model_id},
-          {"engine", estimate::engine_name(s.engine)},
-          {"engine_version_modelled", modelled_engine_version(s.engine)},
-          {"settings", settings}};
-}
-
-std::string assumptions_text(const json& a) {
-  if (!a.is_object() || !a.contains("gpu")) return "";
-  const json& gpu = a["gpu"];
-  std::string out =
-      fmt::format("estimate assumed: GPU {} ({:.1f} GiB, {}{}); {} as kvprof models {}",
-                  gpu.value("name", ""), bytes_to_gib(gpu.value("memory_bytes", uint64_t{0})),
-                  gpu.value("origin", ""), gpu.contains("note") ? ": " + gpu.value("note", "") : "",
-                  a.value("engine", ""), a.value("engine_version_modelled", ""));
-  const json settings = a.value("settings", json::object());
-  for (const auto& [name, s] : settings.items()) {
-    if (s.at("value").is_null()) continue;
-    out += fmt::format("; {} {}{}", name, value_text(s.at("value")),
-                       s.value("origin", "") == "given" ? "" : " (default)");
-  }
-  return out + "\n";
-}
 
 void add_server_rows(const ServerInfo& server, const std::string& model,
                      const estimate::Estimate& est, std::vector<ComparisonRow>& rows) {

@@ -11,36 +11,25 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kvprof/estimate/assumptions.hpp"
 #include "kvprof/estimate/result.hpp"
 #include "kvprof/profile/breakdown.hpp"
 #include "kvprof/profile/report.hpp"
 
 namespace kvprof::profile {
 
+// What the plan assumed lives with the planner (estimate/assumptions.hpp); profile uses it too.
+using estimate::assumptions_text;
+using estimate::AssumptionSources;
+using estimate::estimate_assumptions;
+using estimate::gpu_origin_name;
+using estimate::GpuOrigin;
+using estimate::modelled_engine_version;
+
 // What a simulated run's breakdown, confidence and errors are (they compare the planner with a
 // server it sized itself).
 inline constexpr std::string_view k_simulated_nature =
     "simulated (checks the measurement pipeline, not the planner)";
-
-// Where the plan's GPU came from.
-enum class GpuOrigin { given, detected, simulated, assumed };
-std::string_view gpu_origin_name(GpuOrigin origin);  // "given", "detected", ...
-
-struct AssumptionSources {
-  GpuOrigin gpu_origin = GpuOrigin::assumed;
-  std::string gpu_note;         // why, e.g. "no GPU found"; may be empty
-  std::set<std::string> given;  // long names of the flags given ("gpu-memory-utilization")
-};
-
-// The settings the plan used, each {"value", "origin"} ("given" or "default"), its GPU with
-// origin and memory, the engine and the engine version kvprof models.
-nlohmann::json estimate_assumptions(const estimate::Estimate& est, const AssumptionSources& src);
-
-// The engine version whose memory rules the planner follows ("v0.19" for vLLM).
-std::string_view modelled_engine_version(estimate::EngineKind engine);
-
-// One line: "estimate assumed: GPU ... (assumed: no GPU found); vllm (kvprof models v0.19); ...".
-std::string assumptions_text(const nlohmann::json& assumptions);
 
 // The server's figures beyond /metrics as comparison rows: max_model_len (tokens) of `model` in
 // /v1/models, when listed.
