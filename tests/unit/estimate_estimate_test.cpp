@@ -91,6 +91,44 @@ TEST(Estimate, MaxModelLenThatDoesNotFitIsReportedWithTheLargestThatDoes) {
   EXPECT_NE(est.engine_report.log_lines[2].find("Available KV cache memory"), std::string::npos);
 }
 
+// -q METHOD on an unquantized model prices it as the published checkpoint of that method.
+TEST(Estimate, WhatIfQuantizationMatchesThePublishedCheckpoints) {
+  const struct {
+    const char* base;
+    const char* method;
+    const char* checkpoint;
+  } cases[] = {
+      {"meta-llama/Llama-3.1-8B-Instruct", "awq",
+       "hugging-quants/Meta-Llama-3.1-8B-Instruct-AWQ-INT4"},
+      {"meta-llama/Llama-3.1-8B-Instruct", "w4a16",
+       "RedHatAI/Meta-Llama-3.1-8B-Instruct-quantized.w4a16"},
+      {"meta-llama/Llama-3.1-8B-Instruct", "w8a8",
+       "RedHatAI/Meta-Llama-3.1-8B-Instruct-quantized.w8a8"},
+      {"Qwen/Qwen2.5-7B-Instruct", "gptq", "Qwen/Qwen2.5-7B-Instruct-GPTQ-Int4"},
+      {"Qwen/Qwen2.5-7B-Instruct", "awq", "Qwen/Qwen2.5-7B-Instruct-AWQ"},
+      {"meta-llama/Llama-3.1-8B-Instruct", "bnb-4bit",
+       "unsloth/Meta-Llama-3.1-8B-Instruct-bnb-4bit"},
+  };
+  for (const auto& c : cases) {
+    auto what_if = input(c.base, "H100");
+    what_if.settings.quantization = c.method;
+    const auto a = estimate(what_if);
+    ASSERT_TRUE(a) << c.method << ": " << a.error().message;
+    const auto b = estimate(input(c.checkpoint, "H100")).value();
+    const double w_a = bytes_to_gib(a->per_gpu.weights_bytes);
+    const double w_b = bytes_to_gib(b.per_gpu.weights_bytes);
+    EXPECT_NEAR(w_a, w_b, 0.01 * w_b) << c.base << " -q " << c.method << " vs " << c.checkpoint;
+    // (bitsandbytes quantizes at load, as vLLM does with --quantization bitsandbytes.)
+    if (std::string_view(c.method) != "bnb-4bit") {
+      EXPECT_NE(a->quantization.find("what-if"), std::string::npos) << a->quantization;
+    }
+  }
+  // Embeddings and lm_head stay in bf16: 4-bit Llama 3.1 8B is far above a quarter of 16 GB.
+  auto awq = input("meta-llama/Llama-3.1-8B-Instruct", "H100");
+  awq.settings.quantization = "awq";
+  EXPECT_GT(bytes_to_gib(estimate(awq)->per_gpu.weights_bytes), 5.0);
+}
+
 TEST(Estimate, TensorParallelMustDivideHeads) {
   auto in = input("meta-llama/Llama-3.1-8B-Instruct", "H100");
   in.settings.tensor_parallel_size = 3;
@@ -107,8 +145,11 @@ TEST(Estimate, UtilizationOutOfRangeIsUsageError) {
 }
 
 TEST(Estimate, QuantizationFlagContradictingCheckpointIsUsageError) {
-  auto in = input("meta-llama/Llama-3.1-8B-Instruct", "H100");
-  in.settings.quantization = "awq";
+  auto in = input("Qwen/Qwen2.5-7B-Instruct-GPTQ-Int4", "H100");
+  in.settings.quantization = "awq";  // an AWQ flag on a GPTQ checkpoint
+  EXPECT_EQ(estimate(in).error().kind, ErrorKind::usage);
+  in = input("meta-llama/Llama-3.1-8B-Instruct", "H100");
+  in.settings.quantization = "mxfp4";  // a dense model has no experts to quantize
   EXPECT_EQ(estimate(in).error().kind, ErrorKind::usage);
   in.settings.quantization = "fp8";  // runtime fp8 is fine and halves the linear layers
   const auto fp8 = estimate(in).value();

@@ -241,7 +241,9 @@ TEST(EstimateSweep, CreateRefusesWhatEstimateRefuses) {
   base.settings.engine = EngineKind::sglang;
   EXPECT_FALSE(VllmSweep::create(base, gpus({"H100"}), k_splits).has_value());
   base.settings.engine = EngineKind::vllm;
-  base.settings.quantization = "awq";  // not an AWQ checkpoint
+  base.settings.quantization = "mxfp4";  // a dense model has no experts to quantize
+  EXPECT_FALSE(VllmSweep::create(base, gpus({"H100"}), k_splits).has_value());
+  base.settings.quantization = "nope";
   EXPECT_FALSE(VllmSweep::create(base, gpus({"H100"}), k_splits).has_value());
 }
 

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "kvprof/estimate/what_if_quant.hpp"
 #include "kvprof/util/strings.hpp"
 #include "kvprof/util/units.hpp"
 
@@ -94,6 +95,13 @@ model::DType resolve_compute_dtype(const model::ModelSpec& m, const EngineSettin
 
 std::string quant_name(const model::Quantization& q) {
   using model::QuantMethod;
+  // Priced as a checkpoint of that method would be (estimate -q awq on an unquantized model).
+  if (!q.from_checkpoint && q.method != QuantMethod::fp8 && q.method != QuantMethod::bitsandbytes &&
+      q.method != QuantMethod::none) {
+    model::Quantization as_checkpoint = q;
+    as_checkpoint.from_checkpoint = true;
+    return quant_name(as_checkpoint) + " (what-if)";
+  }
   switch (q.method) {
     case QuantMethod::none:
       return "none";
@@ -138,6 +146,17 @@ Expected<model::Quantization> resolve_quantization(const model::ModelSpec& m,
     q.ignored_modules = {"lm_head"};
     return q;
   }
+  // An unquantized model priced as a quantized checkpoint of it would be.
+  if (!checkpoint_quantized && flag != "bitsandbytes") {
+    if (auto q = what_if_quantization(flag)) {
+      if (*q && (*q)->method == QuantMethod::mxfp4 && !m.is_moe()) {
+        return fail(ErrorKind::usage,
+                    "--quantization mxfp4: engines quantize only MoE experts with MXFP4, and "
+                    "this model has none");
+      }
+      return *q;
+    }
+  }
   if (flag == "bitsandbytes" && !checkpoint_quantized) {
     model::Quantization q;
     q.method = QuantMethod::bitsandbytes;
@@ -176,9 +195,10 @@ Expected<model::Quantization> resolve_quantization(const model::ModelSpec& m,
                             checkpoint_quantized ? quant_name(m.quant) : "not quantized"));
   }
   return fail(ErrorKind::usage,
-              fmt::format("unknown --quantization '{}' (fp8, awq, gptq, gptq_marlin, "
-                          "compressed-tensors, bitsandbytes, mxfp4, modelopt, gguf)",
-                          s.quantization));
+              fmt::format("unknown --quantization '{}' (a checkpoint's: fp8, awq, gptq, "
+                          "gptq_marlin, compressed-tensors, bitsandbytes, mxfp4, modelopt, gguf; "
+                          "what-if on an unquantized model: {})",
+                          s.quantization, k_what_if_methods));
 }
 
 double kv_used_fraction(uint64_t needed_bytes, uint64_t capacity_bytes) {

@@ -313,7 +313,7 @@ bool is_left_unquantized(const LogicalTensor& t, const model::Quantization& q) {
 WeightBreakdown weights_per_rank(const model::ModelSpec& m, const WeightOptions& o) {
   WeightBreakdown w;
   const bool use_file =
-      !m.tensors.empty() && (m.quant.method == QuantMethod::none || m.quant.from_checkpoint);
+      !m.tensors.empty() && (o.quant.method == QuantMethod::none || o.quant.from_checkpoint);
   if (use_file) {
     w = weights_from_tensors(m, o);
   } else {

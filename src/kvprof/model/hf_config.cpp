@@ -397,4 +397,9 @@ Expected<ModelSpec> parse_hf_config_text(std::string_view text, std::string_view
   return spec;
 }
 
+Expected<Quantization> parse_quantization_config(const nlohmann::json& config) {
+  std::vector<std::string> warnings;
+  return hf::parse_quantization(config, warnings);
+}
+
 }  // namespace kvprof::model

@@ -19,4 +19,8 @@ Expected<ModelSpec> parse_hf_config(const nlohmann::json& config, std::string_vi
 // Same, from the text of a config.json (at most 16 MiB); returns an input error for bad JSON.
 Expected<ModelSpec> parse_hf_config_text(std::string_view text, std::string_view source);
 
+// A checkpoint's quantization_config (AWQ, GPTQ, compressed-tensors, bitsandbytes, fp8, mxfp4,
+// ModelOpt) as kvprof prices it; an input error names an unknown method or a malformed field.
+Expected<Quantization> parse_quantization_config(const nlohmann::json& config);
+
 }  // namespace kvprof::model
