@@ -69,7 +69,7 @@ BENCHMARK(BM_WorkloadSweep);
 void BM_Recommend(benchmark::State& state) {
   const auto in = make_input("meta-llama/Llama-3.1-70B-Instruct");
   for (auto _ : state) {
-    auto recs = estimate::recommend(in, 12);
+    auto recs = estimate::recommend(in);
     benchmark::DoNotOptimize(recs);
   }
 }
