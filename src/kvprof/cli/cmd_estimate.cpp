@@ -3,6 +3,8 @@
 // --max-model-len, ...; SGLang's --mem-fraction-static; llama.cpp's -ngl/-c/-np).
 #include <fmt/format.h>
 
+#include <optional>
+
 #include "kvprof/cli/commands.hpp"
 #include "kvprof/cli/estimate_options.hpp"
 #include "kvprof/cli/output.hpp"
@@ -10,6 +12,7 @@
 #include "kvprof/estimate/inverse.hpp"
 #include "kvprof/experiment/compare.hpp"
 #include "kvprof/model/resolve.hpp"
+#include "kvprof/plot/plan_figure.hpp"
 #include "kvprof/report/estimate_report.hpp"
 #include "kvprof/util/strings.hpp"
 #include "kvprof/util/units.hpp"
@@ -22,6 +25,7 @@ void register_estimate_command(CLI::App& app) {
     bool recommend = false;
     bool all = false;
     std::vector<std::string> compare;
+    std::string plot_path;
     OutputOptions out;
   };
   auto o = std::make_shared<State>();
@@ -39,8 +43,16 @@ void register_estimate_command(CLI::App& app) {
                   "Two plans and their difference: \"FLAGS A\" \"FLAGS B\", each on top of the "
                   "other options, e.g. --compare \"\" \"--enforce-eager\" or \"--max-num-seqs 64\" "
                   "\"--max-num-seqs 256\"");
+  cmd->add_option("--plot", o->plot_path,
+                  "Also draw the plan into FILE (.png or .svg): memory vs concurrency and vs "
+                  "context length, with the capacity and where it runs out");
   add_output_options(cmd, o->out);
   cmd->callback([o] {
+    const auto plot_format =
+        o->plot_path.empty() ? std::optional<plot::ImageFormat>{}
+                             : std::optional{value_or_fatal(plot::plot_format_of(o->plot_path))};
+    if (plot_format && (o->recommend || !o->compare.empty()))
+      throw Fatal({ErrorKind::usage, "--plot draws one plan: not with --recommend or --compare"});
     if (!o->compare.empty()) {
       if (o->compare.size() != 2) {
         throw Fatal(
@@ -69,6 +81,11 @@ void register_estimate_command(CLI::App& app) {
     }
     const auto est = value_or_fatal(estimate::estimate(input));
     emit(o->out, report::estimate_json(est), report::estimate_text(est));
+    if (plot_format) {
+      value_or_fatal(plot::write_plan_figure(est, plot::plan_point(est, input.workload),
+                                             o->plot_path, *plot_format));
+      fmt::print(o->out.json ? stderr : stdout, "plot: {}\n", o->plot_path);
+    }
   });
 }
 
