@@ -3,8 +3,6 @@
 // --max-model-len, ...; SGLang's --mem-fraction-static; llama.cpp's -ngl/-c/-np).
 #include <fmt/format.h>
 
-#include <optional>
-
 #include "kvprof/cli/commands.hpp"
 #include "kvprof/cli/estimate_options.hpp"
 #include "kvprof/cli/output.hpp"
@@ -48,10 +46,10 @@ void register_estimate_command(CLI::App& app) {
                   "context length, with the capacity and where it runs out");
   add_output_options(cmd, o->out);
   cmd->callback([o] {
+    const bool want_plot = !o->plot_path.empty();
     const auto plot_format =
-        o->plot_path.empty() ? std::optional<plot::ImageFormat>{}
-                             : std::optional{value_or_fatal(plot::plot_format_of(o->plot_path))};
-    if (plot_format && (o->recommend || !o->compare.empty()))
+        want_plot ? value_or_fatal(plot::plot_format_of(o->plot_path)) : plot::ImageFormat::png;
+    if (want_plot && (o->recommend || !o->compare.empty()))
       throw Fatal({ErrorKind::usage, "--plot draws one plan: not with --recommend or --compare"});
     if (!o->compare.empty()) {
       if (o->compare.size() != 2) {
@@ -81,9 +79,9 @@ void register_estimate_command(CLI::App& app) {
     }
     const auto est = value_or_fatal(estimate::estimate(input));
     emit(o->out, report::estimate_json(est), report::estimate_text(est));
-    if (plot_format) {
+    if (want_plot) {
       value_or_fatal(plot::write_plan_figure(est, plot::plan_point(est, input.workload),
-                                             o->plot_path, *plot_format));
+                                             o->plot_path, plot_format));
       fmt::print(o->out.json ? stderr : stdout, "plot: {}\n", o->plot_path);
     }
   });

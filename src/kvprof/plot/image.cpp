@@ -221,8 +221,10 @@ void draw(cairo_t* cr, const Figure& f, double width, double height) {
     cairo_fill(cr);
     font(cr, 13, true);
     const double w = text_width(cr, m.label);
-    const double lx = x + 12 + w <= plot_right ? x + 12 : std::max(plot_left + 4, x - 12 - w);
-    const double ly = std::max(plot_top + 14, y - 12);
+    // Below and right of the point: the capacity lines' labels sit above their lines, and a
+    // curve that crosses them is above them past the point.
+    const double lx = std::max(plot_left + 4, std::min(x + 12, plot_right - w - 4));
+    const double ly = std::min(plot_bottom - 8, y + 26);
     set(cr, {1, 1, 1}, 0.85);
     cairo_rectangle(cr, lx - 3, ly - 14, w + 6, 19);
     cairo_fill(cr);
