@@ -11,6 +11,7 @@
 #include "kvprof/estimate/inverse.hpp"
 #include "kvprof/experiment/compare.hpp"
 #include "kvprof/model/resolve.hpp"
+#include "kvprof/plot/plan_figure.hpp"
 #include "kvprof/report/estimate_report.hpp"
 #include "kvprof/util/strings.hpp"
 #include "kvprof/util/units.hpp"
@@ -23,6 +24,7 @@ void register_estimate_command(CLI::App& app) {
     bool recommend = false;
     bool all = false;
     std::vector<std::string> compare;
+    std::string plot_path;
     OutputOptions out;
   };
   auto o = std::make_shared<State>();
@@ -40,8 +42,16 @@ void register_estimate_command(CLI::App& app) {
                   "Two plans and their difference: \"FLAGS A\" \"FLAGS B\", each on top of the "
                   "other options, e.g. --compare \"\" \"--enforce-eager\" or \"--max-num-seqs 64\" "
                   "\"--max-num-seqs 256\"");
+  cmd->add_option("--plot", o->plot_path,
+                  "Also draw the plan into FILE (.png or .svg): memory vs concurrency and vs "
+                  "context length, with the capacity and where it runs out");
   add_output_options(cmd, o->out);
   cmd->callback([o, cmd] {
+    const bool want_plot = !o->plot_path.empty();
+    const auto plot_format =
+        want_plot ? value_or_fatal(plot::plot_format_of(o->plot_path)) : plot::ImageFormat::png;
+    if (want_plot && (o->recommend || !o->compare.empty()))
+      throw Fatal({ErrorKind::usage, "--plot draws one plan: not with --recommend or --compare"});
     if (!o->compare.empty()) {
       if (o->compare.size() != 2) {
         throw Fatal(
@@ -79,6 +89,11 @@ void register_estimate_command(CLI::App& app) {
     auto doc = report::estimate_json(est);
     doc["assumptions"] = assumptions;
     emit(o->out, doc, report::estimate_text(est) + estimate::assumptions_text(assumptions));
+    if (want_plot) {
+      value_or_fatal(plot::write_plan_figure(est, plot::plan_point(est, input.workload),
+                                             o->plot_path, plot_format));
+      fmt::print(o->out.json ? stderr : stdout, "plot: {}\n", o->plot_path);
+    }
   });
 }
 

@@ -23,6 +23,13 @@ struct FigureSeries {
   std::vector<double> x, y;
 };
 
+// A labelled point, e.g. where memory runs out; x in category indices like the series.
+struct FigureMark {
+  double x = 0, y = 0;
+  std::string label;
+  int color = -1;  // palette index; -1 the capacity colour
+};
+
 struct Figure {
   std::string id;  // file stem: fig1_mem_vs_concurrency
   std::string title;
@@ -32,6 +39,7 @@ struct Figure {
   std::vector<std::string> categories;        // x positions (concurrencies), evenly spaced
   std::vector<FigureSeries> series;           // x holds category indices
   std::vector<FigureSeries> hlines;           // horizontal lines (capacity), y only
+  std::vector<FigureMark> marks;              // labelled points drawn over the series
   [[nodiscard]] std::string natures() const;  // "data: simulated (GPU memory), estimated (...)"
 };
 

@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <fstream>
+#include <iterator>
 #include <memory>
 
 namespace kvprof::plot {
@@ -204,6 +206,31 @@ void draw(cairo_t* cr, const Figure& f, double width, double height) {
     }
   }
   cairo_restore(cr);
+  // Marks: a dotted guide down to the x axis, the point, and its label on a white backing.
+  for (const auto& m : f.marks) {
+    const double x = px(m.x), y = std::clamp(py(m.y), plot_top, plot_bottom);
+    set(cr, color_of(m.color));
+    cairo_set_line_width(cr, 1.2);
+    const double dots[] = {2, 3};
+    cairo_set_dash(cr, dots, 2, 0);
+    cairo_move_to(cr, x, y);
+    cairo_line_to(cr, x, plot_bottom);
+    cairo_stroke(cr);
+    cairo_set_dash(cr, nullptr, 0, 0);
+    cairo_arc(cr, x, y, 6, 0, 2 * M_PI);
+    cairo_fill(cr);
+    font(cr, 13, true);
+    const double w = text_width(cr, m.label);
+    // Below and right of the point: the capacity lines' labels sit above their lines, and a
+    // curve that crosses them is above them past the point.
+    const double lx = std::max(plot_left + 4, std::min(x + 12, plot_right - w - 4));
+    const double ly = std::min(plot_bottom - 8, y + 26);
+    set(cr, {1, 1, 1}, 0.85);
+    cairo_rectangle(cr, lx - 3, ly - 14, w + 6, 19);
+    cairo_fill(cr);
+    set(cr, k_text);
+    text(cr, m.label, lx, ly);
+  }
   // Legend.
   font(cr, 13);
   double ly = plot_top + 6;
@@ -241,16 +268,71 @@ void draw(cairo_t* cr, const Figure& f, double width, double height) {
   }
 }
 
+std::string xml_escaped(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
+// cairo draws text as glyph outlines; puts the figures' words in <title>/<desc> after <svg ...>
+// so screen readers, search and tests can read them.
+Expected<void> add_svg_text(const std::string& file, std::span<const Figure> figures) {
+  std::ifstream in(file, std::ios::binary);
+  std::string svg((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t open = svg.find("<svg");
+  const size_t end = open == std::string::npos ? open : svg.find('>', open);
+  if (end == std::string::npos) return fail(ErrorKind::io, "cairo wrote no <svg> element");
+  std::string title, desc;
+  for (const auto& f : figures) {
+    title += (title.empty() ? "" : " / ") + f.title;
+    desc += f.title + ". " + f.subtitle + ". x: " + f.x_label + ". y: " + f.y_label + ".";
+    for (const auto& h : f.hlines)
+      desc += " " + h.name + ".";
+    for (const auto& m : f.marks)
+      desc += " " + m.label + ".";
+    desc += "\n";
+  }
+  svg.insert(end + 1,
+             "\n<title>" + xml_escaped(title) + "</title>\n<desc>" + xml_escaped(desc) + "</desc>");
+  std::ofstream out(file, std::ios::binary | std::ios::trunc);
+  out << svg;
+  if (!out.flush()) return fail(ErrorKind::io, "cannot rewrite " + file);
+  return {};
+}
+
 }  // namespace
 
 Expected<void> write_figure(const Figure& figure, const std::filesystem::path& path,
                             ImageFormat format, int width, int height) {
+  return write_figures(std::span<const Figure>(&figure, 1), path, format, width, height);
+}
+
+Expected<void> write_figures(std::span<const Figure> figures, const std::filesystem::path& path,
+                             ImageFormat format, int width, int height) {
   const std::string tmp = path.string() + ".tmp";
+  const int total_height = height * static_cast<int>(std::max<size_t>(1, figures.size()));
   cairo_surface_t* surface = nullptr;
   if (format == ImageFormat::svg) {
-    surface = cairo_svg_surface_create(tmp.c_str(), width, height);
+    surface = cairo_svg_surface_create(tmp.c_str(), width, total_height);
   } else {
-    surface = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, width * 2, height * 2);
+    surface = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, width * 2, total_height * 2);
   }
   std::unique_ptr<cairo_surface_t, void (*)(cairo_surface_t*)> owned(surface,
                                                                      &cairo_surface_destroy);
@@ -260,7 +342,14 @@ Expected<void> write_figure(const Figure& figure, const std::filesystem::path& p
   }
   cairo_t* cr = cairo_create(surface);
   if (format == ImageFormat::png) cairo_scale(cr, 2, 2);
-  draw(cr, figure, width, height);
+  for (size_t i = 0; i < figures.size(); ++i) {
+    cairo_save(cr);
+    cairo_translate(cr, 0, static_cast<double>(i) * height);
+    cairo_rectangle(cr, 0, 0, width, height);
+    cairo_clip(cr);
+    draw(cr, figures[i], width, height);
+    cairo_restore(cr);
+  }
   const cairo_status_t drawn = cairo_status(cr);
   cairo_destroy(cr);
   cairo_status_t status = drawn;
@@ -275,6 +364,13 @@ Expected<void> write_figure(const Figure& figure, const std::filesystem::path& p
     std::filesystem::remove(tmp, ec);
     return fail(ErrorKind::io, fmt::format("cannot write '{}': {}", path.string(),
                                            cairo_status_to_string(status)));
+  }
+  if (format == ImageFormat::svg) {
+    if (auto ok = add_svg_text(tmp, figures); !ok) {
+      std::filesystem::remove(tmp, ec);
+      return fail(ErrorKind::io,
+                  fmt::format("cannot write '{}': {}", path.string(), ok.error().message));
+    }
   }
   std::filesystem::rename(tmp, path, ec);
   if (ec)

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <filesystem>
+#include <span>
 
 #include "kvprof/plot/figures.hpp"
 #include "kvprof/util/error.hpp"
@@ -15,5 +16,10 @@ enum class ImageFormat { png, svg };
 // io error when the file cannot be written.
 Expected<void> write_figure(const Figure& figure, const std::filesystem::path& path,
                             ImageFormat format, int width = 1100, int height = 680);
+
+// Draws `figures` one above the other into `path`, each width x height; an SVG also carries
+// every figure's title, axis labels and marks as text (<title>, <desc>); io error as above.
+Expected<void> write_figures(std::span<const Figure> figures, const std::filesystem::path& path,
+                             ImageFormat format, int width = 1100, int height = 680);
 
 }  // namespace kvprof::plot
