@@ -13,9 +13,8 @@ namespace kvprof::cli {
 
 std::optional<std::string> closest_flag(const CLI::App& cmd, std::string_view unknown) {
   if (!unknown.starts_with("-") || unknown.size() > 200) return std::nullopt;
-  if (unknown.substr(0, unknown.find('=')).size() < 4)
-    return std::nullopt;  // -x: too short to guess
   const std::string_view name = unknown.substr(0, unknown.find('='));
+  if (name.size() < 4) return std::nullopt;  // -x: too short to guess
   std::optional<std::string> best;
   size_t best_distance = 0;
   const auto consider = [&](const std::string& flag) {
