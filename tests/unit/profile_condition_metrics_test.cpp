@@ -19,7 +19,7 @@
 #include "kvprof/sim/sim_server.hpp"
 #include "kvprof/sys/subprocess.hpp"
 #include "support/run_folders.hpp"
-#include "support/temp_dir.hpp"
+#include "support/sim_server_test.hpp"
 
 namespace kvprof::profile {
 namespace {
@@ -78,34 +78,13 @@ TEST(ScrapePlan, AutoIntervalFollowsTheShortestCondition) {
   EXPECT_EQ(scrape_plan_for(500, 1.0).interval_ms, 500u);
 }
 
-class ConditionMetricsE2E : public test::TempDirTest {
+class ConditionMetricsE2E : public test::SimServerTest {
  protected:
-  ConditionMetricsE2E() : TempDirTest("kvprof_cond") {}
-  void TearDown() override {
-    if (m_server) m_server->stop();
-    TempDirTest::TearDown();
-  }
+  ConditionMetricsE2E() : SimServerTest("kvprof_cond") {}
 
   // A small simulated vLLM: a lone 8-token request lasts ~20 ms, shorter than one old 100 ms
   // scrape interval.
-  void start_sim() {
-    sim::SimConfig c;
-    c.model = "sim-model";
-    c.num_gpu_blocks = 2048;
-    c.block_size = 16;
-    c.max_model_len = 4096;
-    c.total_bytes = 80ULL << 30;
-    c.weights_bytes = 8ULL << 30;
-    c.kv_bytes_per_block = 4ULL << 20;
-    c.kv_pool_mode = sim::KvPoolMode::on_demand;
-    c.step_base_ms = 2.0;
-    c.live_state_path = (m_dir / "live.txt").string();
-    c.live_state_min_interval_ms = 1.0;
-    c.quiet = true;
-    auto s = sim::SimServer::start(c);
-    ASSERT_TRUE(s.has_value()) << s.error().message;
-    m_server = std::move(*s);
-  }
+  void start_sim() { start_server(small_vllm(2.0)); }
 
   // `kvprof profile` on the server with a tiny grid plus `extra`; its result.
   sys::CommandResult profile(const std::string& tag, std::vector<std::string> extra) const {
@@ -137,8 +116,6 @@ class ConditionMetricsE2E : public test::TempDirTest {
     std::ifstream in(test::first_run_folder(results(tag)) / "summary.json");
     return json::parse(in);
   }
-
-  std::unique_ptr<sim::SimServer> m_server;
 };
 
 TEST_F(ConditionMetricsE2E, ShortConditionsGetFiveScrapesAndProgressShowsTheirOwnKv) {

@@ -20,6 +20,7 @@
 #include "kvprof/sim/sim_server.hpp"
 #include "kvprof/sys/subprocess.hpp"
 #include "support/run_folders.hpp"
+#include "support/sim_server_test.hpp"
 
 namespace kvprof {
 namespace {
@@ -90,44 +91,15 @@ double num(const std::map<std::string, std::string>& row, const std::string& key
   return std::stod(row.at(key));
 }
 
-class ProfileE2E : public ::testing::Test {
+class ProfileE2E : public test::SimServerTest {
  protected:
-  void SetUp() override {
-    m_dir = fs::path(::testing::TempDir()) /
-            ("kvprof_profile_" + std::to_string(::getpid()) + "_" +
-             ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(m_dir);
-    fs::create_directories(m_dir);
-  }
-  void TearDown() override {
-    if (m_server) m_server->stop();
-    std::error_code ec;
-    fs::remove_all(m_dir, ec);
-  }
+  ProfileE2E() : SimServerTest("kvprof_profile") {}
 
-  // A small simulated vLLM whose KV pool shows in memory as it fills (so load is visible).
-  sim::SimConfig small_sim() const {
-    sim::SimConfig c;
-    c.model = "sim-model";
-    c.num_gpu_blocks = 2048;
-    c.block_size = 16;
-    c.max_model_len = 4096;
-    c.total_bytes = 80ULL << 30;
-    c.weights_bytes = 8ULL << 30;
-    c.kv_bytes_per_block = 4ULL << 20;
-    c.kv_pool_mode = sim::KvPoolMode::on_demand;
-    c.step_base_ms = 5.0;  // a lone request lasts ~100 ms: several scrapes per condition
-    c.live_state_path = (m_dir / "live.txt").string();
-    c.live_state_min_interval_ms = 1.0;
-    c.quiet = true;
-    return c;
-  }
+  // A small simulated vLLM whose KV pool shows in memory as it fills (so load is visible); a lone
+  // request lasts ~100 ms: several scrapes per condition.
+  sim::SimConfig small_sim() const { return small_vllm(5.0); }
 
-  void start_sim(const sim::SimConfig& c) {
-    auto s = sim::SimServer::start(c);
-    ASSERT_TRUE(s.has_value()) << s.error().message;
-    m_server = std::move(*s);
-  }
+  void start_sim(const sim::SimConfig& c) { start_server(c); }
 
   sys::CommandOptions env(bool with_nvml = true) const {
     sys::CommandOptions o;
@@ -175,9 +147,6 @@ class ProfileE2E : public ::testing::Test {
     EXPECT_EQ(dirs.size(), 1U);
     return dirs.empty() ? fs::path() : dirs.front();
   }
-
-  fs::path m_dir;
-  std::unique_ptr<sim::SimServer> m_server;
 };
 
 TEST_F(ProfileE2E, EveryOutputFileHoldsTheRun) {

@@ -17,6 +17,7 @@
 #include "kvprof/sys/subprocess.hpp"
 #include "kvprof/workload/workload_io.hpp"
 #include "support/run_folders.hpp"
+#include "support/sim_server_test.hpp"
 
 namespace kvprof {
 namespace {
@@ -25,20 +26,9 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 using namespace std::chrono_literals;
 
-class ProfileProbe : public ::testing::Test {
+class ProfileProbe : public test::SimServerTest {
  protected:
-  void SetUp() override {
-    m_dir = fs::path(::testing::TempDir()) /
-            ("kvprof_probe_" + std::to_string(::getpid()) + "_" +
-             ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(m_dir);
-    fs::create_directories(m_dir);
-  }
-  void TearDown() override {
-    if (m_server) m_server->stop();
-    std::error_code ec;
-    fs::remove_all(m_dir, ec);
-  }
+  ProfileProbe() : SimServerTest("kvprof_probe") {}
 
   void start_sim(const std::function<void(sim::SimConfig&)>& tweak = {}) {
     sim::SimConfig c;
@@ -48,9 +38,7 @@ class ProfileProbe : public ::testing::Test {
     c.step_base_ms = 1.0;
     c.quiet = true;
     if (tweak) tweak(c);
-    auto s = sim::SimServer::start(c);
-    ASSERT_TRUE(s.has_value()) << s.error().message;
-    m_server = std::move(*s);
+    start_server(c);
   }
 
   // `kvprof profile` against the simulator (or `endpoint`), a tiny grid.
@@ -88,9 +76,6 @@ class ProfileProbe : public ::testing::Test {
     EXPECT_LE(m_server->stats().completion_requests_total, max_completions);
     return r.stderr_text;
   }
-
-  fs::path m_dir;
-  std::unique_ptr<sim::SimServer> m_server;
 };
 
 TEST_F(ProfileProbe, WrongPathIs404WithTheServersMessage) {
