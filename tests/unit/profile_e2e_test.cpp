@@ -101,6 +101,26 @@ class ProfileE2E : public test::SimServerTest {
 
   void start_sim(const sim::SimConfig& c) { start_server(c); }
 
+  // Presses Ctrl-C (SIGINT) on the kvprof `o` starts once a run folder's request_trace.csv has
+  // `lines` lines (its header included), polling every 5 ms for at most 15 s; `killer` is the
+  // thread doing it, for the caller to join.
+  void sigint_after_trace_lines(sys::CommandOptions& o, std::thread& killer, size_t lines) const {
+    o.on_spawn = [&killer, lines, results = m_dir / "results"](pid_t pid) {
+      killer = std::thread([pid, results, lines] {
+        for (int i = 0; i < 3000; ++i) {
+          std::this_thread::sleep_for(5ms);
+          std::error_code ec;
+          for (const auto& e : fs::directory_iterator(results, ec)) {
+            if (count_lines(e.path() / "request_trace.csv") >= lines) {
+              ::kill(pid, SIGINT);
+              return;
+            }
+          }
+        }
+      });
+    };
+  }
+
   sys::CommandOptions env(bool with_nvml = true) const {
     sys::CommandOptions o;
     o.timeout = 60s;
@@ -455,23 +475,9 @@ TEST_F(ProfileE2E, CtrlCWritesAnInterruptedSummaryAndExits130) {
   c.step_base_ms = 50;  // 20 tokens/s: the grid takes far longer than the test waits
   start_sim(c);
   auto o = env();
-  const fs::path results = m_dir / "results";
   std::thread killer;
-  o.on_spawn = [&](pid_t pid) {
-    killer = std::thread([pid, results] {
-      // Wait until the grid is under way (a request ended), then press Ctrl-C.
-      for (int i = 0; i < 2000; ++i) {
-        std::this_thread::sleep_for(10ms);
-        std::error_code ec;
-        for (const auto& e : fs::directory_iterator(results, ec)) {
-          if (count_lines(e.path() / "request_trace.csv") >= 2) {
-            ::kill(pid, SIGINT);
-            return;
-          }
-        }
-      }
-    });
-  };
+  // Once the grid is under way (a request ended): Ctrl-C.
+  sigint_after_trace_lines(o, killer, 2);
   auto r = sys::run_command(profile_args({"--input-lens", "64", "--output-lens", "64",
                                           "--concurrencies", "1,4", "--warmup-requests", "0"}),
                             o);
@@ -494,24 +500,10 @@ TEST_F(ProfileE2E, CtrlCMidConditionReportsTheSameCountsEverywhere) {
   c.step_base_ms = 50;  // 16 tokens: ~0.8 s per request
   start_sim(c);
   auto o = env();
-  const fs::path results = m_dir / "results";
   std::thread killer;
-  o.on_spawn = [&](pid_t pid) {
-    killer = std::thread([pid, results] {
-      // Ctrl-C once the first two requests of the first condition ended: two more are then in
-      // flight and two not sent yet; the second condition never starts.
-      for (int i = 0; i < 3000; ++i) {
-        std::this_thread::sleep_for(5ms);
-        std::error_code ec;
-        for (const auto& e : fs::directory_iterator(results, ec)) {
-          if (count_lines(e.path() / "request_trace.csv") >= 3) {
-            ::kill(pid, SIGINT);
-            return;
-          }
-        }
-      }
-    });
-  };
+  // Ctrl-C once the first two requests of the first condition ended: two more are then in
+  // flight and two not sent yet; the second condition never starts.
+  sigint_after_trace_lines(o, killer, 3);
   auto args = profile_args({"--input-lens", "64,128", "--concurrencies", "2", "--n-per-condition",
                             "3", "--warmup-requests", "0"});
   args.erase(std::find(args.begin(), args.end(), "-q"));  // the progress lines are checked
