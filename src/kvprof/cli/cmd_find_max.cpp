@@ -12,6 +12,7 @@
 #include "kvprof/cli/commands.hpp"
 #include "kvprof/cli/estimate_options.hpp"
 #include "kvprof/cli/output.hpp"
+#include "kvprof/cli/run_report.hpp"
 #include "kvprof/client/cli_options.hpp"
 #include "kvprof/client/raw_request.hpp"
 #include "kvprof/estimate/inverse.hpp"
@@ -50,6 +51,7 @@ struct FindMaxState {
   std::string output_dir = "results";
   bool quiet = false;
   bool no_color = false;
+  bool no_report = false;
   OutputOptions out;
   CLI::App* cmd = nullptr;
 };
@@ -210,6 +212,7 @@ void run_find_max(FindMaxState& st) {
   j["simulated"] = simulate;
   if (auto ok = profile::write_json_file(dir / "find_max.json", j); !ok) throw Fatal(ok.error());
   emit(st.out, j, experiment::find_max_text(*result) + "results: " + dir.string() + "\n");
+  if (!st.no_report) report_experiment_folder(dir, st.out.json);
   if (result->interrupted) {
     throw Fatal({ErrorKind::interrupted, "interrupted; the steps so far are in " + dir.string()});
   }
@@ -269,6 +272,9 @@ void register_find_max_command(CLI::App& app) {
       ->envname("KVPROF_OUTPUT_DIR")
       ->capture_default_str();
   cmd->add_flag("-q,--quiet", st->quiet, "No progress lines on stderr");
+  cmd->add_flag("--no-report", st->no_report,
+                "Do not write report.html (the steps, the answer, every step's run) into the "
+                "search's folder");
   cmd->add_flag("--no-color", st->no_color, "No colour in the progress (also: NO_COLOR=1)");
   add_output_options(cmd, st->out);
   cmd->callback([st] { run_find_max(*st); });
