@@ -179,7 +179,7 @@ async function hover(cid, di, index) {
     const c = window.kvprofReport.charts.find((x) => x.id === id).chart;
     const el = c.getDatasetMeta(d).data[j];
     const r = c.canvas.getBoundingClientRect();
-    const y = el.base !== undefined && !c.options.indexAxis ? (el.y + el.base) / 2 : el.y;
+    const y = el.base !== undefined && c.options.indexAxis !== 'y' ? (el.y + el.base) / 2 : el.y;
     const x = el.base !== undefined && c.options.indexAxis === 'y' ? (el.x + el.base) / 2 : el.x;
     return { x: r.left + x, y: r.top + y };
   }, [cid, di, index]);

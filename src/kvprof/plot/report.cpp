@@ -377,6 +377,15 @@ Expected<std::vector<fs::path>> write_experiment_report(const fs::path& dir,
   ReportExtras extras;
   extras.lead = *kind == "sweep" ? sweep_section(*doc, dir) : find_max_section(*doc, dir);
   extras.lead["left_out"] = left_out;
+  // What the runs ran on, for the section's header and its charts.
+  if (!runs.empty()) {
+    const RunData& first = runs.front();
+    extras.lead["header"] = {{"model", first.model},
+                             {"engine", first.engine},
+                             {"engine_version", first.engine_version},
+                             {"device", first.device},
+                             {"kvprof_version", first.kvprof_version}};
+  }
   extras.side_by_side = *kind == "sweep";
   ReportOptions o = options;
   o.n_buckets = std::min<size_t>(o.n_buckets, 500);  // many runs on one page

@@ -28,6 +28,18 @@
     const n = parseInt(hex.slice(1), 16);
     return 0.299 * (n >> 16 & 255) + 0.587 * (n >> 8 & 255) + 0.114 * (n & 255) < 140;
   }
+  // "model · engine version · device" of the runs a section made ('' before any ran).
+  function ranOn(section) {
+    const h = section.header;
+    if (!h) return '';
+    return [h.model, h.engine + (h.engine_version ? ' ' + h.engine_version : ''), h.device]
+        .filter(Boolean).join(' · ');
+  }
+  function headerFacts(section) {
+    const h = section.header || {};
+    return [['Model', h.model], ['Engine', h.engine ? h.engine + (h.engine_version ? ' ' + h.engine_version : '') : ''],
+            ['Device', h.device], ['kvprof', h.kvprof_version]];
+  }
   function natureLine(natures) {
     return 'data: ' + natures.map(function (n) { return n.what + ' ' + n.nature; }).join(' · ');
   }
@@ -190,7 +202,8 @@
                title: { display: true, text: 'GPU memory, all GPUs (' + section.unit + ')' } }
         },
         plugins: Object.assign(K.titleOptions('GPU memory per configuration: estimated vs peak ' +
-            measured, ['sweep ' + section.name + ' · ' + cfgs.length + ' configuration(s)',
+            measured, ['sweep ' + section.name + ' · ' + cfgs.length + ' configuration(s)' +
+                       (ranOn(section) ? ' · ' + ranOn(section) : ''),
                        natureLine(section.natures)]), {
           legend: { position: 'bottom' },
           tooltip: tooltip({
@@ -216,7 +229,8 @@
     head(s, 'Sweep ' + section.name, [section.simulated ? ['sim', 'SIMULATED'] : null,
                                        ['kind', 'sweep']].filter(Boolean),
          [['Status', section.status], ['Configurations', n + ' (' + ran + ' ran)'],
-          ['File', section.config_file], ['Folder', section.dir]], section.natures);
+          ['File', section.config_file], ['Folder', section.dir]].concat(headerFacts(section)),
+         section.natures);
     const grid = el('div', 'grid');
     s.appendChild(grid);
     K.root.appendChild(s);
@@ -238,7 +252,8 @@
       grid.appendChild(box);
       c.heatmaps.forEach(function (hm) {
         const base = 'sweep-' + c.id + '-out' + hm.output_len;
-        const lines = ['configuration ' + c.id + ' · output ' + hm.output_len + ' tokens'];
+        const lines = [c.model_id + ' on ' + c.gpu + ' · ' + (c.simulated ? 'simulator' : c.server),
+                       'configuration ' + c.id + ' · output ' + hm.output_len + ' tokens'];
         if (measured) {
           heatmap(grid, base + '-peak', 'Peak GPU memory (' + section.unit + ')', lines, hm, 'peak',
                   section.unit, 2, natureOf);
@@ -268,15 +283,16 @@
           ['Steps', section.n_steps + ' (at most ' + bound + '; a grid: ' + section.grid_steps + ')'],
           ['Start', section.start === null ? 'the middle of the range'
                                            : section.start + ' (' + section.start_source + ')'],
-          ['Server', section.launch || section.endpoint], ['Folder', section.dir]],
+          ['Server', section.launch || section.endpoint], ['Folder', section.dir]]
+             .concat(headerFacts(section)),
          section.natures);
     const grid = el('div', 'grid');
     s.appendChild(grid);
     K.root.appendChild(s);
     const steps = section.steps;
-    const lines = ['input ' + section.input_len + ' · output ' + section.output_len + ' tokens · ' +
-                   'range ' + section.min_concurrency + '–' + section.max_concurrency,
-                   natureLine(section.natures)];
+    const lines = [ranOn(section), 'input ' + section.input_len + ' · output ' + section.output_len +
+                   ' tokens · range ' + section.min_concurrency + '–' + section.max_concurrency,
+                   natureLine(section.natures)].filter(Boolean);
     const limitLine = function (label, y, colour, xs) {
       return { label: label, hline: true, data: [{ x: xs[0], y: y }, { x: xs[1], y: y }],
                borderColor: colour, borderDash: [8, 5], borderWidth: 1.6, pointRadius: 0,
@@ -301,7 +317,9 @@
           parsing: false,
           scales: {
             x: { type: 'linear', min: xs[0], max: xs[1], title: { display: true, text: 'step' },
-                 ticks: { stepSize: 1, callback: function (v) { return Number.isInteger(v) ? v : ''; } },
+                 afterBuildTicks: function (axis) {
+                   axis.ticks = steps.map(function (st) { return { value: st.step }; });
+                 },
                  grid: { display: false } },
             y: { beginAtZero: true, title: { display: true, text: 'concurrency' },
                  grid: { color: '#ececf0' }, ticks: { precision: 0 } }
