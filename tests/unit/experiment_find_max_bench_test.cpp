@@ -2,7 +2,8 @@
 // made by `kvprof make-gguf`): the answer is the largest concurrency whose sequences fit the KV
 // cells the engine reports, within floor(log2(range)) + 3 steps, from the planner's start or a
 // far one; every step keeps its run folder; the steps above the cache say it ran out; more
-// sequences than --parallel fail as queued; a bad model path, a missing library or a missing -c
+// sequences than --parallel fail as queued; on the CPU the memory limit compares the engine's
+// peak RSS with the machine's RAM; a bad model path, a missing library or a missing -c
 // end with one line before any run folder is made.
 #include "kvprof/experiment/find_max_bench.hpp"
 
@@ -144,6 +145,47 @@ TEST_F(FindMaxBenchE2E, MoreSequencesThanParallelSlotsAreQueued) {
       EXPECT_NE(s.at("why").get<std::string>().find("queued behind others"), std::string::npos)
           << s;
     }
+  }
+}
+
+// MemTotal of this machine, bytes.
+uint64_t mem_total_bytes() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  uint64_t kib = 0;
+  while (in >> key >> kib) {
+    if (key == "MemTotal:") return kib * 1024;
+    in.ignore(256, '\n');
+  }
+  return 0;
+}
+
+TEST_F(FindMaxBenchE2E, MemoryOnTheCpuIsTheEnginePeakRssOverTheMachineRam) {
+  KVPROF_REQUIRE_LLAMA_OR_SKIP(lib_dir);
+  // A limit no engine meets: every step fails on memory, and says by how much.
+  const json j = find_max(
+      "-c 1024 --max-concurrency 4 --max-memory-frac 0.000001 --gpu-source "
+      "none --llama-lib " +
+          lib_dir->string(),
+      1);
+  ASSERT_TRUE(j.is_object());
+  EXPECT_TRUE(j.at("max_concurrency_found").is_null()) << j.dump(1);
+  ASSERT_FALSE(j.at("steps").empty());
+  const uint64_t ram = mem_total_bytes();
+  ASSERT_GT(ram, 0U);
+  for (const auto& s : j.at("steps")) {
+    EXPECT_FALSE(s.at("pass").get<bool>()) << s;
+    EXPECT_NE(s.at("why").get<std::string>().find("memory"), std::string::npos) << s;
+    std::ifstream in(fs::path(s.at("outcome").at("run_dir").get<std::string>()) / "summary.json");
+    const json summary = json::parse(in, nullptr, false);
+    ASSERT_TRUE(summary.is_object()) << s;
+    const auto& condition = summary.at("conditions").at(0);
+    const double rss = condition.at("peak_rss_bytes").get<double>();
+    EXPECT_NEAR(s.at("outcome").at("memory_frac").get<double>(), rss / static_cast<double>(ram),
+                1e-9)
+        << s;
+    EXPECT_DOUBLE_EQ(s.at("outcome").at("itl_p99_ms").get<double>(),
+                     condition.at("latency_stats").at("itl_ms").at("p99").get<double>());
   }
 }
 
