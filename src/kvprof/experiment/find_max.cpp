@@ -17,6 +17,10 @@ json opt_json(const std::optional<double>& v) {
   return v ? json(*v) : json(nullptr);
 }
 
+json opt_count(const std::optional<uint64_t>& v) {
+  return v ? json(*v) : json(nullptr);
+}
+
 std::string join(const std::vector<std::string>& parts) {
   std::string out;
   for (const auto& p : parts)
@@ -25,24 +29,23 @@ std::string join(const std::vector<std::string>& parts) {
 }
 
 json outcome_json(const TrialOutcome& o) {
-  return {
-      {"concurrency", o.concurrency},
-      {"n_requests", o.n_requests},
-      {"n_ok", o.n_ok},
-      {"n_errors", o.n_errors},
-      {"first_error", o.first_error},
-      {"preemptions", opt_json(o.preemptions)},
-      {"queued_requests", o.queued_requests},
-      {"peak_num_requests_running", opt_json(o.peak_running)},
-      {"peak_num_requests_waiting", opt_json(o.peak_waiting)},
-      {"peak_kv_cache_usage", opt_json(o.peak_kv_cache_usage)},
-      {"ttft_p99_ms", opt_json(o.ttft_p99_ms)},
-      {"itl_p99_ms", opt_json(o.itl_p99_ms)},
-      {"memory_frac", opt_json(o.memory_frac)},
-      {"num_gpu_blocks", o.num_gpu_blocks ? json(*o.num_gpu_blocks) : json(nullptr)},
-      {"block_size_tokens", o.block_size_tokens ? json(*o.block_size_tokens) : json(nullptr)},
-      {"kv_capacity_tokens", o.kv_capacity_tokens ? json(*o.kv_capacity_tokens) : json(nullptr)},
-      {"run_dir", o.run_dir}};
+  return {{"concurrency", o.concurrency},
+          {"n_requests", o.n_requests},
+          {"n_ok", o.n_ok},
+          {"n_errors", o.n_errors},
+          {"first_error", o.first_error},
+          {"preemptions", opt_json(o.preemptions)},
+          {"queued_requests", o.queued_requests},
+          {"peak_num_requests_running", opt_json(o.peak_running)},
+          {"peak_num_requests_waiting", opt_json(o.peak_waiting)},
+          {"peak_kv_cache_usage", opt_json(o.peak_kv_cache_usage)},
+          {"ttft_p99_ms", opt_json(o.ttft_p99_ms)},
+          {"itl_p99_ms", opt_json(o.itl_p99_ms)},
+          {"memory_frac", opt_json(o.memory_frac)},
+          {"num_gpu_blocks", o.num_gpu_blocks ? json(*o.num_gpu_blocks) : json(nullptr)},
+          {"block_size_tokens", o.block_size_tokens ? json(*o.block_size_tokens) : json(nullptr)},
+          {"kv_capacity_tokens", opt_count(o.kv_capacity_tokens)},
+          {"run_dir", o.run_dir}};
 }
 
 }  // namespace
