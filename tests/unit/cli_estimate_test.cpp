@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "kvprof/gpu/gpu_catalog.hpp"
 #include "support/run_kvprof.hpp"
 
 namespace {
@@ -215,7 +216,12 @@ TEST(CliEstimate, ModelsAndGpusList) {
   EXPECT_GE(nlohmann::json::parse(models.out).at("models").size(), 7U);
   const auto gpus = run("gpus --json");
   ASSERT_EQ(gpus.rc, 0);
-  EXPECT_GE(nlohmann::json::parse(gpus.out).at("gpus").size(), 17U);
+  const auto listed = nlohmann::json::parse(gpus.out).at("gpus");
+  EXPECT_GE(listed.size(), 40U);
+  EXPECT_EQ(listed.size(), kvprof::gpu::gpu_catalog().size());
+  for (const auto& g : listed) {
+    EXPECT_FALSE(g.at("source").get<std::string>().empty()) << g.at("id");
+  }
 }
 
 TEST(CliHelp, EveryCommandHasHelp) {

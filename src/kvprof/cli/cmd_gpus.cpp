@@ -9,6 +9,18 @@
 #include "kvprof/util/units.hpp"
 
 namespace kvprof::cli {
+namespace {
+
+// The table shows the first few aliases (the JSON lists every one), so that a GPU known by many
+// names (full driver names of each edition) does not widen the table for every row.
+std::string alias_cell(const std::vector<std::string>& aliases) {
+  constexpr size_t k_shown = 4;
+  if (aliases.size() <= k_shown) return fmt::format("{}", fmt::join(aliases, ", "));
+  return fmt::format("{}, +{} more", fmt::join(aliases.begin(), aliases.begin() + k_shown, ", "),
+                     aliases.size() - k_shown);
+}
+
+}  // namespace
 
 void register_gpus_command(CLI::App& app) {
   auto out = std::make_shared<OutputOptions>();
@@ -31,11 +43,10 @@ void register_gpus_command(CLI::App& app) {
                               {"tflops_bf16", g.tflops_bf16},
                               {"tflops_fp8", g.tflops_fp8},
                               {"source", g.source}});
-      table.add_row({g.id, g.name, format_bytes(g.memory_bytes),
-                     fmt::format("{:.0f} GB/s", g.bandwidth_gb_s),
-                     fmt::format("{:.0f} TF", g.tflops_bf16),
-                     g.tflops_fp8 > 0 ? fmt::format("{:.0f} TF", g.tflops_fp8) : "-",
-                     fmt::format("{}", fmt::join(g.aliases, ", "))});
+      table.add_row(
+          {g.id, g.name, format_bytes(g.memory_bytes), fmt::format("{:.0f} GB/s", g.bandwidth_gb_s),
+           fmt::format("{:.0f} TF", g.tflops_bf16),
+           g.tflops_fp8 > 0 ? fmt::format("{:.0f} TF", g.tflops_fp8) : "-", alias_cell(g.aliases)});
     }
     emit(*out, json,
          table.render() + "usable = total memory as CUDA/NVML report it (GiB = 2^30)\n");
