@@ -71,6 +71,25 @@ const ModelCase k_models[] = {
         "num_attention_heads":8,"num_key_value_heads":2,"head_dim":32,"num_hidden_layers":3,
         "vocab_size":4096,"max_position_embeddings":8192,"tie_word_embeddings":false,
         "torch_dtype":"bfloat16"})"},
+    // llama-quantize mixes: per-tensor types (Q6_K attn_v/ffn_down in some layers, a Q6_K output
+    // layer), a fused QKV, and expert rows that are not whole K-blocks (Q5_K -> Q5_1).
+    {"dense_q4_k_m", "q4_k_m",
+     R"({"architectures":["LlamaForCausalLM"],"model_type":"llama","hidden_size":256,
+        "intermediate_size":768,"num_attention_heads":8,"num_key_value_heads":2,
+        "num_hidden_layers":9,"vocab_size":8192,"max_position_embeddings":8192,
+        "tie_word_embeddings":false,"torch_dtype":"bfloat16"})"},
+    {"mha_qkv_q6_k", "q6_k",
+     R"({"architectures":["Phi3ForCausalLM"],"model_type":"phi3","hidden_size":256,
+        "intermediate_size":512,"num_attention_heads":8,"num_key_value_heads":8,
+        "num_hidden_layers":3,"vocab_size":4096,"max_position_embeddings":8192,
+        "sliding_window":null,"tie_word_embeddings":false,"torch_dtype":"bfloat16"})"},
+    {"qwen3moe_q5_k_m", "q5_k_m",
+     R"({"architectures":["Qwen3MoeForCausalLM"],"model_type":"qwen3_moe","hidden_size":256,
+        "intermediate_size":512,"moe_intermediate_size":128,"num_experts":8,
+        "num_experts_per_tok":2,"decoder_sparse_step":1,"mlp_only_layers":[],
+        "num_attention_heads":8,"num_key_value_heads":2,"head_dim":32,"num_hidden_layers":3,
+        "vocab_size":4096,"max_position_embeddings":8192,"tie_word_embeddings":true,
+        "torch_dtype":"bfloat16"})"},
 };
 
 struct Setting {
@@ -115,8 +134,10 @@ fs::path write_model(const fs::path& dir, const ModelCase& c) {
   std::ofstream(config) << c.config;
   const auto spec = model::load_model(config.string());
   EXPECT_TRUE(spec.has_value()) << spec.error().message;
-  const model::DummyGgufOptions options{*model::parse_dummy_type(c.type), 3};
-  const auto plan = model::plan_dummy_gguf(*spec, options);
+  const auto mix = model::find_gguf_mix(c.type);
+  const model::DummyGgufOptions options{mix ? mix->default_type : *model::parse_dummy_type(c.type),
+                                        3};
+  const auto plan = model::plan_dummy_gguf(*spec, options, mix);
   EXPECT_TRUE(plan.has_value()) << plan.error().message;
   const fs::path file = dir / "model.gguf";
   const auto written = model::write_dummy_gguf(*plan, options, file);

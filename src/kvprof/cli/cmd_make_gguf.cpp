@@ -69,16 +69,21 @@ void register_make_gguf_command(CLI::App& app) {
       ->envname("KVPROF_MODEL")
       ->required();
   cmd->add_option("-o,--output", o->output, "GGUF file to write")->type_name("FILE")->required();
-  cmd->add_option("--type", o->type, "Type of the weight matrices: f16 bf16 f32 q8_0 q4_0 q4_k")
+  cmd->add_option("--type", o->type,
+                  "Type of the weight matrices: f16 bf16 f32 q8_0 q4_0 q4_k, or a llama-quantize "
+                  "mix (" +
+                      model::gguf_mix_names() +
+                      ") giving each tensor the type llama-quantize would")
       ->capture_default_str();
   cmd->add_option("--seed", o->seed, "Seed of the random weights (same seed, same file)")
       ->capture_default_str();
   cmd->add_flag("--json", o->json, "Print a JSON summary (path, arch, tensors, bytes)");
   cmd->callback([o] {
-    const auto type = value_or_fatal(model::parse_dummy_type(o->type));
+    const auto mix = model::find_gguf_mix(o->type);
+    const model::DummyGgufOptions options{
+        mix ? mix->default_type : value_or_fatal(model::parse_dummy_type(o->type)), o->seed};
     const auto spec = value_or_fatal(model::load_model(o->model));
-    const model::DummyGgufOptions options{type, o->seed};
-    const auto plan = value_or_fatal(model::plan_dummy_gguf(spec, options));
+    const auto plan = value_or_fatal(model::plan_dummy_gguf(spec, options, mix));
 
     const bool show_progress =
         ::isatty(STDERR_FILENO) != 0 && plan.writer.data_bytes() >= k_progress_min_bytes;

@@ -164,7 +164,9 @@ void add_estimate_options(CLI::App* cmd, EstimateOptions& o) {
                   "tokens_per_block)");
   eng->add_option("--dtype", o.dtype, "auto | bfloat16 | float16 | float32")->capture_default_str();
   eng->add_option("-q,--quantization", o.quantization,
-                  "Checkpoint method (awq, gptq_marlin, compressed-tensors, ...) or runtime fp8");
+                  "Checkpoint method (awq, gptq_marlin, compressed-tensors, ...), runtime fp8, a "
+                  "what-if method on an unquantized model (awq, gptq, w4a16, w8a8, nvfp4, mxfp4, "
+                  "bnb-4bit) or, with --engine llamacpp, a GGUF mix (Q4_K_M, Q8_0, ...)");
   eng->add_option("--kv-cache-dtype", o.kv_cache_dtype,
                   "auto | fp16 | bf16 | fp8 | fp8_e5m2 | q8_0 | q4_0")
       ->capture_default_str();

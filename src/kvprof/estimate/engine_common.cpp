@@ -1,6 +1,8 @@
 // Validation, dtype and quantization resolution shared by the engine profiles.
 #include "kvprof/estimate/engine_common.hpp"
 
+#include "kvprof/model/gguf_mix.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -194,11 +196,17 @@ Expected<model::Quantization> resolve_quantization(const model::ModelSpec& m,
                 fmt::format("--quantization {} but the checkpoint is {}", flag,
                             checkpoint_quantized ? quant_name(m.quant) : "not quantized"));
   }
+  if (model::find_gguf_mix(flag)) {
+    return fail(ErrorKind::usage,
+                fmt::format("--quantization {} is a llama.cpp GGUF mix: price it with --engine "
+                            "llamacpp",
+                            s.quantization));
+  }
   return fail(ErrorKind::usage,
               fmt::format("unknown --quantization '{}' (a checkpoint's: fp8, awq, gptq, "
                           "gptq_marlin, compressed-tensors, bitsandbytes, mxfp4, modelopt, gguf; "
-                          "what-if on an unquantized model: {})",
-                          s.quantization, k_what_if_methods));
+                          "what-if on an unquantized model: {}; with --engine llamacpp: {})",
+                          s.quantization, k_what_if_methods, model::gguf_mix_names()));
 }
 
 double kv_used_fraction(uint64_t needed_bytes, uint64_t capacity_bytes) {

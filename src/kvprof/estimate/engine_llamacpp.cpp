@@ -9,7 +9,10 @@
 #include "kvprof/estimate/estimate.hpp"
 #include "kvprof/estimate/llamacpp_plan.hpp"
 #include "kvprof/estimate/weights.hpp"
+#include "kvprof/model/dummy_gguf.hpp"
+#include "kvprof/model/gguf.hpp"
 #include "kvprof/sys/host_info.hpp"
+#include "kvprof/util/strings.hpp"
 
 namespace kvprof::estimate {
 namespace {
@@ -85,12 +88,47 @@ std::vector<std::string> log_lines(const LlamaCppPlan& p, const LlamaCppSettings
   return out;
 }
 
+// `m` as its GGUF in llama-quantize's `mix` would be: the tensors llama.cpp's converter writes,
+// each of the type the mix gives it, with their exact bytes and offsets.
+Expected<model::ModelSpec> as_gguf_mix(const model::ModelSpec& m, const model::GgufMix& mix) {
+  if (m.origin == model::ModelSpec::Origin::gguf || m.quant.method != model::QuantMethod::none) {
+    return fail(ErrorKind::usage,
+                fmt::format("-q {} prices an unquantized model as its GGUF; {} is already {}",
+                            mix.name, m.id, quant_name(m.quant)));
+  }
+  auto plan = model::plan_dummy_gguf(m, {mix.default_type, 0}, mix);
+  if (!plan) return std::unexpected(plan.error().with_context("-q " + mix.name));
+  model::ModelSpec out = m;
+  out.tensors.clear();
+  for (const auto& t : plan->writer.tensors()) {
+    out.tensors.push_back({t.name, std::string(model::ggml_type_name(t.ggml_type).value_or("F16")),
+                           t.shape, t.bytes, t.offset});
+  }
+  const auto block = model::ggml_block(mix.default_type).value_or(model::GgmlBlock{1, 2});
+  out.quant = {};
+  out.quant.method = model::QuantMethod::gguf;
+  out.quant.weight_bits = block.block_bytes * 8 / block.block_elements;
+  out.quant.group_size = static_cast<int32_t>(block.block_elements);
+  out.quant.format = mix.name;
+  out.quant.from_checkpoint = true;  // the tensors are exact, as the file would hold them
+  return out;
+}
+
 }  // namespace
 
 Expected<Estimate> estimate_llamacpp(const EstimateInput& in) {
-  const auto& m = in.model;
+  // -q Q4_K_M (any llama-quantize mix): the model as that GGUF would be.
+  std::optional<model::ModelSpec> as_mix;
+  EngineSettings given = in.settings;
+  if (const auto mix = model::find_gguf_mix(trim(in.settings.quantization))) {
+    auto priced = as_gguf_mix(in.model, *mix);
+    if (!priced) return std::unexpected(priced.error());
+    as_mix = std::move(*priced);
+    given.quantization.clear();
+  }
+  const auto& m = as_mix ? *as_mix : in.model;
   Estimate est;
-  est.settings = in.settings;
+  est.settings = given;
   auto& s = est.settings;
   if (s.tensor_parallel_size * s.pipeline_parallel_size * s.data_parallel_size != 1) {
     return fail(ErrorKind::usage,
@@ -104,6 +142,10 @@ Expected<Estimate> estimate_llamacpp(const EstimateInput& in) {
   est.gpu = in.gpu;
   est.compute_dtype = resolve_compute_dtype(m, s);
   est.quantization = quant_name(*quant);
+  if (as_mix) {
+    est.quantization = as_mix->quant.format + " (what-if: llama-quantize's mix, not a checkpoint)";
+    est.settings.quantization = in.settings.quantization;
+  }
   WeightOptions w;
   w.compute_dtype = est.compute_dtype;
   w.quant = *quant;

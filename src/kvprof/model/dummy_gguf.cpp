@@ -11,6 +11,7 @@
 
 #include "kvprof/model/dummy_vocab.hpp"
 #include "kvprof/model/gguf.hpp"
+#include "kvprof/model/gguf_mix.hpp"
 #include "kvprof/util/strings.hpp"
 
 namespace kvprof::model {
@@ -57,31 +58,54 @@ uint32_t matrix_type(uint32_t requested, uint64_t ne0) {
   return k_f16;
 }
 
+// Collects the tensors in file order; finish() gives each its type (the requested one, or the
+// quantization mix's choice) and adds them to the writer.
 class Planner {
  public:
-  Planner(DummyGguf& out, uint32_t type) : m_out(out), m_type(type) {}
+  explicit Planner(uint32_t type) : m_type(type) {}
 
   Expected<void> matrix(std::string name, std::vector<uint64_t> shape) {
-    const uint32_t t = matrix_type(m_type, shape[0]);
-    return add(std::move(name), t, std::move(shape), DummyFill::random);
+    m_pending.push_back({std::move(name), std::move(shape), DummyFill::random, true});
+    return {};
   }
   Expected<void> norm(std::string name, uint64_t n) {
-    return add(std::move(name), k_f32, {n}, DummyFill::ones);
+    m_pending.push_back({std::move(name), {n}, DummyFill::ones, false});
+    return {};
   }
   Expected<void> vec(std::string name, std::vector<uint64_t> shape) {
-    return add(std::move(name), k_f32, std::move(shape), DummyFill::random);
+    m_pending.push_back({std::move(name), std::move(shape), DummyFill::random, false});
+    return {};
+  }
+
+  Expected<void> finish(const std::optional<GgufMix>& mix, const MixModel& model, DummyGguf& out) {
+    std::vector<uint32_t> types;
+    if (mix) {
+      std::vector<MixTensor> tensors;
+      for (const auto& p : m_pending)
+        tensors.push_back({p.name, p.shape});
+      types = assign_mix_types(*mix, model, tensors);
+    }
+    for (size_t i = 0; i < m_pending.size(); ++i) {
+      auto& p = m_pending[i];
+      const uint32_t type = mix ? types[i] : p.matrix ? matrix_type(m_type, p.shape[0]) : k_f32;
+      if (auto ok = out.writer.add_tensor(std::move(p.name), type, std::move(p.shape)); !ok)
+        return ok;
+      out.fills.push_back(p.fill);
+      out.tensor_bytes += out.writer.tensors().back().bytes;
+    }
+    m_pending.clear();
+    return {};
   }
 
  private:
-  Expected<void> add(std::string name, uint32_t type, std::vector<uint64_t> shape, DummyFill fill) {
-    auto ok = m_out.writer.add_tensor(std::move(name), type, std::move(shape));
-    if (!ok) return ok;
-    m_out.fills.push_back(fill);
-    m_out.tensor_bytes += m_out.writer.tensors().back().bytes;
-    return ok;
-  }
-  DummyGguf& m_out;
+  struct Pending {
+    std::string name;
+    std::vector<uint64_t> shape;
+    DummyFill fill;
+    bool matrix;
+  };
   uint32_t m_type;
+  std::vector<Pending> m_pending;
 };
 
 #define DUMMY_TRY(expr)                   \
@@ -189,14 +213,14 @@ uint32_t sliding_window(const ModelSpec& s) {
 }
 
 // The "<arch>.*" hyperparameters and general.* keys.
-Expected<void> plan_metadata(const ModelSpec& s, const std::string& arch, uint32_t type,
+Expected<void> plan_metadata(const ModelSpec& s, const std::string& arch, uint32_t file_type,
                              GgufWriter& w) {
   const auto key = [&arch](std::string_view suffix) { return fmt::format("{}.{}", arch, suffix); };
   const bool qwen_or_gemma = arch.starts_with("qwen") || arch.starts_with("gemma");
   DUMMY_TRY(w.set_string("general.architecture", arch));
   DUMMY_TRY(w.set_string("general.type", "model"));
   DUMMY_TRY(w.set_string("general.name", fmt::format("{} (kvprof dummy weights)", s.id)));
-  DUMMY_TRY(w.set_u32("general.file_type", file_type_of(type)));
+  DUMMY_TRY(w.set_u32("general.file_type", file_type));
   DUMMY_TRY(w.set_u32("general.quantization_version", 2));
   const uint64_t ctx = s.max_position_embeddings > 0 ? s.max_position_embeddings : 4096;
   DUMMY_TRY(
@@ -269,8 +293,10 @@ Expected<uint32_t> parse_dummy_type(std::string_view name) {
   for (const auto& [n, id] : k_types) {
     if (iequals(name, n)) return id;
   }
-  return fail(ErrorKind::usage,
-              fmt::format("unknown --type '{}' (choose f16, bf16, f32, q8_0, q4_0, q4_k)", name));
+  return fail(
+      ErrorKind::usage,
+      fmt::format("unknown --type '{}' (choose f16, bf16, f32, q8_0, q4_0, q4_k, or a mix: {})",
+                  name, gguf_mix_names()));
 }
 
 Expected<std::string> dummy_gguf_arch(const ModelSpec& spec) {
@@ -285,7 +311,8 @@ Expected<std::string> dummy_gguf_arch(const ModelSpec& spec) {
                   t.empty() ? spec.architecture : t, spec.id, fmt::join(k_supported, "; ")));
 }
 
-Expected<DummyGguf> plan_dummy_gguf(const ModelSpec& spec, const DummyGgufOptions& options) {
+Expected<DummyGguf> plan_dummy_gguf(const ModelSpec& spec, const DummyGgufOptions& options,
+                                    const std::optional<GgufMix>& mix) {
   auto arch = dummy_gguf_arch(spec);
   if (!arch) return std::unexpected(arch.error());
   if (auto ok = check_structure(spec, *arch); !ok) return std::unexpected(ok.error());
@@ -295,11 +322,15 @@ Expected<DummyGguf> plan_dummy_gguf(const ModelSpec& spec, const DummyGgufOption
   }
   DummyGguf out;
   out.arch = *arch;
-  if (auto ok = plan_metadata(spec, out.arch, options.ggml_type, out.writer); !ok)
+  const uint32_t file_type = mix ? mix->file_type : file_type_of(options.ggml_type);
+  if (auto ok = plan_metadata(spec, out.arch, file_type, out.writer); !ok)
     return std::unexpected(ok.error());
   if (auto ok = plan_tokenizer(spec, out.arch, out.writer); !ok) return std::unexpected(ok.error());
-  Planner planner(out, options.ggml_type);
+  Planner planner(options.ggml_type);
   if (auto ok = plan_tensors(spec, out.arch, planner); !ok) return std::unexpected(ok.error());
+  const MixModel model{out.arch, spec.n_layer, spec.moe.n_expert,
+                       spec.n_head_kv > 0 ? spec.n_head / spec.n_head_kv : 1};
+  if (auto ok = planner.finish(mix, model, out); !ok) return std::unexpected(ok.error());
   return out;
 }
 

@@ -6,12 +6,14 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "kvprof/model/dummy_weights.hpp"
+#include "kvprof/model/gguf_mix.hpp"
 #include "kvprof/model/gguf_writer.hpp"
 #include "kvprof/model/model_spec.hpp"
 #include "kvprof/util/error.hpp"
@@ -49,9 +51,11 @@ Expected<uint32_t> parse_dummy_type(std::string_view name);
 // list when there is none.
 Expected<std::string> dummy_gguf_arch(const ModelSpec& spec);
 
-// Plans the file for `spec` (nothing written); input error for an unsupported architecture or
+// Plans the file for `spec` (nothing written), each matrix of options.ggml_type or, with `mix`,
+// of the type llama-quantize gives it in that mix; input error for an unsupported architecture or
 // structure (MLA, SSM, shared experts, ...) or dimensions llama.cpp cannot load.
-Expected<DummyGguf> plan_dummy_gguf(const ModelSpec& spec, const DummyGgufOptions& options);
+Expected<DummyGguf> plan_dummy_gguf(const ModelSpec& spec, const DummyGgufOptions& options,
+                                    const std::optional<GgufMix>& mix = std::nullopt);
 
 // Writes the planned file to `path` (temporary file + rename; deterministic for a seed);
 // returns an io error when it cannot be written.

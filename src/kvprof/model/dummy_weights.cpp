@@ -12,7 +12,8 @@
 namespace kvprof::model {
 namespace {
 
-constexpr uint32_t k_f32 = 0, k_f16 = 1, k_q4_0 = 2, k_q8_0 = 8, k_q4_k = 12, k_bf16 = 30;
+constexpr uint32_t k_f32 = 0, k_f16 = 1, k_q4_0 = 2, k_q4_1 = 3, k_q5_0 = 6, k_q5_1 = 7, k_q8_0 = 8,
+                   k_q4_k = 12, k_q5_k = 13, k_q6_k = 14, k_bf16 = 30;
 
 uint64_t splitmix64(uint64_t& x) {
   uint64_t z = (x += 0x9E3779B97F4A7C15ULL);
@@ -203,6 +204,34 @@ void fill_dummy(uint32_t ggml_type, DummyFill kind, uint64_t seed, uint64_t offs
                     // value = d * sc * q - dmin * m, within about [-a/2, a]
       const uint16_t dm[2] = {f32_to_f16_bits(a / 945.0F), f32_to_f16_bits(a / 126.0F)};
       fill_blocks(rng, out, 144, dm);
+      return;
+    }
+    case k_q4_1: {  // d, m, 16 bytes of nibbles: value = d * q + m
+      const uint16_t dm[2] = {f32_to_f16_bits(a / 8.0F), f32_to_f16_bits(-a)};
+      fill_blocks(rng, out, 20, dm);
+      return;
+    }
+    case k_q5_0: {  // d, 4 bytes of high bits, 16 bytes of nibbles: value = d * (q - 16)
+      const uint16_t d[1] = {f32_to_f16_bits(a / 16.0F)};
+      fill_blocks(rng, out, 22, d);
+      return;
+    }
+    case k_q5_1: {  // d, m, 4 bytes of high bits, 16 bytes of nibbles: value = d * q + m
+      const uint16_t dm[2] = {f32_to_f16_bits(a / 16.0F), f32_to_f16_bits(-a)};
+      fill_blocks(rng, out, 24, dm);
+      return;
+    }
+    case k_q5_k: {  // d, dmin, 12 bytes of scales/mins, 32 of high bits, 128 of nibbles
+      const uint16_t dm[2] = {f32_to_f16_bits(a / 1953.0F), f32_to_f16_bits(a / 126.0F)};
+      fill_blocks(rng, out, 176, dm);
+      return;
+    }
+    case k_q6_k: {  // 128 + 64 bytes of quants, 16 int8 scales, d last: value = d * sc * (q - 32)
+      const uint16_t d = f32_to_f16_bits(a / 4096.0F);
+      for (size_t b = 0; b + 210 <= out.size(); b += 210) {
+        rng.bytes(out.data() + b, 208);
+        std::memcpy(out.data() + b + 208, &d, 2);
+      }
       return;
     }
     default:

@@ -17,7 +17,8 @@ enum class DummyFill : uint8_t {
 };
 
 // Fills `out`, whole blocks of `ggml_type` starting at byte `offset_bytes` of a tensor, from a
-// stream seeded by (`seed`, `offset_bytes`). Supports F32, F16, BF16, Q8_0, Q4_0, Q4_K; other
+// stream seeded by (`seed`, `offset_bytes`). Supports F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1,
+// Q4_K, Q5_K, Q6_K; other
 // types (and `ones` on a quantized type) get zero bytes.
 void fill_dummy(uint32_t ggml_type, DummyFill kind, uint64_t seed, uint64_t offset_bytes,
                 std::span<uint8_t> out);
