@@ -8,7 +8,9 @@
 # the coverage (edges), the corpus size and any finding. Each crash, leak, timeout or sanitizer
 # report is minimized and copied to tests/corpus/<name>/regressions/, which the normal test suite
 # replays (fuzz_replay_<name>), so a finding stays fixed once fixed. Exit 1 when anything was found.
-# KVPROF_FUZZ_JOBS (default 1) runs that many targets at once.
+# KVPROF_FUZZ_JOBS (default 1) runs that many targets at once; KVPROF_FUZZ_RUNS (default
+# 10000000) ends a target after that many executions even before SECONDS. The long campaign:
+#   bash scripts/fuzz.sh 3600     (every target 10 million executions or one hour)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -63,12 +65,13 @@ run_one() {
   rm -f "$artifacts"/*
   # -rss_limit_mb keeps a runaway allocation a finding, not the machine's problem.
   "$build/fuzz/${t}_fuzz" "$work" "tests/corpus/$t" -max_total_time="$seconds" \
+    -runs="${KVPROF_FUZZ_RUNS:-10000000}" \
     -artifact_prefix="$artifacts" -print_final_stats=1 -rss_limit_mb=2048 -timeout=25 \
     >"$log" 2>&1 || true
 }
 
 jobs=${KVPROF_FUZZ_JOBS:-1}
-echo "== fuzzing ${#targets[@]} targets for ${seconds} s each, ${jobs} at a time"
+echo "== fuzzing ${#targets[@]} targets for ${seconds} s or ${KVPROF_FUZZ_RUNS:-10000000} executions each, ${jobs} at a time"
 running=0
 for t in "${targets[@]}"; do
   run_one "$t" &

@@ -104,21 +104,33 @@ for (const s of sections.filter((x) => x.type === 'run')) {
       check(tl.datasets.some((d) => d.label === 'requests in flight'), `${s.run_id}: no requests in flight`);
     }
   }
-  // Figures 1 and 2 and latency: a measured series per group, a point per condition.
+  // Figures 1 and 2 and latency: a measured series per group, a point per condition (latency
+  // only where a condition has it: a bench condition whose sequences found no room has none).
+  const timed = bench ? conds.filter((c) => c.latency_stats && c.latency_stats.ttft_ms.n > 0) : conds;
   for (const [fig, per] of [['fig1_mem_vs_concurrency', ' measured'], ['fig2_tps_vs_concurrency', ' measured'],
                             ['latency_ttft_vs_concurrency', ' p50'], ['latency_itl_vs_concurrency', ' p50'],
                             ['latency_e2e_vs_concurrency', ' p50']]) {
+    const want = fig.startsWith('latency') ? timed : conds;
+    const wantGroups = [...new Set(want.map((c) => groupOf(label(c))))];
     const c = byId[s.run_id + '-' + fig];
+    if (!want.length) {
+      check(!c, `${s.run_id}: ${fig} drawn with no condition to show`);
+      continue;
+    }
     check(!!c, `${s.run_id}: no ${fig}`);
     if (!c) continue;
     const series = c.datasets.filter((d) => d.label.endsWith(per));
-    check(series.length === groups.length, `${s.run_id} ${fig}: ${series.length} series, expected ${groups.length}`);
+    check(series.length === wantGroups.length, `${s.run_id} ${fig}: ${series.length} series, expected ${wantGroups.length}`);
     const points = series.reduce((a, d) => a + d.n, 0);
-    check(points === conds.length, `${s.run_id} ${fig}: ${points} points, expected ${conds.length}`);
+    check(points === want.length, `${s.run_id} ${fig}: ${points} points, expected ${want.length}`);
   }
   const bd = byId[s.run_id + '-breakdown'];
+  // A component is drawn when it has a measured or an estimated figure.
+  const estimated = Object.fromEntries(((summary.estimate_comparison || {}).rows || [])
+    .filter((r) => r.estimated !== null && r.estimated !== undefined).map((r) => [r.component, true]));
   const nComp = bench ? ['weights', 'kv_cache', 'activations', 'overhead'].filter((k) => summary.memory_breakdown[k].bytes !== null).length
-    : Object.keys((summary.memory_breakdown || {}).components || {}).length;
+    : Object.entries((summary.memory_breakdown || {}).components || {})
+      .filter(([k, c]) => (c.bytes !== null && c.bytes !== undefined) || estimated[k]).length;
   check((bd ? bd.datasets.length : 0) === nComp,
         `${s.run_id}: breakdown has ${bd ? bd.datasets.length : 0} components, expected ${nComp}`);
 
@@ -165,6 +177,113 @@ for (const s of sections.filter((x) => x.type === 'run')) {
           `${id}: tooltip says ${shown} ${m[2]}, summary.json says ${expected}`);
     check(text.includes('concurrency ' + cond.concurrency), `${id}: tooltip '${text}' names no concurrency`);
     if (shots) await page.screenshot({ path: path.join(shots, `${s.run_id}-${fig}-hover.png`) });
+  }
+}
+
+// Hovers the element `index` of dataset `di` of chart `cid`; returns the tooltip's text.
+async function hover(cid, di, index) {
+  await page.evaluate((id) => document.getElementById(id).scrollIntoView({ block: 'center' }), cid);
+  const pos = await page.evaluate(([id, d, j]) => {
+    const c = window.kvprofReport.charts.find((x) => x.id === id).chart;
+    const el = c.getDatasetMeta(d).data[j];
+    const r = c.canvas.getBoundingClientRect();
+    const y = el.base !== undefined && c.options.indexAxis !== 'y' ? (el.y + el.base) / 2 : el.y;
+    const x = el.base !== undefined && c.options.indexAxis === 'y' ? (el.x + el.base) / 2 : el.x;
+    return { x: r.left + x, y: r.top + y };
+  }, [cid, di, index]);
+  await page.mouse.move(0, 0);
+  await page.mouse.move(pos.x, pos.y);
+  await page.waitForFunction(() => getComputedStyle(document.querySelector('.kv-tooltip')).opacity === '1');
+  return page.textContent('.kv-tooltip');
+}
+const shownValue = (text, what) => {
+  const m = text.match(new RegExp(what.replace(/[.*+?^${}()|[\]\\]/g, '\\$&') + ': ([-+]?[\\d,.]+) (GiB|MiB|%)'));
+  return m ? { v: parseFloat(m[1].replace(/,/g, '')), unit: m[2], decimals: (m[1].split('.')[1] || '').length } : null;
+};
+// The page rounds figures to 1e-4 of their unit before showing them: allow that too.
+const near = (shown, expected) => Math.abs(shown.v - expected) <= 0.5 * 10 ** -shown.decimals + 1e-4;
+const inUnit = (bytes, unit) => bytes / (unit === 'GiB' ? 2 ** 30 : 2 ** 20);
+
+// A sweep: per configuration and output length, heatmaps of input lengths x batch sizes whose
+// cells say what sweep.json says.
+for (const s of sections.filter((x) => x.type === 'sweep')) {
+  const sweep = JSON.parse(fs.readFileSync(path.join(s.dir, 'sweep.json'), 'utf8'));
+  check(sweep.configurations.length === s.configurations.length, 'sweep: configurations differ from sweep.json');
+  check(!!byId['sweep-configurations'], 'sweep: no memory-per-configuration chart');
+  for (const cfg of sweep.configurations) {
+    const conds = cfg.conditions;
+    const outs = [...new Set(conds.map((c) => c.output_len))];
+    const ins = [...new Set(conds.map((c) => c.input_len))].sort((a, b) => a - b);
+    const bss = [...new Set(conds.map((c) => c.batch_size))].sort((a, b) => a - b);
+    const measured = cfg.run && cfg.run.measured ? cfg.run.measured.conditions || {} : {};
+    for (const out of outs) {
+      const base = `sweep-${cfg.id}-out${out}`;
+      const kinds = Object.keys(measured).length ? ['peak', 'kv', 'estkv'] : ['estkv'];
+      for (const k of kinds) {
+        const c = byId[`${base}-${k}`];
+        check(!!c, `${base}-${k}: no heatmap`);
+        if (!c) continue;
+        check(c.datasets.length === ins.length, `${base}-${k}: ${c.datasets.length} rows, expected ${ins.length}`);
+        check(c.datasets.every((d) => d.n === bss.length), `${base}-${k}: a row has not ${bss.length} cells`);
+      }
+      if (!kinds.includes('peak')) continue;
+      // Hover the top-right cell (largest input, largest batch) of the peak heatmap.
+      const cid = `in${ins.at(-1)}_out${out}_c${bss.at(-1)}_low`;
+      const want = Object.entries(measured).find(([id]) => id === cid);
+      const text = await hover(`${base}-peak`, ins.length - 1, bss.length - 1);
+      const shown = shownValue(text, 'Peak GPU memory');
+      check(!!want && !!shown, `${base}-peak: tooltip '${text}' (condition ${cid} not found or no value)`);
+      if (want && shown && want[1].peak_used_bytes !== null) {
+        check(near(shown, inUnit(want[1].peak_used_bytes, shown.unit)),
+              `${base}-peak: tooltip ${shown.v} ${shown.unit}, sweep.json ${want[1].peak_used_bytes} bytes`);
+      }
+      check(text.includes(`input ${ins.at(-1)} · concurrency ${bss.at(-1)}`), `${base}-peak: tooltip '${text}' names the wrong cell`);
+      if (shots) await page.screenshot({ path: path.join(shots, `${base}-peak-hover.png`) });
+    }
+  }
+}
+
+// A find-max search: a point per step, coloured by its verdict, the answer marked.
+for (const s of sections.filter((x) => x.type === 'find_max')) {
+  const fm = JSON.parse(fs.readFileSync(path.join(s.dir, 'find_max.json'), 'utf8'));
+  const c = byId['find-max-steps'];
+  check(!!c, 'find-max: no steps chart');
+  if (!c) continue;
+  check(c.datasets[0].n === fm.steps.length, `find-max: ${c.datasets[0].n} steps drawn, find_max.json has ${fm.steps.length}`);
+  check(c.datasets.some((d) => d.label === 'answer: ' + fm.max_concurrency_found) === (fm.max_concurrency_found !== null),
+        'find-max: the answer line does not match find_max.json');
+  const last = fm.steps.at(-1);
+  const text = await hover('find-max-steps', 0, fm.steps.length - 1);
+  check(text.includes(`step ${last.step} (${last.phase})`) &&
+        text.includes(`concurrency ${last.concurrency}: ${last.pass ? 'PASS' : 'FAIL'}`),
+        `find-max: tooltip '${text}' is not step ${last.step} at ${last.concurrency}`);
+  if (fm.steps.some((st) => st.outcome.peak_kv_cache_usage !== null)) {
+    check(!!byId['find-max-usage'], 'find-max: no usage chart');
+  }
+  if (shots) await page.screenshot({ path: path.join(shots, 'find-max-steps-hover.png') });
+}
+
+// Several runs: the differences against the first, as the runs' summaries give them.
+for (const s of sections.filter((x) => x.type === 'compare' && x.deltas)) {
+  const d = s.deltas;
+  const peakRow = d.memory.findIndex((r) => r.name === 'peak');
+  const c = byId['compare-deltas'];
+  const summaries = s.run_ids.map((id) => {
+    const run = sections.find((x) => x.type === 'run' && x.run_id === id);
+    return JSON.parse(fs.readFileSync(path.join(run.dir, 'summary.json'), 'utf8'));
+  });
+  const peaks = summaries.map((x) => ((x.memory_measurements || {}).peak || {}).total_bytes);
+  if (peaks.every((p) => typeof p === 'number')) {
+    check(!!c && peakRow >= 0, 'compare: no peak memory difference drawn');
+    if (!c || peakRow < 0) continue;
+    const text = await hover('compare-deltas', 0, peakRow);
+    const shown = shownValue(text, s.run_ids[1] + ' − ' + s.run_ids[0]);
+    check(!!shown, `compare: tooltip '${text}' has no difference`);
+    if (shown) {
+      check(near(shown, inUnit(peaks[1] - peaks[0], shown.unit)),
+            `compare: tooltip says ${shown.v} ${shown.unit}, the summaries differ by ${peaks[1] - peaks[0]} bytes`);
+    }
+    if (shots) await page.screenshot({ path: path.join(shots, 'compare-deltas-hover.png') });
   }
 }
 

@@ -40,7 +40,7 @@ class SweepE2e : public test::TempDirTest {
   // Short phases so each configuration takes well under a second.
   std::string header(double baseline_s = 0.05) const {
     return "baseline_s: " + std::to_string(baseline_s) +
-           "\npost_warmup_s: 0.05\nwarmup_requests: 1\ngpu: H100\n"
+           "\npost_warmup_s: 0.05\nwarmup_requests: 1\nmin_condition_s: 0.05\ngpu: H100\n"
            "input_lengths: [64]\noutput_lengths: [4]\nlaunch: \"" +
            serve_sim_launch() + "\"\n";
   }

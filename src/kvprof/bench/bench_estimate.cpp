@@ -12,9 +12,11 @@ std::optional<model::ModelSpec> bench_model_spec(const BenchConfig& config) {
   return std::move(*spec);
 }
 
-nlohmann::json bench_plan_json(const BenchConfig& config, const model::ModelSpec* spec,
-                               bool has_gpu, uint32_t n_ctx, uint32_t n_seq_max) {
-  if (spec == nullptr || n_ctx == 0) return nullptr;
+namespace {
+
+// The planner's settings for the run's engine settings; none for a cache type it does not know.
+std::optional<estimate::LlamaCppSettings> planner_settings(const BenchConfig& config, bool has_gpu,
+                                                           uint32_t n_ctx, uint32_t n_seq_max) {
   const auto& e = config.engine;
   estimate::LlamaCppSettings s;
   s.n_ctx = n_ctx;
@@ -25,7 +27,7 @@ nlohmann::json bench_plan_json(const BenchConfig& config, const model::ModelSpec
   s.flash_attn = e.flash_attn != engine::FlashAttn::off;
   auto tk = estimate::parse_cache_type(e.cache_type_k);
   auto tv = estimate::parse_cache_type(e.cache_type_v);
-  if (!tk || !tv) return nullptr;
+  if (!tk || !tv) return std::nullopt;
   s.type_k = *tk;
   s.type_v = *tv;
   s.has_gpu = has_gpu;
@@ -33,7 +35,26 @@ nlohmann::json bench_plan_json(const BenchConfig& config, const model::ModelSpec
   s.use_mmap = e.use_mmap;
   s.swa_full = e.swa_full;
   s.kv_unified = e.kv_unified;
-  const auto plan = estimate::plan_llamacpp(*spec, s);
+  return s;
+}
+
+}  // namespace
+
+std::optional<uint32_t> planned_kv_cells(const BenchConfig& config, const model::ModelSpec& spec,
+                                         bool has_gpu, uint32_t n_ctx, uint32_t n_seq_max) {
+  const auto s = planner_settings(config, has_gpu, n_ctx, n_seq_max);
+  if (!s) return std::nullopt;
+  const auto plan = estimate::plan_llamacpp(spec, *s);
+  if (!plan || plan->kv_cells == 0) return std::nullopt;
+  return plan->kv_cells;
+}
+
+nlohmann::json bench_plan_json(const BenchConfig& config, const model::ModelSpec* spec,
+                               bool has_gpu, uint32_t n_ctx, uint32_t n_seq_max) {
+  if (spec == nullptr || n_ctx == 0) return nullptr;
+  const auto s = planner_settings(config, has_gpu, n_ctx, n_seq_max);
+  if (!s) return nullptr;
+  const auto plan = estimate::plan_llamacpp(*spec, *s);
   if (!plan) return nullptr;
   const auto& p = *plan;
   return {{"weights_bytes",

@@ -11,9 +11,9 @@
 
 #include "kvprof/bench/bench_report.hpp"
 #include "kvprof/bench/bench_run.hpp"
+#include "kvprof/cli/bench_options.hpp"
 #include "kvprof/cli/commands.hpp"
 #include "kvprof/cli/run_report.hpp"
-#include "kvprof/gpu/nvml.hpp"
 #include "kvprof/history/history_db.hpp"
 #include "kvprof/report/progress_line.hpp"
 #include "kvprof/util/units.hpp"
@@ -76,50 +76,26 @@ void show_bench_event(report::ProgressLine& progress, const bench::BenchReport& 
 
 struct BenchState {
   bench::BenchConfig config;
-  std::string flash_attn = "auto";
+  BenchEngineFlags flags;
   std::vector<uint32_t> mixed;
   bool json_out = false;
   bool no_report = false;
   bool quiet = false;
   bool no_color = false;
-  bool no_mmap = false;
-  bool swa_full = false;
-  std::string gpu_source = "auto";
 };
 
 void run_bench_command(BenchState& st) {
   auto& config = st.config;
-  config.engine.flash_attn =
-      value_or_fatal(engine::parse_flash_attn(st.flash_attn.empty() ? "on" : st.flash_attn));
-  config.engine.use_mmap = !st.no_mmap;
-  config.engine.swa_full = st.swa_full;
-  value_or_fatal(engine::kv_cache_type_id(config.engine.cache_type_k));
-  value_or_fatal(engine::kv_cache_type_id(config.engine.cache_type_v));
+  apply_bench_engine_flags(st.flags, config);
   if (!st.mixed.empty()) {
     if (st.mixed.size() != 2) throw Fatal({ErrorKind::usage, "--mixed takes SHORT,LONG"});
     config.mixed = {st.mixed[0], st.mixed[1]};
   }
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(config.engine.model_path, ec)) {
-    throw Fatal(
-        {ErrorKind::not_found, fmt::format("no GGUF file at {} (make one with `kvprof make-gguf`)",
-                                           config.engine.model_path)});
-  }
-  config.model_label = config.engine.model_path;
   value_or_fatal(bench::resolve_defaults(config));
   // The library must be there before a run folder is made for nothing.
   value_or_fatal(engine::find_llama_library(config.library));
-  std::unique_ptr<gpu::MemorySource> gpu_source;
-  std::string gpu_name = "none";
-  if (st.gpu_source != "none") {
-    auto nvml = gpu::NvmlSource::open();
-    if (nvml) {
-      gpu_source = std::move(*nvml);
-      gpu_name = "nvml";
-    } else if (st.gpu_source == "nvml") {
-      throw Fatal(nvml.error());
-    }
-  }
+  std::string gpu_name;
+  const auto gpu_source = open_bench_gpu_source(st.flags.gpu_source, gpu_name);
   std::unique_ptr<report::ProgressLine> progress;
   if (!st.quiet) progress = report::stderr_progress(st.no_color);
   const auto started = std::chrono::steady_clock::now();
@@ -161,8 +137,7 @@ void register_bench_command(CLI::App& app) {
       "(NVML) where there is a GPU, next to the buffers llama.cpp reports; TTFT, ITL, tokens/s. "
       "Results go to results/<run_id>/ like `kvprof profile`'s.");
   auto& c = st->config;
-  auto& e = c.engine;
-  cmd->add_option("-m,--model", e.model_path, "GGUF file (make one with `kvprof make-gguf`)")
+  cmd->add_option("-m,--model", c.engine.model_path, "GGUF file (make one with `kvprof make-gguf`)")
       ->required()
       ->envname("KVPROF_MODEL");
   cmd->add_option("--concurrency", c.concurrencies, "Sequences run together (e.g. 1,2,4,8)")
@@ -177,30 +152,7 @@ void register_bench_command(CLI::App& app) {
   cmd->add_option("--mixed", st->mixed,
                   "SHORT,LONG: half the sequences of each condition short, half long")
       ->delimiter(',');
-  cmd->add_option("-c,--ctx-size", e.n_ctx,
-                  "Context cells (all sequences); default: sized for each condition")
-      ->each([&c = c](const std::string&) { c.ctx_from_user = true; });
-  cmd->add_option("--parallel", e.n_seq_max, "Sequences (slots); default: each concurrency")
-      ->each([&c = c](const std::string&) { c.parallel_from_user = true; });
-  cmd->add_option("-b,--batch-size", e.n_batch, "Logical batch size")->capture_default_str();
-  cmd->add_option("--ubatch-size", e.n_ubatch, "Physical batch size")->capture_default_str();
-  cmd->add_option("--flash-attn", st->flash_attn, "on | off | auto (bare -fa: on)")
-      ->expected(0, 1)
-      ->capture_default_str();
-  cmd->add_option("--cache-type-k", e.cache_type_k, "K cache type")->capture_default_str();
-  cmd->add_option("--cache-type-v", e.cache_type_v, "V cache type")->capture_default_str();
-  cmd->add_option("--n-gpu-layers,--gpu-layers", e.n_gpu_layers,
-                  "Layers on the GPU (-1 = all; CPU builds ignore it)")
-      ->capture_default_str();
-  cmd->add_option("-t,--threads", e.n_threads, "CPU threads (0 = every core)")
-      ->capture_default_str();
-  cmd->add_flag("--no-mmap", st->no_mmap, "Read the model into memory instead of mapping it");
-  cmd->add_flag("--swa-full", st->swa_full,
-                "Sliding-window layers keep a cache of all -c cells (llama-server's --swa-full)");
-  cmd->add_option("--seed", c.seed, "Seed of the prompt tokens")->capture_default_str();
-  cmd->add_option("--llama-lib", c.library.path,
-                  "libllama.so or its folder (default: KVPROF_LLAMA_LIB, then .deps/llama/)");
-  cmd->add_option("--gpu-source", st->gpu_source, "auto | nvml | none")->capture_default_str();
+  add_bench_engine_options(cmd, c, st->flags);
   cmd->add_option("--output-dir", c.output_dir, "Where results/<run_id>/ goes")
       ->envname("KVPROF_OUTPUT_DIR")
       ->capture_default_str();

@@ -1,20 +1,25 @@
 // `kvprof find-max`: the largest concurrency a server runs at --input-len/--output-len with no
 // errors, no preemption, no queueing, memory under --max-memory-frac and the SLOs met — found by
 // starting from the estimate's answer, bracketing and bisecting, each step a profile run kept in
-// results/<run_id>/. The server: --endpoint, --launch (started once for all steps), or the
-// built-in SIMULATED vLLM server.
+// results/<run_id>/. The server: --endpoint, --launch (started once for all steps), llama.cpp
+// in-process (--model X.gguf with bench's engine flags: each step a bench run), or the built-in
+// SIMULATED vLLM server.
 #include <fmt/format.h>
 
 #include <chrono>
 #include <cstdio>
 #include <memory>
 
+#include "kvprof/bench/bench_estimate.hpp"
+#include "kvprof/cli/bench_options.hpp"
 #include "kvprof/cli/commands.hpp"
 #include "kvprof/cli/estimate_options.hpp"
 #include "kvprof/cli/output.hpp"
+#include "kvprof/cli/run_report.hpp"
 #include "kvprof/client/cli_options.hpp"
 #include "kvprof/client/raw_request.hpp"
 #include "kvprof/estimate/inverse.hpp"
+#include "kvprof/experiment/find_max_bench.hpp"
 #include "kvprof/experiment/find_max_profile.hpp"
 #include "kvprof/gpu/nvml.hpp"
 #include "kvprof/profile/launcher.hpp"
@@ -24,7 +29,9 @@
 #include "kvprof/sim/sim_memory_source.hpp"
 #include "kvprof/sim/sim_server.hpp"
 #include "kvprof/sim/sim_sizing.hpp"
+#include "kvprof/sys/host_info.hpp"
 #include "kvprof/sys/signals.hpp"
+#include "kvprof/util/strings.hpp"
 
 namespace kvprof::cli {
 
@@ -47,9 +54,13 @@ struct FindMaxState {
   std::string sim_gpu = "H100";
   std::optional<uint32_t> sim_num_gpu_blocks, sim_max_num_seqs;
   double sim_tokens_per_s = 0;
+  bench::BenchConfig bench;  // llama.cpp in-process: bench's engine flags
+  BenchEngineFlags bench_flags;
+  CLI::App* bench_group = nullptr;
   std::string output_dir = "results";
   bool quiet = false;
   bool no_color = false;
+  bool no_report = false;
   OutputOptions out;
   CLI::App* cmd = nullptr;
 };
@@ -62,8 +73,61 @@ uint32_t estimated_start(const estimate::Estimate& est, uint64_t tokens) {
   return static_cast<uint32_t>(std::min<uint64_t>(std::max<uint64_t>(c, 1), UINT32_MAX));
 }
 
+// Whether the steps run llama.cpp in-process: no server named, and a GGUF or an engine flag.
+bool runs_in_process(const FindMaxState& st) {
+  const bool engine_flags = any_bench_engine_option_given(st.bench_group);
+  if (!st.run.endpoint.empty() || !st.launch.empty()) {
+    if (engine_flags) {
+      throw Fatal({ErrorKind::usage,
+                   "the llama.cpp engine flags (-c, --parallel, ...) run the engine in-process "
+                   "with --model X.gguf; with --endpoint or --launch give them to the server"});
+    }
+    return false;
+  }
+  return engine_flags || to_lower(st.run.model).ends_with(".gguf");
+}
+
+// The in-process trial: bench's settings checked (the GGUF, -c, the library) before any run
+// folder is made, and the start from the llama.cpp planner.
+experiment::BenchTrialSettings in_process_settings(FindMaxState& st,
+                                                   experiment::FindMaxLimits& limits,
+                                                   std::unique_ptr<gpu::MemorySource>& memory) {
+  if (st.run.model.empty()) {
+    throw Fatal({ErrorKind::usage, "the llama.cpp engine flags need --model X.gguf"});
+  }
+  auto& config = st.bench;
+  config.engine.model_path = st.run.model;
+  apply_bench_engine_flags(st.bench_flags, config);
+  if (!config.ctx_from_user) {
+    throw Fatal({ErrorKind::usage,
+                 "find-max on the in-process engine needs -c (the KV cells the steps fill)"});
+  }
+  if (config.engine.n_ctx == 0 || (config.parallel_from_user && config.engine.n_seq_max == 0)) {
+    throw Fatal({ErrorKind::usage, "-c and --parallel must be at least 1"});
+  }
+  value_or_fatal(engine::find_llama_library(config.library));
+  experiment::BenchTrialSettings bt;
+  memory = open_bench_gpu_source(st.bench_flags.gpu_source, bt.gpu_name);
+  bt.gpu = memory.get();
+  bt.config = config;
+  bt.input_len = st.input_len;
+  bt.output_len = st.output_len;
+  bt.host_total_bytes = sys::read_mem_info().total_bytes;
+  if (auto spec = bench::bench_model_spec(config)) {
+    limits.start = experiment::bench_estimated_start(config, *spec, memory != nullptr, st.input_len,
+                                                     st.output_len);
+    if (limits.start) {
+      limits.start_source = fmt::format(
+          "kvprof's llama.cpp plan: its KV cells for -c {} over {} cells per sequence",
+          config.engine.n_ctx, experiment::sequence_kv_cells(st.input_len, st.output_len));
+    }
+  }
+  return bt;
+}
+
 void run_find_max(FindMaxState& st) {
-  const bool simulate = st.run.endpoint.empty() && st.launch.empty();
+  const bool in_process = runs_in_process(st);
+  const bool simulate = !in_process && st.run.endpoint.empty() && st.launch.empty();
   experiment::FindMaxLimits limits;
   limits.input_len = st.input_len;
   limits.output_len = st.output_len;
@@ -76,6 +140,9 @@ void run_find_max(FindMaxState& st) {
     throw Fatal({ErrorKind::usage, "--max-memory-frac must be in (0, 1]"});
   }
 
+  std::optional<experiment::BenchTrialSettings> bench_trial;
+  std::unique_ptr<gpu::MemorySource> memory;
+  if (in_process) bench_trial = in_process_settings(st, limits, memory);
   // Where the steps go: results/<run_id>/ holds each step's run folder and find_max.json.
   std::string run_id = profile::make_run_id(
       "find-max",
@@ -84,10 +151,11 @@ void run_find_max(FindMaxState& st) {
 
   profile::ProfileDeps deps;
   std::unique_ptr<sim::SimServer> server;
-  std::unique_ptr<gpu::MemorySource> memory;
   std::unique_ptr<profile::LaunchedServer> launched;
   std::optional<estimate::Estimate> plan;
-  if (simulate) {
+  if (in_process) {
+    bench_trial->output_dir = dir;
+  } else if (simulate) {
     sim::SimFlags flags;
     flags.model = st.run.model.empty() ? std::string(k_default_model) : st.run.model;
     flags.gpu = st.sim_gpu;
@@ -163,13 +231,6 @@ void run_find_max(FindMaxState& st) {
     limits.start_source = "--start";
   }
 
-  experiment::ProfileTrialSettings ts;
-  ts.run = value_or_fatal(client::resolve(st.run));
-  ts.output_dir = dir;
-  ts.input_len = st.input_len;
-  ts.output_len = st.output_len;
-  ts.waves = std::max(1U, st.waves);
-  deps.memory = memory.get();
   sys::install_stop_handlers();
   deps.should_stop = [] { return sys::stop_requested(); };
   // Progress: each trial's live status, a line per trial with the ETA of the trials left at
@@ -180,13 +241,28 @@ void run_find_max(FindMaxState& st) {
       experiment::find_max_step_bound(limits.min_concurrency, limits.max_concurrency);
   const auto started = std::chrono::steady_clock::now();
   uint32_t steps_done = 0;
+  std::function<void(const std::string&)> on_status;
   if (progress) {
-    deps.on_status = [&](const std::string& line) {
+    on_status = [&](const std::string& line) {
       progress->status(
           fmt::format("trial {} (of at most {}): {}", steps_done + 1, step_bound, line));
     };
   }
-  const auto trial = experiment::make_profile_trial(ts, deps);
+  experiment::Trial trial;
+  if (in_process) {
+    bench_trial->on_status = on_status;
+    trial = experiment::make_bench_trial(std::move(*bench_trial));
+  } else {
+    experiment::ProfileTrialSettings ts;
+    ts.run = value_or_fatal(client::resolve(st.run));
+    ts.output_dir = dir;
+    ts.input_len = st.input_len;
+    ts.output_len = st.output_len;
+    ts.waves = std::max(1U, st.waves);
+    deps.memory = memory.get();
+    deps.on_status = on_status;
+    trial = experiment::make_profile_trial(ts, deps);
+  }
   const auto on_step = [&](const experiment::FindMaxStep& s) {
     ++steps_done;
     if (!progress) return;
@@ -205,11 +281,15 @@ void run_find_max(FindMaxState& st) {
   nlohmann::json j = experiment::find_max_json(*result);
   j["run_id"] = run_id;
   j["run_dir"] = dir.string();
-  j["endpoint"] = simulate ? "(built-in simulator)" : st.run.endpoint;
+  j["endpoint"] = in_process ? "(llama.cpp in-process)"
+                  : simulate ? "(built-in simulator)"
+                             : st.run.endpoint;
+  j["in_process"] = in_process;
   j["launch"] = st.launch;
   j["simulated"] = simulate;
   if (auto ok = profile::write_json_file(dir / "find_max.json", j); !ok) throw Fatal(ok.error());
   emit(st.out, j, experiment::find_max_text(*result) + "results: " + dir.string() + "\n");
+  if (!st.no_report) report_experiment_folder(dir, st.out.json);
   if (result->interrupted) {
     throw Fatal({ErrorKind::interrupted, "interrupted; the steps so far are in " + dir.string()});
   }
@@ -232,13 +312,19 @@ void register_find_max_command(CLI::App& app) {
   st->cmd = cmd;
   client::add_run_options(cmd, st->run);
   cmd->get_option("--endpoint")
-      ->description("Server base URL; default: the built-in SIMULATED server");
+      ->description(
+          "Server base URL; default: llama.cpp in-process for a --model X.gguf, else the "
+          "built-in SIMULATED server");
+  cmd->get_option("--model")->description(
+      "Model name sent in each request; a .gguf file runs llama.cpp in-process (each step a "
+      "`kvprof bench` run of one condition in one context of -c cells)");
   cmd->add_option("--input-len", st->input_len, "Prompt tokens per request")->required();
   cmd->add_option("--output-len", st->output_len, "Generated tokens per request")->required();
   cmd->add_option("--slo-ttft-ms", st->slo_ttft_ms, "p99 time-to-first-token limit, ms");
   cmd->add_option("--slo-itl-ms", st->slo_itl_ms, "p99 inter-token latency limit, ms");
   cmd->add_option("--max-memory-frac", st->max_memory_frac,
-                  "Peak GPU memory used / total must stay at or under this (e.g. 0.95)");
+                  "Peak GPU memory used / total must stay at or under this (e.g. 0.95); "
+                  "in-process on the CPU: the engine's peak RSS / this machine's RAM");
   cmd->add_option("--min-concurrency", st->min_concurrency, "Low end of the search")
       ->capture_default_str();
   cmd->add_option("--max-concurrency", st->max_concurrency, "High end of the search")
@@ -247,7 +333,8 @@ void register_find_max_command(CLI::App& app) {
                   "Start from the plan for these engine flags (its max concurrency at input + "
                   "output tokens), e.g. \"--model X --gpu H100 --max-num-seqs 64\"");
   cmd->add_option("--start", st->start, "Start here instead of at the estimate's answer");
-  cmd->add_option("--waves", st->waves, "Requests per step = waves x concurrency")
+  cmd->add_option("--waves", st->waves,
+                  "Requests per step = waves x concurrency (servers; in-process: one)")
       ->capture_default_str();
   auto* launch = cmd->add_option_group("launch a server");
   launch->add_option("--launch", st->launch,
@@ -259,6 +346,10 @@ void register_find_max_command(CLI::App& app) {
       ->capture_default_str();
   launch->add_option("--launch-grace", st->launch_grace_s, "Seconds between SIGTERM and SIGKILL")
       ->capture_default_str();
+  st->bench_group = add_bench_engine_options(cmd, st->bench, st->bench_flags,
+                                             "llama.cpp in-process (--model X.gguf; -c required)");
+  st->bench_group->get_option("--ctx-size")
+      ->description("KV cells of the one context every step runs in (required)");
   auto* simg = cmd->add_option_group("built-in simulator (no --endpoint or --launch)");
   simg->add_option("--sim-gpu", st->sim_gpu, "Catalog GPU the simulator pretends to be")
       ->capture_default_str();
@@ -269,6 +360,9 @@ void register_find_max_command(CLI::App& app) {
       ->envname("KVPROF_OUTPUT_DIR")
       ->capture_default_str();
   cmd->add_flag("-q,--quiet", st->quiet, "No progress lines on stderr");
+  cmd->add_flag("--no-report", st->no_report,
+                "Do not write report.html (the steps, the answer, every step's run) into the "
+                "search's folder");
   cmd->add_flag("--no-color", st->no_color, "No colour in the progress (also: NO_COLOR=1)");
   add_output_options(cmd, st->out);
   cmd->callback([st] { run_find_max(*st); });

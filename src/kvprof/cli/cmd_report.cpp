@@ -1,5 +1,6 @@
 // `kvprof report RUN [RUN ...]`: report.html (interactive, self-contained) and the figures as
-// PNG/SVG for one or more run folders of `profile` or `bench`.
+// PNG/SVG for one or more run folders of `profile` or `bench` (several: side by side, with their
+// differences), or for the folder of a sweep or a find-max search.
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -7,7 +8,9 @@
 
 #include "kvprof/cli/commands.hpp"
 #include "kvprof/cli/run_report.hpp"
+#include "kvprof/experiment/compare.hpp"
 #include "kvprof/history/history_db.hpp"
+#include "kvprof/plot/experiment_sections.hpp"
 #include "kvprof/plot/report.hpp"
 
 namespace kvprof::cli {
@@ -33,6 +36,27 @@ fs::path default_output(const std::vector<fs::path>& runs) {
   return fs::path(runs.front()).lexically_normal().parent_path() / (std::string("report_") + stamp);
 }
 
+// The runs' differences for the page; none (with a warning) when they cannot be compared.
+nlohmann::json comparison_of(const std::vector<fs::path>& dirs, const std::string& results_dir) {
+  std::vector<experiment::RunRecord> records;
+  for (const auto& dir : dirs) {
+    auto record = experiment::load_run(dir.string(), results_dir);
+    if (!record) {
+      std::fprintf(stderr, "kvprof: warning: no differences in the report: %s\n",
+                   record.error().message.c_str());
+      return nullptr;
+    }
+    records.push_back(std::move(*record));
+  }
+  return experiment::comparison_json(experiment::compare_runs(std::move(records), {}));
+}
+
+void print_written(const std::vector<fs::path>& written) {
+  for (const auto& path : written) {
+    std::printf("%s: %s\n", path.extension() == ".html" ? "report" : "figure", path.c_str());
+  }
+}
+
 void run_report_command(const ReportCliState& st) {
   auto options = value_or_fatal(plot::parse_formats(st.formats));
   std::vector<plot::RunData> runs;
@@ -44,19 +68,41 @@ void run_report_command(const ReportCliState& st) {
                    fmt::format("no run '{}': not a folder, nor a run id in {} (see `kvprof runs`)",
                                name, st.results_dir)});
     }
+    if (const auto kind = plot::experiment_kind(*dir)) {
+      if (st.runs.size() > 1) {
+        throw Fatal({ErrorKind::usage,
+                     fmt::format("'{}' is a {} folder: report it alone", dir->string(), *kind)});
+      }
+      const fs::path out = st.output_dir.empty() ? *dir : fs::path(st.output_dir);
+      print_written(value_or_fatal(plot::write_experiment_report(*dir, out, options)));
+      return;
+    }
     auto run = plot::load_run(*dir);
     if (!run) throw Fatal(run.error().with_context(dir->string()));
     runs.push_back(std::move(*run));
     dirs.push_back(*dir);
   }
   const fs::path out = st.output_dir.empty() ? default_output(dirs) : fs::path(st.output_dir);
-  const auto written = value_or_fatal(plot::write_report(runs, out, options));
-  for (const auto& path : written) {
-    std::printf("%s: %s\n", path.extension() == ".html" ? "report" : "figure", path.c_str());
-  }
+  plot::ReportExtras extras;
+  if (runs.size() > 1 && options.html) extras.comparison = comparison_of(dirs, st.results_dir);
+  print_written(value_or_fatal(plot::write_report(runs, out, options, extras)));
 }
 
 }  // namespace
+
+void report_experiment_folder(const std::filesystem::path& dir, bool json_on_stdout) {
+  plot::ReportOptions options;
+  auto written = plot::write_experiment_report(dir, dir, options);
+  if (!written) {
+    std::fprintf(stderr, "kvprof: warning: report not written: %s\n",
+                 written.error().message.c_str());
+    return;
+  }
+  std::fflush(stdout);
+  for (const auto& path : *written)
+    std::fprintf(json_on_stdout ? stderr : stdout, "report: %s\n", path.c_str());
+  std::fflush(stdout);
+}
 
 void report_run_folder(const std::filesystem::path& run_dir, bool json_on_stdout) {
   auto page = plot::write_run_report(run_dir);
@@ -76,9 +122,13 @@ void register_report_command(CLI::App& app) {
       "self-contained page with interactive charts (memory timeline with requests, KV usage, "
       "capture points and phases; peak memory and throughput vs concurrency beside the "
       "estimate; latency percentiles; the breakdown measured vs estimated), and the figures "
-      "fig1_mem_vs_concurrency and fig2_tps_vs_concurrency as PNG/SVG. Several runs: side by side");
+      "fig1_mem_vs_concurrency and fig2_tps_vs_concurrency as PNG/SVG. Several runs: side by "
+      "side, with their differences against the first. A sweep folder (results/sweeps/<name>/): "
+      "heatmaps of peak memory and KV usage over input length x concurrency per configuration. "
+      "A find-max folder: its steps and answer");
   cmd->add_option("runs", st->runs,
-                  "Run folders, run ids of the history under --results-dir, or `latest`")
+                  "Run folders, run ids of the history under --results-dir, or `latest`; or one "
+                  "sweep or find-max folder")
       ->required();
   cmd->add_option("--results-dir", st->results_dir, "Where run ids are looked up")
       ->envname("KVPROF_OUTPUT_DIR")

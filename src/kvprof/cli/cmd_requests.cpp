@@ -2,6 +2,7 @@
 // request_trace.csv and prints per-condition throughput and latency.
 #include <fmt/format.h>
 
+#include <chrono>
 #include <cstdio>
 
 #include "kvprof/cli/commands.hpp"
@@ -9,6 +10,8 @@
 #include "kvprof/client/cli_options.hpp"
 #include "kvprof/client/runner.hpp"
 #include "kvprof/client/trace_writer.hpp"
+#include "kvprof/profile/grid_progress.hpp"
+#include "kvprof/report/progress_line.hpp"
 #include "kvprof/report/table.hpp"
 #include "kvprof/sys/signals.hpp"
 #include "kvprof/workload/workload_io.hpp"
@@ -48,6 +51,7 @@ void register_requests_command(CLI::App& app) {
     client::RunCliValues run;
     bool json = false;
     bool quiet = false;
+    bool no_color = false;
   };
   auto st = std::make_shared<State>();
   auto* cmd = app.add_subcommand(
@@ -62,7 +66,8 @@ void register_requests_command(CLI::App& app) {
       ->type_name("FILE")
       ->capture_default_str();
   cmd->add_flag("--json", st->json, "Print the per-condition summary as JSON");
-  cmd->add_flag("-q,--quiet", st->quiet, "No progress lines on stderr");
+  cmd->add_flag("-q,--quiet", st->quiet, "No progress on stderr");
+  cmd->add_flag("--no-color", st->no_color, "No colour in the progress (also: NO_COLOR=1)");
   client::add_run_options(cmd, st->run);
   cmd->callback([st] {
     const auto options = value_or_fatal(client::resolve(st->run));
@@ -73,17 +78,32 @@ void register_requests_command(CLI::App& app) {
     client::RequestRunner runner(options, std::move(transport));
     auto trace = value_or_fatal(client::TraceWriter::open(st->trace_path, runner.start_clock()));
     runner.set_on_record([&trace](const client::RequestRecord& r) { return trace.write(r); });
+    // Progress as `profile` shows it: a status per request with the ETA, a line per condition.
+    std::unique_ptr<report::ProgressLine> progress;
+    const auto now_ns = [] {
+      return std::chrono::duration_cast<std::chrono::nanoseconds>(
+                 std::chrono::steady_clock::now().time_since_epoch())
+          .count();
+    };
+    profile::GridProgress grid(requests.size(), now_ns());
+    int64_t condition_start_ns = now_ns();
     if (!st->quiet) {
-      runner.set_progress([](const client::Progress& p) {
-        if (!p.condition_done) return;
-        std::fprintf(
-            stderr, "[%zu/%zu] %s: %llu/%llu done, %llu errors\n", p.condition_index + 1,
-            p.n_conditions, p.condition_id.c_str(), static_cast<unsigned long long>(p.done),
-            static_cast<unsigned long long>(p.total), static_cast<unsigned long long>(p.errors));
+      progress = report::stderr_progress(st->no_color);
+      runner.set_progress([&](const client::Progress& p) {
+        grid.update(p, now_ns());
+        if (p.done == 0 && !p.condition_done) condition_start_ns = now_ns();
+        if (!p.condition_done) {
+          progress->status(grid.status_text(p));
+          return;
+        }
+        const std::string line =
+            grid.end_text(p, static_cast<double>(now_ns() - condition_start_ns) / 1e9, "", "");
+        progress->line(line, report::tone_of(line));
       });
     }
     sys::install_stop_handlers();
     const auto result = value_or_fatal(runner.run(requests, [] { return sys::stop_requested(); }));
+    progress.reset();  // the status line ends before the table
 
     nlohmann::json json = {{"schema_version", 1},
                            {"workload", st->workload_path},

@@ -42,8 +42,8 @@ struct ServeSimOptions {
 // Prints `lines` (a real engine's startup log, or the vLLM-shaped one made from the simulated
 // sizes) to stdout, one every `delay_ms`, before the server listens, so a launched serve-sim has a
 // startup to watch. With a live-state file the simulated memory grows as the lines report it:
-// non-torch at first, the weights after a weights line, the KV pool after a KV line, the CUDA
-// graphs after a graph line.
+// non-torch at first, the weights with a weights line, the KV pool with a KV line, the CUDA
+// graphs with a graph line (each published just before its line is printed).
 void play_startup_log(const std::vector<std::string>& lines, uint32_t delay_ms,
                       const sim::SimConfig& config) {
   sim::LiveMemory live{config.total_bytes, config.reserved_bytes, config.non_torch_bytes,
@@ -57,8 +57,7 @@ void play_startup_log(const std::vector<std::string>& lines, uint32_t delay_ms,
     if (line.empty()) continue;
     std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
     if (sys::stop_requested()) return;
-    std::printf("%s\n", line.c_str());
-    std::fflush(stdout);
+    // As a real engine: the memory a line reports is allocated before the line is printed.
     const size_t seen = parser.report().figures.size();
     parser.feed(line + "\n");
     const auto& figures = parser.report().figures;
@@ -73,6 +72,8 @@ void play_startup_log(const std::vector<std::string>& lines, uint32_t delay_ms,
         live.used_bytes += config.cuda_graph_bytes;
     }
     publish();
+    std::printf("%s\n", line.c_str());
+    std::fflush(stdout);
   }
 }
 

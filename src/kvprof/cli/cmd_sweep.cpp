@@ -10,6 +10,7 @@
 
 #include "kvprof/cli/commands.hpp"
 #include "kvprof/cli/estimate_options.hpp"
+#include "kvprof/cli/run_report.hpp"
 #include "kvprof/experiment/sweep_config.hpp"
 #include "kvprof/experiment/sweep_plan.hpp"
 #include "kvprof/experiment/sweep_report.hpp"
@@ -33,6 +34,7 @@ struct SweepCliState {
   bool no_color = false;
   bool run_unfit = false;
   bool verbose = false;
+  bool no_report = false;
   std::string output_dir = "results";
   std::string name;
 };
@@ -138,6 +140,7 @@ void run_sweep_command(const SweepCliState& st) {
         out.n_already, out.n_skipped, out.dir.c_str());
   }
   std::fflush(stdout);
+  if (!st.no_report) report_experiment_folder(out.dir, st.json);
   if (out.interrupted) {
     throw Fatal({ErrorKind::interrupted,
                  fmt::format("sweep interrupted; run the same command again to finish the {} "
@@ -163,7 +166,8 @@ void register_sweep_command(CLI::App& app) {
       "first, --dry-run prints the plan (runs, memory per GPU, what will not fit and why, the "
       "time), then each configuration is one profile run (its server launched and stopped when "
       "`launch` is given) into results/<run_id>/, with sweep.json and sweep_summary.csv under "
-      "results/sweeps/<name>/. Running it again resumes: finished configurations are skipped. "
+      "results/sweeps/<name>/, and report.html there. Running it again resumes: finished "
+      "configurations are skipped. "
       "Exit codes: 0 ok, 2 a bad file, 3 some configurations failed, 130 interrupted");
   cmd->add_option("--config", st->config, "The sweep file (YAML)")
       ->required()
@@ -178,6 +182,9 @@ void register_sweep_command(CLI::App& app) {
   cmd->add_flag("--run-unfit", st->run_unfit,
                 "Also run the configurations the plan says will not fit");
   cmd->add_flag("-v,--verbose", st->verbose, "Also print each profile run's progress lines");
+  cmd->add_flag("--no-report", st->no_report,
+                "Do not write report.html (heatmaps per configuration, every run) into the "
+                "sweep's folder");
   cmd->add_flag("-q,--quiet", st->quiet, "No plan and no progress lines");
   cmd->add_flag("--no-color", st->no_color, "No colour in the progress (also: NO_COLOR=1)");
   cmd->callback([st] { run_sweep_command(*st); });

@@ -185,8 +185,7 @@ Expected<void> LlamaContext::decode(int32_t n_tokens) {
   if (status == 0) return {};
   if (status == 1) {
     return fail(ErrorKind::driver,
-                fmt::format("llama_decode found no room in the KV cache for {} tokens (raise -c)",
-                            n_tokens));
+                fmt::format("{} for {} tokens (raise -c)", k_no_kv_room, n_tokens));
   }
   return fail(ErrorKind::driver, fmt::format("llama_decode failed with status {} ({})", status,
                                              last_lines(m_model->lib(), 2)));

@@ -17,6 +17,10 @@
 
 namespace kvprof::engine {
 
+// How the error of llama_decode's status 1 (no free KV cells for the batch) begins, so that
+// callers that run the engine at its limit (find-max) can tell it from other failures.
+inline constexpr std::string_view k_no_kv_room = "llama_decode found no room in the KV cache";
+
 enum class FlashAttn : int8_t { auto_ = -1, off = 0, on = 1 };
 
 // Parses llama.cpp's -fa value: on|off|auto (and 1/0, true/false); usage error otherwise.

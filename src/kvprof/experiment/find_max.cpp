@@ -17,6 +17,10 @@ json opt_json(const std::optional<double>& v) {
   return v ? json(*v) : json(nullptr);
 }
 
+json opt_count(const std::optional<uint64_t>& v) {
+  return v ? json(*v) : json(nullptr);
+}
+
 std::string join(const std::vector<std::string>& parts) {
   std::string out;
   for (const auto& p : parts)
@@ -40,6 +44,7 @@ json outcome_json(const TrialOutcome& o) {
           {"memory_frac", opt_json(o.memory_frac)},
           {"num_gpu_blocks", o.num_gpu_blocks ? json(*o.num_gpu_blocks) : json(nullptr)},
           {"block_size_tokens", o.block_size_tokens ? json(*o.block_size_tokens) : json(nullptr)},
+          {"kv_capacity_tokens", opt_count(o.kv_capacity_tokens)},
           {"run_dir", o.run_dir}};
 }
 

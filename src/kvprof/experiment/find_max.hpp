@@ -43,6 +43,7 @@ struct TrialOutcome {
   std::optional<double> ttft_p99_ms, itl_p99_ms;
   std::optional<double> memory_frac;  // peak used / total of the busiest GPU
   std::optional<uint64_t> num_gpu_blocks, block_size_tokens;  // as the server reports them
+  std::optional<uint64_t> kv_capacity_tokens;  // the KV cache's tokens (llama.cpp: its cells)
   std::string run_dir;
 };
 

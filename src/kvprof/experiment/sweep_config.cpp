@@ -50,7 +50,8 @@ const std::vector<std::string> k_model_keys = {"model_id",
 const std::vector<std::string> k_sweep_keys = {"models",           "name",
                                                "baseline_s",       "post_warmup_s",
                                                "warmup_requests",  "requests_per_condition",
-                                               "launch_timeout_s", "launch_grace_s"};
+                                               "launch_timeout_s", "launch_grace_s",
+                                               "min_condition_s"};
 
 SourcePos pos_of(const YAML::Node& n) {
   const YAML::Mark m = n.Mark();
@@ -398,6 +399,8 @@ void read_settings_key(Checker& c, const std::string& key, const YAML::Node& v, 
     if (auto d = c.number(v, key, 0.1, 86400)) s.launch_timeout_s = *d;
   } else if (key == "launch_grace_s") {
     if (auto d = c.number(v, key, 0, 3600)) s.launch_grace_s = *d;
+  } else if (key == "min_condition_s") {
+    if (auto d = c.number(v, key, 0, 3600)) s.min_condition_s = *d;
   }
 }
 

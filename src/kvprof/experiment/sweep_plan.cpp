@@ -199,6 +199,14 @@ double condition_seconds(const PlannedConfig& pc, uint32_t in_len, uint32_t out_
   return waves * (prefill_s + decode_s);
 }
 
+}  // namespace
+
+double min_condition_s(const SweepSettings& settings, ServerKind server) {
+  return settings.min_condition_s.value_or(server == ServerKind::simulator ? 0.2 : 1.0);
+}
+
+namespace {
+
 void plan_conditions(PlannedConfig& pc, const SweepSettings& s) {
   const ModelEntry& e = pc.entry;
   double total = pc.server == ServerKind::launch ? k_assumed_startup_s : 0.0;
@@ -229,7 +237,8 @@ void plan_conditions(PlannedConfig& pc, const SweepSettings& s) {
           c.note = fmt::format("input + output {} is over max_model_len {}: the server rejects it",
                                ctx, max_len);
         }
-        c.expected_s = condition_seconds(pc, in_len, out_len, batch);
+        c.expected_s =
+            std::max(condition_seconds(pc, in_len, out_len, batch), min_condition_s(s, pc.server));
         total += c.expected_s;
         pc.conditions.push_back(std::move(c));
       }

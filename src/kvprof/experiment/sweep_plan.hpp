@@ -25,6 +25,10 @@ inline constexpr double k_sim_tokens_per_s = 500.0;  // the built-in simulator's
 enum class ServerKind { launch, endpoint, simulator };
 std::string_view server_kind_name(ServerKind kind);  // "launch", "endpoint", "built-in simulator"
 
+// How long each condition of `server` lasts at least (the sweep's min_condition_s, else the
+// profile's default: 1 s against a server, 0.2 s for the built-in simulator).
+double min_condition_s(const SweepSettings& settings, ServerKind server);
+
 struct PlannedCondition {
   uint32_t input_len = 0, output_len = 0, batch_size = 0;
   uint64_t kv_needed_bytes = 0;    // per GPU, the whole batch at full length

@@ -137,6 +137,8 @@ void run_one(const RunContext& ctx, const PlannedConfig& pc, ConfigRecord& rec) 
   config.baseline_s = s.baseline_s;
   config.post_warmup_s = s.post_warmup_s;
   config.warmup_requests = s.warmup_requests;
+  config.min_condition_s = min_condition_s(s, pc.server);
+  config.metrics_interval_ms = 0;  // automatic: from min_condition_s
   config.estimate = pc.estimate;
   config.estimate_flags = fmt::format("sweep '{}' configuration {} ({} on {})",
                                       ctx.config.settings.name, pc.id, pc.label, pc.gpu);
@@ -168,15 +170,28 @@ void run_one(const RunContext& ctx, const PlannedConfig& pc, ConfigRecord& rec) 
     flags.port = 0;
     if (pc.entry.max_model_len)
       flags.max_model_len = static_cast<uint32_t>(*pc.entry.max_model_len);
+    flags.gpu_memory_utilization = pc.entry.gpu_memory_utilization;
+    // The configuration's own plan sizes the simulated engine (its KV cache dtype, TP and
+    // quantization included), not the model's defaults.
+    if (pc.estimate && pc.estimate->engine_report.num_gpu_blocks > 0) {
+      const auto& report = pc.estimate->engine_report;
+      flags.num_gpu_blocks = static_cast<uint32_t>(report.num_gpu_blocks);
+      flags.block_size = report.block_size;
+      flags.kv_bytes_per_block = pc.estimate->per_gpu.kv_cache_bytes / report.num_gpu_blocks;
+      flags.weights_bytes = pc.estimate->per_gpu.weights_bytes;
+    }
     auto sim_config = sim::sim_config_from_flags(flags);
     if (!sim_config) return failed(sim_config.error());
     sim_config->quiet = true;
+    if (flags.num_gpu_blocks) {
+      sim_config->sizing =
+          fmt::format("kvprof's plan of configuration {} ({} on {})", pc.id, pc.label, pc.gpu);
+    }
     auto started = sim::SimServer::start(*sim_config);
     if (!started) return failed(started.error());
     server = std::move(*started);
     config.run.endpoint = server->base_url();
     config.simulation = sim_config->sizing;
-    config.metrics_interval_ms = 20;
     sim_memory = std::make_unique<sim::SimMemorySource>(*server, flags.gpu);
     deps.memory = sim_memory.get();
     deps.memory_source = "simulated";

@@ -8,12 +8,14 @@
 #include <fstream>
 
 #include "kvprof/plot/downsample.hpp"
+#include "kvprof/plot/experiment_sections.hpp"
 #include "kvprof/plot/figures.hpp"
 #include "kvprof/plot/image.hpp"
 
 namespace kvprof::embedded {
 std::string_view chart_js();
 std::string_view report_js();
+std::string_view report_experiments_js();
 std::string_view report_css();
 }  // namespace kvprof::embedded
 
@@ -172,15 +174,17 @@ json run_section(const RunData& run, size_t n_buckets) {
 }
 
 // Several runs side by side: figures 1 and 2 with a series per run and condition group.
-json compare_section(std::span<const RunData> runs) {
+json compare_section(std::span<const RunData> runs, const json& comparison) {
   json ids = json::array();
   for (const auto& r : runs)
     ids.push_back(r.run_id);
-  return {
+  json s = {
       {"type", "compare"},
       {"run_ids", ids},
       {"figures",
        {figure_json(memory_vs_concurrency(runs)), figure_json(throughput_vs_concurrency(runs))}}};
+  if (!comparison.is_null()) s["deltas"] = compare_deltas(comparison);
+  return s;
 }
 
 std::string now_iso() {
@@ -260,11 +264,13 @@ Expected<ReportOptions> parse_formats(const std::string& formats) {
   return o;
 }
 
-json report_data(std::span<const RunData> runs, size_t n_buckets) {
+json report_data(std::span<const RunData> runs, size_t n_buckets, const ReportExtras& extras) {
   json sections = json::array();
+  if (!extras.lead.is_null()) sections.push_back(extras.lead);
+  if (runs.size() > 1 && extras.side_by_side)
+    sections.push_back(compare_section(runs, extras.comparison));
   for (const auto& r : runs)
     sections.push_back(run_section(r, n_buckets));
-  if (runs.size() > 1) sections.insert(sections.begin(), compare_section(runs));
   return {{"generator", std::string("kvprof ") + KVPROF_VERSION},
           {"generated_at", now_iso()},
           {"sections", sections}};
@@ -273,7 +279,10 @@ json report_data(std::span<const RunData> runs, size_t n_buckets) {
 std::string report_html(const json& data) {
   std::string title = "kvprof report";
   for (const auto& s : data["sections"]) {
-    if (s.value("type", "") == "run") title += " " + s.value("run_id", "");
+    const std::string type = s.value("type", "");
+    if (type == "sweep") title = "kvprof sweep " + s.value("name", "");
+    if (type == "find_max") title = "kvprof find-max " + s.value("run_id", "");
+    if (type == "run" && title.starts_with("kvprof report")) title += " " + s.value("run_id", "");
   }
   std::string payload = data.dump();
   // The data sits in a <script> element: "</" must not end it early.
@@ -297,12 +306,15 @@ std::string report_html(const json& data) {
   html += embedded::chart_js();
   html += "\n</script>\n<script>\n";
   html += embedded::report_js();
+  html += "\n</script>\n<script>\n";
+  html += embedded::report_experiments_js();
   html += "\n</script>\n</body>\n</html>\n";
   return html;
 }
 
 Expected<std::vector<fs::path>> write_report(std::span<const RunData> runs, const fs::path& out_dir,
-                                             const ReportOptions& options) {
+                                             const ReportOptions& options,
+                                             const ReportExtras& extras) {
   std::error_code ec;
   fs::create_directories(out_dir, ec);
   if (ec) {
@@ -312,12 +324,13 @@ Expected<std::vector<fs::path>> write_report(std::span<const RunData> runs, cons
   std::vector<fs::path> written;
   if (options.html) {
     const fs::path path = out_dir / "report.html";
-    if (auto ok = write_text(path, report_html(report_data(runs, options.n_buckets))); !ok) {
+    if (auto ok = write_text(path, report_html(report_data(runs, options.n_buckets, extras)));
+        !ok) {
       return std::unexpected(ok.error());
     }
     written.push_back(path);
   }
-  if (options.png || options.svg) {
+  if ((options.png || options.svg) && !runs.empty()) {
     for (const Figure& f : {memory_vs_concurrency(runs), throughput_vs_concurrency(runs)}) {
       for (const auto& [on, format, ext] : {std::tuple{options.png, ImageFormat::png, ".png"},
                                             std::tuple{options.svg, ImageFormat::svg, ".svg"}}) {
@@ -339,6 +352,44 @@ Expected<fs::path> write_run_report(const fs::path& run_dir) {
   auto written = write_report(std::span<const RunData>(&*run, 1), run_dir, options);
   if (!written) return std::unexpected(written.error());
   return run_dir / "report.html";
+}
+
+Expected<std::vector<fs::path>> write_experiment_report(const fs::path& dir,
+                                                        const fs::path& out_dir,
+                                                        const ReportOptions& options) {
+  const auto kind = experiment_kind(dir);
+  if (!kind) {
+    return fail(ErrorKind::not_found,
+                fmt::format("'{}' holds neither sweep.json nor find_max.json", dir.string()));
+  }
+  auto doc = read_experiment_file(dir, *kind);
+  if (!doc) return std::unexpected(doc.error());
+  std::vector<RunData> runs;
+  std::vector<std::string> left_out;
+  for (const auto& run_dir : experiment_run_dirs(*kind, *doc, dir)) {
+    auto run = load_run(run_dir);
+    if (run) {
+      runs.push_back(std::move(*run));
+    } else {
+      left_out.push_back(run.error().message);
+    }
+  }
+  ReportExtras extras;
+  extras.lead = *kind == "sweep" ? sweep_section(*doc, dir) : find_max_section(*doc, dir);
+  extras.lead["left_out"] = left_out;
+  // What the runs ran on, for the section's header and its charts.
+  if (!runs.empty()) {
+    const RunData& first = runs.front();
+    extras.lead["header"] = {{"model", first.model},
+                             {"engine", first.engine},
+                             {"engine_version", first.engine_version},
+                             {"device", first.device},
+                             {"kvprof_version", first.kvprof_version}};
+  }
+  extras.side_by_side = *kind == "sweep";
+  ReportOptions o = options;
+  o.n_buckets = std::min<size_t>(o.n_buckets, 500);  // many runs on one page
+  return write_report(runs, out_dir, o, extras);
 }
 
 }  // namespace kvprof::plot

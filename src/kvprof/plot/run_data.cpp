@@ -20,7 +20,9 @@ namespace fs = std::filesystem;
 
 constexpr uint64_t k_max_json_bytes = uint64_t{64} << 20;
 
-Expected<json> read_json(const fs::path& path) {
+}  // namespace
+
+Expected<json> read_json_file(const fs::path& path) {
   std::error_code ec;
   const auto size = fs::file_size(path, ec);
   if (ec)
@@ -38,6 +40,8 @@ Expected<json> read_json(const fs::path& path) {
   }
   return j;
 }
+
+namespace {
 
 // Typed look-ups that treat a missing or mistyped field as absent.
 const json& at(const json& j, std::string_view key) {
@@ -413,7 +417,7 @@ std::string condition_group(const std::string& label) {
 Expected<RunData> load_run(const fs::path& dir) {
   RunData run;
   run.dir = dir;
-  auto summary = read_json(dir / "summary.json");
+  auto summary = read_json_file(dir / "summary.json");
   if (!summary) return std::unexpected(summary.error());
   run.summary = std::move(*summary);
   const json& s = run.summary;
@@ -452,7 +456,7 @@ Expected<RunData> load_run(const fs::path& dir) {
     }
   }
   if (run.kind == "bench") {
-    auto manifest = read_json(dir / "manifest.json");
+    auto manifest = read_json_file(dir / "manifest.json");
     if (manifest) run.kvprof_version = str(*manifest, "kvprof_version");
   }
   const Nature nature = run.simulated ? Nature::simulated : Nature::measured;

@@ -99,4 +99,8 @@ Expected<RunData> load_run(const std::filesystem::path& dir);
 // "in512_out32_low", "c4 p128" -> "p128").
 std::string condition_group(const std::string& label);
 
+// Reads a JSON object file of at most 64 MiB (a run's summary.json, sweep.json, find_max.json);
+// not_found when it is missing, an input error naming the file when it is not a JSON object.
+Expected<nlohmann::json> read_json_file(const std::filesystem::path& path);
+
 }  // namespace kvprof::plot

@@ -45,15 +45,16 @@ std::string GridProgress::end_text(const client::Progress& p, double seconds,
                                    const std::string& memory, const std::string& kv) const {
   const std::string head =
       fmt::format("[{}/{}] {}: ", p.condition_index + 1, p.n_conditions, p.condition_id);
+  const std::string used =
+      memory.empty() && kv.empty() ? "" : fmt::format(", GPU used {}, {}", memory, kv);
   if (p.stopped) {
     return head + fmt::format(
                       "INTERRUPTED after {:.1f} s: {} of {} completed, {} failed, {} cancelled, "
-                      "{} not sent; GPU used {}, {}",
-                      seconds, p.ok, p.total, p.errors, p.cancelled, p.total - p.done, memory, kv);
+                      "{} not sent{}",
+                      seconds, p.ok, p.total, p.errors, p.cancelled, p.total - p.done, used);
   }
-  return head + fmt::format("{}/{} ok, {} errors, {:.1f} s, GPU used {}, {}; grid {}/{}, {}", p.ok,
-                            p.total, p.errors, seconds, memory, kv, m_done,
-                            m_n_requests + m_repeats, eta());
+  return head + fmt::format("{}/{} ok, {} errors, {:.1f} s{}; grid {}/{}, {}", p.ok, p.total,
+                            p.errors, seconds, used, m_done, m_n_requests + m_repeats, eta());
 }
 
 }  // namespace kvprof::profile

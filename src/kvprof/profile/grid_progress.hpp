@@ -23,8 +23,8 @@ class GridProgress {
   // "[2/6] in512_out32_c8_low: 3/8 ok, 1 error; grid 11/48 requests, ETA 12s".
   [[nodiscard]] std::string status_text(const client::Progress& p) const;
   // The line for a condition's last report, after `seconds` of it: counts, `memory` and `kv`
-  // (already formatted), and the grid's ETA; INTERRUPTED with cancelled and not-sent counts when
-  // the run was stopped in it.
+  // (already formatted; both empty: left out), and the grid's ETA; INTERRUPTED with cancelled and
+  // not-sent counts when the run was stopped in it.
   [[nodiscard]] std::string end_text(const client::Progress& p, double seconds,
                                      const std::string& memory, const std::string& kv) const;
 
