@@ -35,12 +35,12 @@ for kind in "${kinds[@]}"; do
   rm -rf "$logs" && mkdir -p "$logs"
   common="log_path=$logs/report:print_suppressions=0"
   # handle_segv=0: the engine tests kill a bench worker with SIGSEGV "as if libllama crashed" and
-  # check that kvprof reports the signal; ASan would turn it into a report and exit 1 instead. A
-  # real segfault still kills the process by signal, and its test fails.
+  # check that kvprof reports the signal; ASan and TSan would turn it into a report and exit
+  # instead. A real segfault still kills the process by signal, and its test fails.
   export ASAN_OPTIONS="$common:detect_leaks=1:strict_string_checks=1:detect_stack_use_after_return=1:check_initialization_order=1:handle_segv=0"
   export LSAN_OPTIONS="$common:suppressions=$supp/lsan.supp"
   export UBSAN_OPTIONS="$common:print_stacktrace=1:halt_on_error=1:suppressions=$supp/ubsan.supp"
-  export TSAN_OPTIONS="$common:halt_on_error=1:second_deadlock_stack=1:suppressions=$supp/tsan.supp"
+  export TSAN_OPTIONS="$common:halt_on_error=1:second_deadlock_stack=1:handle_segv=0:suppressions=$supp/tsan.supp"
   export KVPROF_REQUIRE_LLAMA=1 KVPROF_REQUIRE_PROMETHEUS=1 KVPROF_REQUIRE_BROWSER=1
   started=$(date +%s)
   rc=0

@@ -234,9 +234,9 @@ INSTANTIATE_TEST_SUITE_P(Models, PlanVsLlama, testing::ValuesIn(k_models),
 // The bench process (a child that loads the model, fills one ubatch and decodes) grows by the
 // planned host RAM, within 10%.
 TEST(PlanVsLlamaProcess, BenchProcessGrowsByThePlannedHostMemory) {
-#ifdef __SANITIZE_ADDRESS__
-  GTEST_SKIP() << "under AddressSanitizer the process's RSS also holds shadow memory, redzones "
-                  "and the free quarantine: its growth is not the engine's";
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "under a sanitizer the process's RSS also holds shadow memory (and for ASan "
+                  "redzones and the free quarantine): its growth is not the engine's";
 #endif
   KVPROF_REQUIRE_LLAMA_OR_SKIP(lib_dir);
   const fs::path dir =
