@@ -4,14 +4,28 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "kvprof/engine/llama_engine.hpp"
+#include "kvprof/estimate/assumptions.hpp"
+#include "kvprof/estimate/estimate.hpp"
 #include "kvprof/util/error.hpp"
 
 namespace kvprof::bench {
+
+// --estimate-with FLAGS: the run is compared with the plan for these llama.cpp flags (on the run's
+// model unless they name another) instead of the run's own settings.
+struct EstimateWith {
+  std::string flags;  // as the user gave them
+  // The planner's input for the flags, once the run knows whether libllama has a GPU; fills in
+  // where the plan's GPU and settings came from. Usage error for flags that do not parse.
+  std::function<Expected<estimate::EstimateInput>(bool has_gpu,
+                                                  estimate::AssumptionSources& sources)>
+      make_input;
+};
 
 struct BenchConfig {
   engine::LlamaSettings engine;     // model path and llama.cpp settings
@@ -27,6 +41,8 @@ struct BenchConfig {
   std::string model_label;  // what the user passed as --model
   bool ctx_from_user = false;
   bool parallel_from_user = false;
+  std::optional<EstimateWith> estimate_with;  // --estimate-with
+  std::string gpu_name;                       // the GPU NVML names; empty without one
   // Without -c and -np each condition gets its own context sized for it (-np = its concurrency,
   // -c = its tokens rounded up to 256), as a server sized for that load would: memory then
   // shows what each concurrency costs. With either flag one context serves every condition.

@@ -12,11 +12,9 @@ std::optional<model::ModelSpec> bench_model_spec(const BenchConfig& config) {
   return std::move(*spec);
 }
 
-namespace {
-
-// The planner's settings for the run's engine settings; none for a cache type it does not know.
-std::optional<estimate::LlamaCppSettings> planner_settings(const BenchConfig& config, bool has_gpu,
-                                                           uint32_t n_ctx, uint32_t n_seq_max) {
+std::optional<estimate::LlamaCppSettings> run_planner_settings(const BenchConfig& config,
+                                                               bool has_gpu, uint32_t n_ctx,
+                                                               uint32_t n_seq_max) {
   const auto& e = config.engine;
   estimate::LlamaCppSettings s;
   s.n_ctx = n_ctx;
@@ -38,11 +36,9 @@ std::optional<estimate::LlamaCppSettings> planner_settings(const BenchConfig& co
   return s;
 }
 
-}  // namespace
-
 std::optional<uint32_t> planned_kv_cells(const BenchConfig& config, const model::ModelSpec& spec,
                                          bool has_gpu, uint32_t n_ctx, uint32_t n_seq_max) {
-  const auto s = planner_settings(config, has_gpu, n_ctx, n_seq_max);
+  const auto s = run_planner_settings(config, has_gpu, n_ctx, n_seq_max);
   if (!s) return std::nullopt;
   const auto plan = estimate::plan_llamacpp(spec, *s);
   if (!plan || plan->kv_cells == 0) return std::nullopt;
@@ -52,7 +48,7 @@ std::optional<uint32_t> planned_kv_cells(const BenchConfig& config, const model:
 nlohmann::json bench_plan_json(const BenchConfig& config, const model::ModelSpec* spec,
                                bool has_gpu, uint32_t n_ctx, uint32_t n_seq_max) {
   if (spec == nullptr || n_ctx == 0) return nullptr;
-  const auto s = planner_settings(config, has_gpu, n_ctx, n_seq_max);
+  const auto s = run_planner_settings(config, has_gpu, n_ctx, n_seq_max);
   if (!s) return nullptr;
   const auto plan = estimate::plan_llamacpp(*spec, *s);
   if (!plan) return nullptr;

@@ -6,12 +6,19 @@
 #include <optional>
 
 #include "kvprof/bench/bench_config.hpp"
+#include "kvprof/estimate/llamacpp_plan.hpp"
 #include "kvprof/model/model_spec.hpp"
 
 namespace kvprof::bench {
 
 // The model of the run as the planner reads it (its GGUF header); nullopt when unreadable.
 std::optional<model::ModelSpec> bench_model_spec(const BenchConfig& config);
+
+// The planner's settings for the run's engine settings in a context of `n_ctx` cells and
+// `n_seq_max` sequences; none for a cache type the planner does not know.
+std::optional<estimate::LlamaCppSettings> run_planner_settings(const BenchConfig& config,
+                                                               bool has_gpu, uint32_t n_ctx,
+                                                               uint32_t n_seq_max);
 
 // KV cells the planner gives a context of `n_ctx` cells and `n_seq_max` sequences under the
 // run's settings (llama.cpp pads to 256 per stream); none when it cannot plan the model.

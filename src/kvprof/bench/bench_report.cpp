@@ -5,6 +5,7 @@
 
 #include <fstream>
 
+#include "kvprof/bench/bench_compare.hpp"
 #include "kvprof/bench/bench_estimate.hpp"
 #include "kvprof/client/stats.hpp"
 #include "kvprof/report/table.hpp"
@@ -226,6 +227,7 @@ json summary_json(const BenchConfig& config, const BenchReport& r) {
         {"peak_pss_bytes", opt(r.peak_pss_bytes)}}},
       {"engine_reported", r.breakdown},
       {"memory_breakdown", breakdown_json(r, biggest_plan)},
+      {"estimate_comparison", r.estimate_comparison},
       {"conditions", conditions},
       {"warnings", r.warnings},
       {"engine_last_log_lines", r.last_log_lines},
@@ -332,6 +334,7 @@ std::string summary_text(const BenchConfig& config, const BenchReport& r) {
                        mib(plan["host_total_bytes"].get<uint64_t>()),
                        bd["host_growth_vs_estimate"].get<double>() * 100.0);
   }
+  if (config.estimate_with) out += estimate_comparison_text(summary["estimate_comparison"]);
   if (r.status != "completed") {
     out += fmt::format("\nstatus: {}: {}\n", r.status, r.error);
     for (const auto& line : r.last_log_lines)

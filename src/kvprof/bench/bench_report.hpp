@@ -20,6 +20,9 @@ struct EngineBuffers {
 };
 EngineBuffers sum_buffers(const nlohmann::json& breakdown);
 
+// Whether the worker's "lib" event lists a GPU device.
+bool lib_has_gpu(const nlohmann::json& lib);
+
 nlohmann::json summary_json(const BenchConfig& config, const BenchReport& report);
 nlohmann::json manifest_json(const BenchConfig& config, const BenchReport& report);
 

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "kvprof/bench/bench_compare.hpp"
 #include "kvprof/bench/bench_report.hpp"
 #include "kvprof/bench/worker.hpp"
 #include "kvprof/client/transport.hpp"
@@ -256,6 +257,7 @@ Expected<BenchReport> run_bench(const BenchConfig& config, gpu::MemorySource* gp
     }
   }
   r.ended_unix_s = unix_now_s();
+  r.estimate_comparison = estimate_comparison_json(config, r, r.warnings);
   write_outputs(config, r, *dir);
   return r;
 }

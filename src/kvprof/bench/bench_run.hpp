@@ -71,6 +71,9 @@ struct BenchReport {
   std::vector<std::string> last_log_lines;  // the engine's last words when it failed
   int worker_exit = 0;                      // exit code, or 128 + signal
   std::map<std::string, std::string> files;
+  // The comparison with the plan (--estimate-with's, or the run's own settings'), made once the
+  // worker ended; null without one (bench_compare.hpp).
+  nlohmann::json estimate_comparison;
 };
 
 // Called with the report after each worker event has been folded into it, and the event.

@@ -13,6 +13,7 @@
 #include "kvprof/bench/bench_run.hpp"
 #include "kvprof/cli/bench_options.hpp"
 #include "kvprof/cli/commands.hpp"
+#include "kvprof/cli/estimate_options.hpp"
 #include "kvprof/cli/run_report.hpp"
 #include "kvprof/history/history_db.hpp"
 #include "kvprof/report/progress_line.hpp"
@@ -74,6 +75,47 @@ void show_bench_event(report::ProgressLine& progress, const bench::BenchReport& 
   }
 }
 
+// --estimate-with FLAGS for a bench of `model_path`: the planner's input for llama.cpp's flags on
+// the run's model, on the CPU when libllama has no GPU, else on the GPU NVML names (`gpu_name`).
+bench::EstimateWith estimate_with(const std::string& flags, const std::string& model_path,
+                                  const std::string& gpu_name) {
+  bench::EstimateWith w;
+  w.flags = flags;
+  w.make_input = [flags, model_path, gpu_name](
+                     bool has_gpu,
+                     estimate::AssumptionSources& src) -> Expected<estimate::EstimateInput> {
+    EstimateOptions defaults;
+    defaults.model = model_path;
+    defaults.engine = "llamacpp";
+    src.given = estimate_flags_given(flags);
+    if (!has_gpu) {
+      defaults.gpu = "cpu";
+      src.gpu_origin = estimate::GpuOrigin::detected;
+      src.gpu_note = "libllama has no GPU device";
+    } else if (!gpu_name.empty() && gpu::find_gpu(gpu_name)) {
+      defaults.gpu = gpu_name;
+      src.gpu_origin = estimate::GpuOrigin::detected;
+      src.gpu_note = "from nvml";
+    } else {
+      src.gpu_origin = estimate::GpuOrigin::assumed;
+      src.gpu_note = gpu_name.empty()
+                         ? "NVML names no GPU"
+                         : fmt::format("'{}' is not in kvprof's GPU catalog", gpu_name);
+    }
+    if (src.given.contains("gpu") || src.given.contains("gpu-mem")) {
+      src.gpu_origin = estimate::GpuOrigin::given;
+      src.gpu_note = "--estimate-with";
+    }
+    auto input = parse_estimate_flags(flags, defaults);
+    if (input && input->settings.engine != estimate::EngineKind::llamacpp) {
+      return fail(ErrorKind::usage,
+                  "--estimate-with: bench runs llama.cpp; its plan needs --engine llamacpp");
+    }
+    return input;
+  };
+  return w;
+}
+
 struct BenchState {
   bench::BenchConfig config;
   BenchEngineFlags flags;
@@ -82,6 +124,7 @@ struct BenchState {
   bool no_report = false;
   bool quiet = false;
   bool no_color = false;
+  std::optional<std::string> estimate_with;
 };
 
 void run_bench_command(BenchState& st) {
@@ -96,6 +139,18 @@ void run_bench_command(BenchState& st) {
   value_or_fatal(engine::find_llama_library(config.library));
   std::string gpu_name;
   const auto gpu_source = open_bench_gpu_source(st.flags.gpu_source, gpu_name);
+  if (gpu_source) {
+    if (auto d = gpu_source->device_info(0); d && d->name) config.gpu_name = *d->name;
+  }
+  if (st.estimate_with) {
+    config.estimate_with =
+        estimate_with(*st.estimate_with, config.engine.model_path, config.gpu_name);
+    // Flags that do not parse stop here, before anything runs.
+    estimate::AssumptionSources sources;
+    const auto input = config.estimate_with->make_input(false, sources);
+    if (!input) throw Fatal(input.error());
+    value_or_fatal(estimate::estimate(*input));
+  }
   std::unique_ptr<report::ProgressLine> progress;
   if (!st.quiet) progress = report::stderr_progress(st.no_color);
   const auto started = std::chrono::steady_clock::now();
@@ -153,6 +208,10 @@ void register_bench_command(CLI::App& app) {
                   "SHORT,LONG: half the sequences of each condition short, half long")
       ->delimiter(',');
   add_bench_engine_options(cmd, c, st->flags);
+  cmd->add_option("--estimate-with", st->estimate_with,
+                  "Compare with kvprof's plan for these llama.cpp flags instead of the run's own "
+                  "settings, e.g. \"-c 8192 -np 4 -ctk q8_0\" (the model defaults to the bench's "
+                  "GGUF)");
   cmd->add_option("--output-dir", c.output_dir, "Where results/<run_id>/ goes")
       ->envname("KVPROF_OUTPUT_DIR")
       ->capture_default_str();

@@ -52,6 +52,7 @@ void register_make_gguf_command(CLI::App& app) {
     std::string type = "f16";
     uint64_t seed = 0;
     bool json = false;
+    bool no_chat_template = false;
   };
   auto o = std::make_shared<Options>();
   auto* cmd = app.add_subcommand(
@@ -77,11 +78,15 @@ void register_make_gguf_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--seed", o->seed, "Seed of the random weights (same seed, same file)")
       ->capture_default_str();
+  cmd->add_flag("--no-chat-template", o->no_chat_template,
+                "Write no tokenizer.chat_template (by default a ChatML one, which `kvprof serve` "
+                "applies to chat requests)");
   cmd->add_flag("--json", o->json, "Print a JSON summary (path, arch, tensors, bytes)");
   cmd->callback([o] {
     const auto mix = model::find_gguf_mix(o->type);
-    const model::DummyGgufOptions options{
+    model::DummyGgufOptions options{
         mix ? mix->default_type : value_or_fatal(model::parse_dummy_type(o->type)), o->seed};
+    if (o->no_chat_template) options.chat_template.clear();
     const auto spec = value_or_fatal(model::load_model(o->model));
     const auto plan = value_or_fatal(model::plan_dummy_gguf(spec, options, mix));
 

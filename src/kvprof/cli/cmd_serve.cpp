@@ -41,6 +41,9 @@ void run_serve(ServeOptions& o) {
   auto backend_or = serve::LlamaBackend::start(o.backend);
   if (!backend_or) throw Fatal(backend_or.error());
   std::shared_ptr<serve::LlamaBackend> backend = std::move(*backend_or);
+  if (!backend->chat_template_warning().empty()) {
+    std::fprintf(stderr, "kvprof serve: warning: %s\n", backend->chat_template_warning().c_str());
+  }
   if (!quiet) {
     for (const auto& line : backend->lib().recent_log(engine::LlamaLib::k_kept_log_lines))
       std::fprintf(stderr, "%s\n", line.c_str());
@@ -116,6 +119,10 @@ void register_serve_command(CLI::App& app) {
   cmd->add_option("--llama-lib", o->backend.library.path,
                   "libllama.so or its folder (default: KVPROF_LLAMA_LIB, then .deps/llama/)");
   cmd->add_option("--alias", o->backend.alias, "Served model name (default: the file name)");
+  cmd->add_option("--chat-template", o->backend.chat_template,
+                  "Chat template for /v1/chat/completions: one of llama.cpp's built-in names "
+                  "(chatml, llama3, gemma, ...) or a template's text (default: the model's "
+                  "tokenizer.chat_template)");
   cmd->add_flag("--metrics", o->backend.metrics,
                 "Serve /metrics (llamacpp: names); off by default, as in llama-server");
   cmd->add_flag("--no-slots", o->no_slots, "Answer 501 for /slots, as llama-server --no-slots");

@@ -117,6 +117,12 @@ enum LogLevel : int32_t {
 
 using LogCallback = void (*)(int32_t level, const char* text, void* user_data);
 
+// llama_chat_message.
+struct ChatMessage {
+  const char* role;
+  const char* content;
+};
+
 struct Model;
 struct Context;
 struct Vocab;
@@ -162,6 +168,15 @@ struct Functions {
   int32_t (*token_to_piece)(const Vocab* vocab, int32_t token, char* buf, int32_t length,
                             int32_t lstrip, bool special);
   bool (*vocab_is_eog)(const Vocab* vocab, int32_t token);
+  // Chat templates (optional: a library without them serves chat as a plain join).
+  // llama_model_chat_template: the GGUF's tokenizer.chat_template (name null), or null.
+  const char* (*model_chat_template)(const Model* model, const char* name);
+  // llama_chat_apply_template: the formatted chat's length (written into buf up to `length`),
+  // negative when the template is not one llama.cpp knows.
+  int32_t (*chat_apply_template)(const char* tmpl, const ChatMessage* chat, size_t n_msg,
+                                 bool add_ass, char* buf, int32_t length);
+  // llama_chat_builtin_templates: the number of built-in template names (up to `len` written).
+  int32_t (*chat_builtin_templates)(const char** output, size_t len);
   // libggml / libggml-base
   void (*backend_load_all_from_path)(const char* dir_path);
   size_t (*backend_dev_count)();

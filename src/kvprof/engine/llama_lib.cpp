@@ -120,6 +120,9 @@ std::optional<std::string> resolve(void* handle, abi::Functions& f) {
   get(f.tokenize, "llama_tokenize");
   get(f.token_to_piece, "llama_token_to_piece");
   get(f.vocab_is_eog, "llama_vocab_is_eog");
+  get(f.model_chat_template, "llama_model_chat_template", false);
+  get(f.chat_apply_template, "llama_chat_apply_template", false);
+  get(f.chat_builtin_templates, "llama_chat_builtin_templates", false);
   // ggml's symbols come through libllama's dependencies.
   get(f.backend_load_all_from_path, "ggml_backend_load_all_from_path");
   get(f.backend_dev_count, "ggml_backend_dev_count");

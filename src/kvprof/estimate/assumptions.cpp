@@ -3,6 +3,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
+
+#include "kvprof/estimate/estimate.hpp"
+#include "kvprof/model/gguf.hpp"
 #include "kvprof/util/units.hpp"
 
 namespace kvprof::estimate {
@@ -22,6 +27,32 @@ std::string value_text(const json& v) {
   if (v.is_string()) return v.get<std::string>();
   if (v.is_number_float()) return fmt::format("{:g}", v.get<double>());
   return v.dump();
+}
+
+std::string cache_type_name(uint32_t type) {
+  auto name = model::ggml_type_name(type);
+  if (!name) return std::to_string(type);
+  std::transform(name->begin(), name->end(), name->begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return *name;
+}
+
+// llama.cpp's own settings, by the names of its flags (the vLLM-style ones do not apply to it).
+json llamacpp_settings_json(const Estimate& est, const AssumptionSources& src) {
+  const auto ps = llamacpp_settings(est.settings);
+  if (!ps) return json::object();
+  return {{"ctx_size", setting(ps->n_ctx, src, "max-model-len", "llama-server's")},
+          {"parallel", setting(ps->n_seq_max, src, "parallel", "")},
+          {"batch_size", setting(ps->n_batch, src, "batch-size", "")},
+          {"ubatch_size", setting(ps->n_ubatch, src, "ubatch-size", "")},
+          {"flash_attn", setting(ps->flash_attn ? "on" : "off", src, "flash-attn", "")},
+          {"cache_type_k", setting(cache_type_name(ps->type_k), src, "cache-type-k", "")},
+          {"cache_type_v", setting(cache_type_name(ps->type_v), src, "cache-type-v", "")},
+          {"n_gpu_layers", setting(ps->has_gpu ? ps->n_gpu_layers : 0, src, "n-gpu-layers",
+                                   ps->has_gpu ? "all (-1)" : "none without a GPU")},
+          {"mmap", setting(ps->use_mmap, src, "no-mmap", "")},
+          {"swa_full", setting(ps->swa_full, src, "swa-full", "")},
+          {"kv_unified", setting(ps->kv_unified, src, "no-kv-unified", "")}};
 }
 
 }  // namespace
@@ -78,6 +109,7 @@ json estimate_assumptions(const Estimate& est, const AssumptionSources& src) {
       {"block_size",
        setting(s.block_size ? json(*s.block_size) : json(nullptr), src, "block-size", "")},
       {"enforce_eager", setting(s.enforce_eager, src, "enforce-eager", "")}};
+  if (s.engine == EngineKind::llamacpp) settings = llamacpp_settings_json(est, src);
   return {{"gpu", gpu},
           {"model", est.model_id},
           {"engine", engine_name(s.engine)},

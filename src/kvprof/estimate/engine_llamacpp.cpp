@@ -116,6 +116,32 @@ Expected<model::ModelSpec> as_gguf_mix(const model::ModelSpec& m, const model::G
 
 }  // namespace
 
+Expected<LlamaCppSettings> llamacpp_settings(const EngineSettings& s) {
+  LlamaCppSettings ps;
+  ps.n_ctx = 4096;  // llama-server --ctx-size
+  if (s.max_model_len) {
+    if (*s.max_model_len > UINT32_MAX) return fail(ErrorKind::usage, "--ctx-size over 2^32");
+    ps.n_ctx = static_cast<uint32_t>(*s.max_model_len);
+  }
+  ps.n_seq_max = std::max(1U, s.n_parallel);
+  ps.n_batch = s.n_batch;
+  ps.n_ubatch = s.n_ubatch;
+  ps.flash_attn = s.flash_attn;
+  auto tk = cache_type(s.cache_type_k, s.kv_cache_dtype);
+  if (!tk) return std::unexpected(tk.error());
+  auto tv =
+      cache_type(s.cache_type_v, s.cache_type_k.empty() ? s.kv_cache_dtype : KvCacheDtype::f16);
+  if (!tv) return std::unexpected(tv.error());
+  ps.type_k = *tk;
+  ps.type_v = *tv;
+  ps.has_gpu = !s.no_gpu;
+  ps.n_gpu_layers = s.n_gpu_layers ? static_cast<int32_t>(*s.n_gpu_layers) : -1;
+  ps.use_mmap = s.use_mmap;
+  ps.swa_full = s.swa_full;
+  ps.kv_unified = s.kv_unified;
+  return ps;
+}
+
 Expected<Estimate> estimate_llamacpp(const EstimateInput& in) {
   // -q Q4_K_M (any llama-quantize mix): the model as that GGUF would be.
   std::optional<model::ModelSpec> as_mix;
@@ -152,25 +178,9 @@ Expected<Estimate> estimate_llamacpp(const EstimateInput& in) {
   est.weights = weights_per_rank(m, w);
   if (!m.warnings.empty()) est.confidence = "medium";
 
-  LlamaCppSettings ps;
-  if (*s.max_model_len > UINT32_MAX) return fail(ErrorKind::usage, "--ctx-size over 2^32");
-  ps.n_ctx = static_cast<uint32_t>(*s.max_model_len);
-  ps.n_seq_max = std::max(1U, s.n_parallel);
-  ps.n_batch = s.n_batch;
-  ps.n_ubatch = s.n_ubatch;
-  ps.flash_attn = s.flash_attn;
-  auto tk = cache_type(s.cache_type_k, s.kv_cache_dtype);
-  if (!tk) return std::unexpected(tk.error());
-  auto tv =
-      cache_type(s.cache_type_v, s.cache_type_k.empty() ? s.kv_cache_dtype : KvCacheDtype::f16);
-  if (!tv) return std::unexpected(tv.error());
-  ps.type_k = *tk;
-  ps.type_v = *tv;
-  ps.has_gpu = !s.no_gpu;
-  ps.n_gpu_layers = s.n_gpu_layers ? static_cast<int32_t>(*s.n_gpu_layers) : -1;
-  ps.use_mmap = s.use_mmap;
-  ps.swa_full = s.swa_full;
-  ps.kv_unified = s.kv_unified;
+  auto settings = llamacpp_settings(s);
+  if (!settings) return std::unexpected(settings.error());
+  const LlamaCppSettings& ps = *settings;
   auto plan = plan_llamacpp(m, ps);
   if (!plan) return std::unexpected(plan.error());
   const LlamaCppPlan& p = *plan;

@@ -5,6 +5,7 @@
 
 #include <optional>
 
+#include "kvprof/estimate/llamacpp_plan.hpp"
 #include "kvprof/estimate/result.hpp"
 #include "kvprof/estimate/settings.hpp"
 #include "kvprof/gpu/gpu_catalog.hpp"
@@ -32,5 +33,9 @@ Expected<Estimate> estimate_sglang(const EstimateInput& input);
 Expected<Estimate> estimate_trtllm(const EstimateInput& input);
 Expected<Estimate> estimate_llamacpp(const EstimateInput& input);
 Expected<Estimate> estimate_hf(const EstimateInput& input);
+
+// The llama.cpp settings `settings` name (-c 4096 when no context is given), as
+// estimate_llamacpp plans them; usage error for a cache type llama.cpp lacks (fp8).
+Expected<LlamaCppSettings> llamacpp_settings(const EngineSettings& settings);
 
 }  // namespace kvprof::estimate

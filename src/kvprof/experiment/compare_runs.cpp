@@ -149,6 +149,19 @@ ConditionFigures condition(const json& c, bool bench) {
   return f;
 }
 
+// The estimated bytes per component and the flags of `estimate_comparison`, when there is one.
+void read_estimate_comparison(const json& s, RunRecord& r) {
+  if (const json* rows = path(s, {"estimate_comparison", "rows"}); rows && rows->is_array()) {
+    for (const auto& row : *rows) {
+      const auto est = number(member(&row, "estimated"));
+      if (est && text(member(&row, "unit")) == "bytes") {
+        r.estimated[text(member(&row, "component")).substr(0, 64)] = *est;
+      }
+    }
+  }
+  r.estimate_flags = text(path(s, {"estimate_comparison", "estimate_flags"}));
+}
+
 void read_profile(const json& s, RunRecord& r) {
   r.kind = "profile";
   r.memory = "GPU";
@@ -200,15 +213,7 @@ void read_profile(const json& s, RunRecord& r) {
   }
   r.num_gpu_blocks = bytes(member(member(settings, "num_gpu_blocks"), "value"));
   r.kv_cache_tokens = bytes(member(member(settings, "kv_cache_tokens"), "value"));
-  if (const json* rows = path(s, {"estimate_comparison", "rows"}); rows && rows->is_array()) {
-    for (const auto& row : *rows) {
-      const auto est = number(member(&row, "estimated"));
-      if (est && text(member(&row, "unit")) == "bytes") {
-        r.estimated[text(member(&row, "component")).substr(0, 64)] = *est;
-      }
-    }
-  }
-  r.estimate_flags = text(path(s, {"estimate_comparison", "estimate_flags"}));
+  read_estimate_comparison(s, r);
   if (const json* conds = member(&s, "conditions"); conds && conds->is_array()) {
     for (const auto& c : *conds) {
       if (r.conditions.size() >= k_max_conditions) break;
@@ -248,7 +253,10 @@ void read_bench(const json& s, RunRecord& r) {
     if (!er->empty())
       r.reported = {{"weights", model}, {"kv_cache", context}, {"compute", compute}};
   }
-  if (const json* plan = member(bd, "estimate"); plan && plan->is_object()) {
+  // The comparison bench writes like profile's (--estimate-with's plan, or its own settings');
+  // runs from before it have only the plan of their own settings in memory_breakdown.
+  read_estimate_comparison(s, r);
+  if (const json* plan = member(bd, "estimate"); plan && plan->is_object() && r.estimated.empty()) {
     const auto put = [&](const char* name, const char* key) {
       if (const auto v = number(member(plan, key))) r.estimated[name] = *v;
     };

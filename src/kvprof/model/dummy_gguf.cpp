@@ -256,7 +256,8 @@ Expected<void> plan_metadata(const ModelSpec& s, const std::string& arch, uint32
   return {};
 }
 
-Expected<void> plan_tokenizer(const ModelSpec& s, const std::string& arch, GgufWriter& w) {
+Expected<void> plan_tokenizer(const ModelSpec& s, const std::string& arch,
+                              const std::string& chat_template, GgufWriter& w) {
   // llama.cpp's vocabulary loader looks these up by text for phi3 (and fails without them).
   static constexpr std::array<std::string_view, 2> k_phi3_controls = {"<|endoftext|>", "<|end|>"};
   std::span<const std::string_view> controls;
@@ -272,6 +273,9 @@ Expected<void> plan_tokenizer(const ModelSpec& s, const std::string& arch, GgufW
   DUMMY_TRY(w.set_u32("tokenizer.ggml.eos_token_id", vocab->eos_id));
   DUMMY_TRY(w.set_bool("tokenizer.ggml.add_bos_token", true));
   DUMMY_TRY(w.set_bool("tokenizer.ggml.add_eos_token", false));
+  if (!chat_template.empty()) {
+    DUMMY_TRY(w.set_string("tokenizer.chat_template", chat_template));
+  }
   return {};
 }
 
@@ -325,7 +329,8 @@ Expected<DummyGguf> plan_dummy_gguf(const ModelSpec& spec, const DummyGgufOption
   const uint32_t file_type = mix ? mix->file_type : file_type_of(options.ggml_type);
   if (auto ok = plan_metadata(spec, out.arch, file_type, out.writer); !ok)
     return std::unexpected(ok.error());
-  if (auto ok = plan_tokenizer(spec, out.arch, out.writer); !ok) return std::unexpected(ok.error());
+  if (auto ok = plan_tokenizer(spec, out.arch, options.chat_template, out.writer); !ok)
+    return std::unexpected(ok.error());
   Planner planner(options.ggml_type);
   if (auto ok = plan_tensors(spec, out.arch, planner); !ok) return std::unexpected(ok.error());
   const MixModel model{out.arch, spec.n_layer, spec.moe.n_expert,

@@ -20,9 +20,19 @@
 
 namespace kvprof::model {
 
+// A ChatML chat template (the format of Qwen's and many other chat models), which llama.cpp's
+// llama_chat_apply_template recognises: "<|im_start|>ROLE\nCONTENT<|im_end|>\n" per message,
+// then "<|im_start|>assistant\n".
+inline constexpr std::string_view k_dummy_chat_template =
+    "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' + "
+    "message['content'] + '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}"
+    "{{ '<|im_start|>assistant\n' }}{% endif %}";
+
 struct DummyGgufOptions {
   uint32_t ggml_type = 1;  // type of the weight matrices (F16); norms and routers stay F32
   uint64_t seed = 0;
+  // tokenizer.chat_template; empty writes none.
+  std::string chat_template{k_dummy_chat_template};
 };
 
 // A planned file: metadata and tensors set in `writer`, how each tensor is filled.

@@ -363,6 +363,12 @@ void read_bench_summary(RunData& run, const Clock& clock) {
             [](const Marker& a, const Marker& b) { return a.t_s < b.t_s; });
   const json& bd = at(s, "memory_breakdown");
   const json& plan = at(bd, "estimate");
+  // The comparison (--estimate-with's plan, or the run's own settings') as profile's; a run
+  // written before it has only the plan in memory_breakdown.
+  const json& cmp = at(s, "estimate_comparison");
+  std::map<std::string, const json*> rows;
+  for (const auto& row : at(cmp, "rows"))
+    rows[str(row, "component")] = &row;
   for (const auto& [key, name, plan_key] :
        {std::tuple{"weights", "weights", "weights_bytes"},
         std::tuple{"kv_cache", "KV cache", "kv_cache_bytes"},
@@ -372,10 +378,14 @@ void read_bench_summary(RunData& run, const Clock& clock) {
     Component comp{
         name, num(c, "bytes"), std::nullopt, str(c, "confidence"),
         std::string_view(key) == "overhead" ? Nature::measured : Nature::engine_reported};
-    if (*plan_key != '\0') comp.estimated_bytes = num(plan, plan_key);
+    if (rows.contains(key)) {
+      comp.estimated_bytes = num(*rows[key], "estimated");
+    } else if (*plan_key != '\0' && rows.empty()) {
+      comp.estimated_bytes = num(plan, plan_key);
+    }
     if (comp.measured_bytes || comp.estimated_bytes) run.components.push_back(comp);
   }
-  run.estimate_note = str(plan, "method");
+  run.estimate_note = rows.empty() ? str(plan, "method") : str(cmp, "estimate_flags");
   for (const auto& w : at(s, "warnings"))
     if (w.is_string()) run.warnings.push_back(w.get<std::string>());
 }

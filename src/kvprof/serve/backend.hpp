@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -34,6 +35,22 @@ struct GenerateEvent {
 
 using EventSink = std::function<void(GenerateEvent)>;
 
+// One message of a chat request.
+struct ChatMessage {
+  std::string role;
+  std::string content;
+};
+
+// The messages' contents joined with newlines: a chat for an engine without a template.
+inline std::string plain_chat_join(std::span<const ChatMessage> messages) {
+  std::string text;
+  for (const auto& m : messages) {
+    if (!text.empty()) text += "\n";
+    text += m.content;
+  }
+  return text;
+}
+
 // A whole HTTP answer to an engine-specific request.
 struct HttpReply {
   int status = 200;
@@ -50,6 +67,12 @@ class Backend {
   // The tokens of `text`; input error when the engine cannot tokenize it.
   [[nodiscard]] virtual Expected<std::vector<int32_t>> tokenize(std::string_view text,
                                                                 bool add_special) const = 0;
+  // The prompt text of a conversation: the engine's chat template applied, the assistant's turn
+  // opened; input error when it cannot be formatted. Without a template: plain_chat_join.
+  [[nodiscard]] virtual Expected<std::string> chat_prompt(
+      std::span<const ChatMessage> messages) const {
+    return plain_chat_join(messages);
+  }
   // The text of `tokens`.
   [[nodiscard]] virtual std::string detokenize(const std::vector<int32_t>& tokens) const = 0;
   // Fills in a default max_tokens and checks that the request fits; an error answer (the

@@ -12,9 +12,11 @@
 #include <thread>
 #include <unordered_map>
 
+#include "kvprof/engine/llama_chat.hpp"
 #include "kvprof/engine/llama_memory.hpp"
 #include "kvprof/serve/batcher.hpp"
 #include "kvprof/serve/llama_api.hpp"
+#include "kvprof/util/strings.hpp"
 #include "kvprof/util/units.hpp"
 
 namespace kvprof::serve {
@@ -31,6 +33,8 @@ class LlamaBackend::Impl {
   std::vector<engine::BufferMemory> memory;
   std::string model_id;
   int64_t created_unix_s = 0;
+  std::string chat_template;          // applied to chat requests; empty: a plain join
+  std::string chat_template_warning;  // why there is none
 
   struct Submitted {
     uint64_t task_id;
@@ -161,7 +165,7 @@ class LlamaBackend::Impl {
         {"model_alias", model_id},
         {"model_path", options.engine.model_path},
         {"modalities", {{"vision", false}, {"audio", false}}},
-        {"chat_template", ""},
+        {"chat_template", chat_template},
         {"build_info", fmt::format("kvprof {} (libllama {})", KVPROF_VERSION, info.llama_version)},
         {"kvprof",
          {{"n_ctx", ctx->n_ctx()},
@@ -184,6 +188,44 @@ class LlamaBackend::Impl {
           {"memory", memory_json()}}}};
   }
 };
+
+namespace {
+
+// Sets the chat template: --chat-template (usage error, with the closest built-in names, when
+// llama.cpp does not know it), else the model's; without a usable one, why not.
+Expected<void> choose_chat_template(LlamaBackend::Impl& impl) {
+  const std::vector<engine::ChatMessage> probe = {{"user", "w0"}};
+  const std::string& given = impl.options.chat_template;
+  if (!given.empty()) {
+    if (auto ok = engine::apply_chat_template(*impl.lib, given, probe); !ok) {
+      const auto names = engine::builtin_chat_templates(*impl.lib);
+      const auto close = closest_matches(given, names);
+      std::string hint;
+      for (const auto& n : close)
+        hint += (hint.empty() ? "" : ", ") + n;
+      return fail(ErrorKind::usage,
+                  fmt::format("--chat-template: {}{}", ok.error().message,
+                              hint.empty() ? "" : fmt::format(" (did you mean {}?)", hint)));
+    }
+    impl.chat_template = given;
+    return {};
+  }
+  const auto from_model = engine::model_chat_template(*impl.model);
+  if (!from_model) {
+    impl.chat_template_warning =
+        "the model has no chat template (tokenizer.chat_template): chat messages are joined "
+        "with newlines; give --chat-template NAME";
+  } else if (!engine::apply_chat_template(*impl.lib, *from_model, probe)) {
+    impl.chat_template_warning =
+        "llama.cpp does not know the model's chat template: chat messages are joined with "
+        "newlines; give --chat-template NAME";
+  } else {
+    impl.chat_template = *from_model;
+  }
+  return {};
+}
+
+}  // namespace
 
 LlamaBackend::LlamaBackend(std::unique_ptr<Impl> impl) : m_impl(std::move(impl)) {}
 
@@ -209,6 +251,7 @@ Expected<std::unique_ptr<LlamaBackend>> LlamaBackend::start(const LlamaBackendOp
   bs.n_batch = impl->ctx->n_batch();
   impl->batcher = std::make_unique<ContinuousBatcher>(*impl->model, *impl->ctx, bs);
   impl->memory = engine::memory_breakdown(*impl->lib, *impl->ctx);
+  if (auto chat = choose_chat_template(*impl); !chat) return std::unexpected(chat.error());
   impl->model_id = !options.alias.empty()
                        ? options.alias
                        : std::filesystem::path(options.engine.model_path).filename().string();
@@ -240,6 +283,21 @@ engine::LlamaLib& LlamaBackend::lib() const {
 Expected<std::vector<int32_t>> LlamaBackend::tokenize(std::string_view text,
                                                       bool add_special) const {
   return m_impl->model->tokenize(text, add_special);
+}
+
+Expected<std::string> LlamaBackend::chat_prompt(std::span<const ChatMessage> messages) const {
+  if (m_impl->chat_template.empty()) return plain_chat_join(messages);
+  std::vector<engine::ChatMessage> chat;
+  chat.reserve(messages.size());
+  for (const auto& m : messages)
+    chat.push_back({m.role, m.content});
+  auto text = engine::apply_chat_template(*m_impl->lib, m_impl->chat_template, chat);
+  if (!text) return fail(ErrorKind::input, text.error().message);
+  return text;
+}
+
+const std::string& LlamaBackend::chat_template_warning() const {
+  return m_impl->chat_template_warning;
 }
 
 std::string LlamaBackend::detokenize(const std::vector<int32_t>& tokens) const {

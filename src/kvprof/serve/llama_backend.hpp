@@ -1,7 +1,8 @@
 // LlamaBackend: the real engine behind `kvprof serve` — libllama in-process (dlopen), one model,
 // one context of -c cells shared by -np slots, and one engine thread running ContinuousBatcher.
-// Serves llama-server's own endpoints: /health, /v1/models, /props (with kvprof's exact memory
-// breakdown per buffer type), /slots and, with --metrics, /metrics.
+// Chat requests are formatted with the model's chat template (or --chat-template) by llama.cpp's
+// llama_chat_apply_template. Serves llama-server's own endpoints: /health, /v1/models, /props (with
+// kvprof's exact memory breakdown per buffer type), /slots and, with --metrics, /metrics.
 #pragma once
 
 #include <cstdint>
@@ -21,6 +22,7 @@ struct LlamaBackendOptions {
   std::string alias;                // --alias: the served model id (default: the file name)
   bool metrics = false;             // --metrics: serve /metrics (llama-server's default is off)
   bool slots = true;                // /slots (llama-server: on unless --no-slots)
+  std::string chat_template;  // --chat-template: a built-in name or a template; "" = the model's
 };
 
 class LlamaBackend final : public Backend {
@@ -37,6 +39,8 @@ class LlamaBackend final : public Backend {
   [[nodiscard]] std::string model_id() const override;
   [[nodiscard]] Expected<std::vector<int32_t>> tokenize(std::string_view text,
                                                         bool add_special) const override;
+  [[nodiscard]] Expected<std::string> chat_prompt(
+      std::span<const ChatMessage> messages) const override;
   [[nodiscard]] std::string detokenize(const std::vector<int32_t>& tokens) const override;
   [[nodiscard]] std::optional<HttpReply> admit(GenerateRequest& request) const override;
   uint64_t submit(GenerateRequest request, EventSink sink) override;
@@ -47,6 +51,9 @@ class LlamaBackend final : public Backend {
 
   // One line for the startup log: model, context, slots, memory.
   [[nodiscard]] std::string describe() const;
+  // Why chat messages are joined with newlines (no template, or one llama.cpp does not know),
+  // for a warning at startup; empty when a chat template is applied.
+  [[nodiscard]] const std::string& chat_template_warning() const;
   // The loaded library (for its log sink).
   [[nodiscard]] engine::LlamaLib& lib() const;
 

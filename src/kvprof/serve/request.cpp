@@ -33,24 +33,33 @@ Expected<std::vector<int32_t>> token_ids(const json& array) {
   return out;
 }
 
-Expected<std::string> chat_text(const json& messages) {
+}  // namespace
+
+Expected<std::vector<ChatMessage>> chat_messages(const json& messages) {
   if (!messages.is_array() || messages.empty()) {
     return fail(ErrorKind::input, "'messages' must be a non-empty array");
   }
-  std::string text;
+  std::vector<ChatMessage> out;
   for (const auto& m : messages) {
     if (!m.is_object() || !m.contains("content")) {
       return fail(ErrorKind::input, "each message must be an object with 'content'");
     }
+    ChatMessage message;
+    // OpenAI requires a role; a message without one is the user's, as most servers read it.
+    if (const auto it = m.find("role"); it != m.end() && !it->is_null()) {
+      if (!it->is_string()) return fail(ErrorKind::input, "'role' must be a string");
+      message.role = it->get<std::string>();
+    } else {
+      message.role = "user";
+    }
     const json& content = m["content"];
-    std::string part;
     if (content.is_string()) {
-      part = content.get<std::string>();
+      message.content = content.get<std::string>();
     } else if (content.is_array()) {
       for (const auto& piece : content) {
         if (piece.is_object() && piece.contains("type") && piece["type"] == "text" &&
             piece.contains("text") && piece["text"].is_string()) {
-          part += piece["text"].get<std::string>();
+          message.content += piece["text"].get<std::string>();
         } else {
           return fail(ErrorKind::input, "only text content parts are supported");
         }
@@ -58,13 +67,10 @@ Expected<std::string> chat_text(const json& messages) {
     } else if (!content.is_null()) {
       return fail(ErrorKind::input, "'content' must be a string or an array of parts");
     }
-    if (!text.empty()) text += "\n";
-    text += part;
+    out.push_back(std::move(message));
   }
-  return text;
+  return out;
 }
-
-}  // namespace
 
 Expected<std::vector<int32_t>> prompt_tokens(const json& prompt, const Backend& backend) {
   if (prompt.is_string()) return backend.tokenize(prompt.get<std::string>(), true);
@@ -87,7 +93,9 @@ static Expected<ParsedRequest> parse_request_unchecked(std::string_view body, En
   ParsedRequest out;
   if (endpoint == Endpoint::chat) {
     if (!doc.contains("messages")) return fail(ErrorKind::input, "'messages' is required");
-    auto text = chat_text(doc["messages"]);
+    auto messages = chat_messages(doc["messages"]);
+    if (!messages) return std::unexpected(messages.error());
+    auto text = backend.chat_prompt(*messages);
     if (!text) return std::unexpected(text.error());
     auto tokens = backend.tokenize(*text, true);
     if (!tokens) return std::unexpected(tokens.error());

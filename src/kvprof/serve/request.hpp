@@ -1,8 +1,9 @@
 // Reading a generation request the way llama-server reads it: /v1/completions and /completion
 // take "prompt" as a string, an array of token ids, or a one-element array of either;
-// /v1/chat/completions takes "messages" (no chat template: the contents are joined with
-// newlines). max_tokens / max_completion_tokens / n_predict (-1 = until the context is full),
-// stream, stream_options.include_usage, ignore_eos. No sockets here.
+// /v1/chat/completions takes "messages" (formatted by the backend's chat template, then
+// tokenized with special tokens, as llama-server does). max_tokens / max_completion_tokens /
+// n_predict (-1 = until the context is full), stream, stream_options.include_usage, ignore_eos.
+// No sockets here.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -25,6 +26,10 @@ struct ParsedRequest {
 // llama-server's wording for a missing or malformed field.
 Expected<ParsedRequest> parse_request(std::string_view body, Endpoint endpoint,
                                       const Backend& backend);
+
+// The messages of a chat request's "messages" (role defaults to "user"; content a string or text
+// parts); input error for anything else.
+Expected<std::vector<ChatMessage>> chat_messages(const nlohmann::json& messages);
 
 // The prompt tokens of a "prompt" value (string, token ids, or a one-element array of either);
 // input error otherwise (several prompts in one request are refused).

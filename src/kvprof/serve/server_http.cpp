@@ -16,6 +16,7 @@
 #include <ctime>
 #include <deque>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <thread>
 
 #include "kvprof/serve/request.hpp"
@@ -100,6 +101,9 @@ class Server::Impl {
   std::atomic<uint64_t> completions{0};
   std::atomic<uint64_t> rejected{0};
   std::atomic<uint64_t> aborted{0};
+  // Response ids are "chatcmpl-"/"cmpl-" + this server's random tag + the request number, so
+  // ids of two servers (or two runs) do not repeat.
+  const std::string id_tag = fmt::format("{:08x}", std::random_device{}());
 
   Expected<void> bind() {
     std::string host = options.host;
@@ -171,6 +175,20 @@ class Server::Impl {
                  keep_alive);
   }
 
+  // /apply-template, as llama-server: {"messages": [...]} -> {"prompt": the formatted chat}.
+  std::string apply_template_reply(const std::string& body, bool keep_alive) {
+    const auto doc = nlohmann::json::parse(body, nullptr, false);
+    if (!doc.is_object() || !doc.contains("messages")) {
+      return error_reply(400, "'messages' is required", keep_alive);
+    }
+    auto messages = chat_messages(doc["messages"]);
+    if (!messages) return error_reply(400, messages.error().message, keep_alive);
+    auto prompt = backend->chat_prompt(*messages);
+    if (!prompt) return error_reply(400, prompt.error().message, keep_alive);
+    return reply(200, "application/json; charset=utf-8", ordered_json{{"prompt", *prompt}}.dump(),
+                 keep_alive);
+  }
+
   asio::awaitable<void> session(tcp::socket socket) {
     boost::beast::flat_buffer buffer;
     for (;;) {
@@ -211,11 +229,13 @@ class Server::Impl {
       }
       if ((target == "/tokenize" || target == "/detokenize") && post) {
         out = tokenize_reply(req.body(), target == "/detokenize", keep_alive);
+      } else if (target == "/apply-template" && post) {
+        out = apply_template_reply(req.body(), keep_alive);
       } else if (auto r = get ? backend->get(target) : std::nullopt) {
         out = reply(r->status, r->content_type, r->body, keep_alive);
       } else {
         const bool known = endpoint || target == "/tokenize" || target == "/detokenize" ||
-                           backend->get(target).has_value();
+                           target == "/apply-template" || backend->get(target).has_value();
         out = known ? error_reply(405, "Method Not Allowed", keep_alive)
                     : error_reply(404, "File Not Found", keep_alive);
       }
@@ -252,8 +272,9 @@ class Server::Impl {
     const bool chat = endpoint == Endpoint::chat;
     const bool native = endpoint == Endpoint::native_completion;
     const std::string model = backend->model_id();
-    const sim::ResponseBuilder builder(
-        chat, model, number, static_cast<int64_t>(std::time(nullptr)), parsed->include_usage);
+    const sim::ResponseBuilder builder(chat, model, number,
+                                       static_cast<int64_t>(std::time(nullptr)),
+                                       parsed->include_usage, id_tag);
     auto give_up = [&] {
       backend->cancel(task);
       ++aborted;

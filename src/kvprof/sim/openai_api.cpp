@@ -120,10 +120,11 @@ std::string sse_event(std::string_view json) {
 }
 
 ResponseBuilder::ResponseBuilder(bool chat, std::string model, uint64_t request_number,
-                                 int64_t created_unix_s, bool include_usage)
+                                 int64_t created_unix_s, bool include_usage,
+                                 std::string_view id_tag)
     : m_chat(chat),
       m_model(std::move(model)),
-      m_id(fmt::format("{}-sim{:016x}", chat ? "chatcmpl" : "cmpl", request_number)),
+      m_id(fmt::format("{}-{}{:016x}", chat ? "chatcmpl" : "cmpl", id_tag, request_number)),
       m_created(created_unix_s),
       m_include_usage(include_usage) {}
 

@@ -38,8 +38,10 @@ std::string sse_event(std::string_view json);
 // Builds the bodies of one completion response, streamed or not.
 class ResponseBuilder {
  public:
+  // The response id is "chatcmpl-" (chat) or "cmpl-", then `id_tag`, then the request number in
+  // hex: serve-sim's tag is "sim", kvprof serve's a random one per server.
   ResponseBuilder(bool chat, std::string model, uint64_t request_number, int64_t created_unix_s,
-                  bool include_usage);
+                  bool include_usage, std::string_view id_tag = "sim");
 
   [[nodiscard]] const std::string& id() const { return m_id; }
   // Chat only: the first chunk, {"role":"assistant","content":""}.
