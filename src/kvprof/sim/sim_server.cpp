@@ -158,6 +158,14 @@ void SimServer::Impl::engine_loop() {
       if (m_cv.wait_until(lock, step_end, [&] { return m_stopping; })) break;
     }
     auto outputs = m_engine.complete_step(now_s());
+    // As an engine frees a finished request's memory before its answer leaves: once idle, the
+    // idle figures are published before any client can see the last token (a profile's
+    // baseline, right after its probe request, never reads the probe's step).
+    const bool idle = !m_engine.has_unfinished();
+    if (idle) {
+      writer.update(memory_now(0), Clock::now());
+      writer.flush(Clock::now(), /*force=*/true);
+    }
     for (auto& out : outputs) {
       const auto it = m_channels.find(out.request_id);
       if (it == m_channels.end()) continue;
@@ -168,7 +176,6 @@ void SimServer::Impl::engine_loop() {
         channel->signal.cancel();
       });
     }
-    if (!m_engine.has_unfinished()) writer.update(memory_now(0), Clock::now());
     publish();
   }
   m_channels.clear();
