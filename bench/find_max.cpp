@@ -6,10 +6,10 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 
+#include "find_max_table.hpp"
 #include "kvprof/experiment/find_max_profile.hpp"
 #include "kvprof/sim/sim_memory_source.hpp"
 #include "kvprof/sim/sim_server.hpp"
@@ -18,10 +18,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using namespace kvprof;
-
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
 
 }  // namespace
 
@@ -69,34 +65,13 @@ int main(int argc, char** argv) {
       "range 1..{}, {} KV blocks of 16 tokens, 64 + 32 tokens per request: the KV cache "
       "holds {} requests\n",
       max_c, blocks, capacity);
-  fmt::print("| search | steps | answer | wall s | s per step |\n|---|---:|---:|---:|---:|\n");
-  for (const auto& [label, start] :
-       {std::pair<const char*, std::optional<uint32_t>>{"find-max, no estimate", std::nullopt},
-        {"find-max, estimate 20% high", capacity + capacity / 5 + 1}}) {
-    limits.start = start;
-    const auto t0 = std::chrono::steady_clock::now();
-    auto r = experiment::find_max(limits, trial, nullptr, nullptr);
-    const double wall = seconds_since(t0);
-    if (!r) {
-      fmt::print(stderr, "{}\n", r.error().message);
-      return 1;
-    }
-    fmt::print("| {} | {} | {} | {:.1f} | {:.2f} |\n", label, r->steps.size(),
-               r->answer ? *r->answer : 0, wall, wall / static_cast<double>(r->steps.size()));
+  if (!benchmarks::print_find_max_table(
+          limits, trial,
+          {{"find-max, no estimate", std::nullopt},
+           {"find-max, estimate 20% high", capacity + capacity / 5 + 1}},
+          max_c, grid_step, fmt::format("grid over every concurrency (step {})", grid_step))) {
+    return 1;
   }
-  const auto t0 = std::chrono::steady_clock::now();
-  uint32_t steps = 0, answer = 0;
-  for (uint32_t c = 1; c <= max_c; c += grid_step) {
-    auto o = trial(c, ++steps);
-    if (!o) {
-      fmt::print(stderr, "{}\n", o.error().message);
-      return 1;
-    }
-    if (experiment::judge_trial(*o, limits).pass) answer = std::max(answer, c);
-  }
-  const double wall = seconds_since(t0);
-  fmt::print("| grid over every concurrency (step {}) | {} | {} | {:.1f} | {:.2f} |\n", grid_step,
-             steps, answer, wall, wall / steps);
   (*server)->stop();
   std::error_code ec;
   fs::remove_all(out, ec);

@@ -7,10 +7,10 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 
+#include "find_max_table.hpp"
 #include "kvprof/bench/bench_estimate.hpp"
 #include "kvprof/engine/llama_lib.hpp"
 #include "kvprof/experiment/find_max_bench.hpp"
@@ -19,10 +19,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using namespace kvprof;
-
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
 
 uint32_t arg_u32(int argc, char** argv, int i, uint32_t fallback) {
   return argc > i ? static_cast<uint32_t>(std::atoi(argv[i])) : fallback;
@@ -64,35 +60,13 @@ int main(int argc, char** argv) {
   fmt::print("{}: -c {}, {} + {} tokens per sequence, range 1..{}; the planner's answer: {}\n",
              argv[1], s.config.engine.n_ctx, s.input_len, s.output_len, max_c,
              planned ? std::to_string(*planned) : "none");
-  fmt::print("| search | steps | answer | wall s | s per step |\n|---|---:|---:|---:|---:|\n");
-  for (const auto& [label, start] :
-       {std::pair<const char*, std::optional<uint32_t>>{"find-max, from the llama.cpp plan",
-                                                        planned},
-        {"find-max, no estimate (bisection from the middle)", std::nullopt}}) {
-    limits.start = start;
-    const auto t0 = std::chrono::steady_clock::now();
-    auto r = experiment::find_max(limits, trial, nullptr, nullptr);
-    const double wall = seconds_since(t0);
-    if (!r) {
-      fmt::print(stderr, "{}\n", r.error().message);
-      return 1;
-    }
-    fmt::print("| {} | {} | {} | {:.1f} | {:.2f} |\n", label, r->steps.size(),
-               r->answer ? *r->answer : 0, wall, wall / static_cast<double>(r->steps.size()));
+  if (!benchmarks::print_find_max_table(
+          limits, trial,
+          {{"find-max, from the llama.cpp plan", planned},
+           {"find-max, no estimate (bisection from the middle)", std::nullopt}},
+          max_c, 1, fmt::format("grid over every concurrency 1..{}", max_c))) {
+    return 1;
   }
-  const auto t0 = std::chrono::steady_clock::now();
-  uint32_t steps = 0, answer = 0;
-  for (uint32_t c = 1; c <= max_c; ++c) {
-    auto o = trial(c, ++steps);
-    if (!o) {
-      fmt::print(stderr, "{}\n", o.error().message);
-      return 1;
-    }
-    if (experiment::judge_trial(*o, limits).pass) answer = std::max(answer, c);
-  }
-  const double wall = seconds_since(t0);
-  fmt::print("| grid over every concurrency 1..{} | {} | {} | {:.1f} | {:.2f} |\n", max_c, steps,
-             answer, wall, wall / steps);
   std::error_code ec;
   fs::remove_all(s.output_dir, ec);
   return 0;
