@@ -358,7 +358,7 @@
     };
     const measured = section.simulated ? 'simulated' : 'measured';
     const usage = [series('KV cache usage, peak (%)', 'kv_pct', '#009e73', 'engine-reported', '%'),
-                   series('memory used, busiest GPU (%)', 'memory_pct', '#0072b3', measured, '%')]
+                   series('memory used (%: busiest GPU, or RAM on CPU)', 'memory_pct', '#0072b3', measured, '%')]
         .filter(function (d) { return d.data.length; });
     const xScale = { type: 'linear', min: xs[0], max: xs[1], title: { display: true, text: 'concurrency' },
                      grid: { color: '#f1f1f4' }, ticks: { precision: 0 } };
@@ -370,24 +370,29 @@
             ' (' + d.nature + ', ' + (d.data[item.dataIndex].pass ? 'passed' : 'failed') + ')';
       }
     }, { mode: 'nearest', intersect: false, filter: function (i) { return !i.dataset.hline; } });
-    if (usage.length) {
-      if (section.max_memory_frac !== null) usage.push(limitLine('memory limit (' + num(section.max_memory_frac * 100, 1) + '%)', section.max_memory_frac * 100, '#0072b3', xs));
-      usage.push(limitLine('KV cache full (100%)', 100, FAIL, xs));
-      const id = 'find-max-usage';
+    // A line chart over the concurrencies tried (x) with the pass/fail-coloured points.
+    const perConcurrencyChart = function (id, label, title, datasets, y) {
       const canvas = K.card(grid, id, 380, 'half');
-      canvas.setAttribute('aria-label', 'memory and KV usage per concurrency');
-      K.register(id, 'find-max-usage', new Chart(canvas, {
-        type: 'line', data: { datasets: usage },
+      canvas.setAttribute('aria-label', label);
+      K.register(id, id, new Chart(canvas, {
+        type: 'line', data: { datasets: datasets },
         options: {
           parsing: false,
-          scales: { x: xScale, y: { beginAtZero: true, suggestedMax: 100, grid: { color: '#ececf0' },
-                                    title: { display: true, text: 'peak during the step (%)' } } },
-          plugins: Object.assign(K.titleOptions('What each concurrency used', lines), {
+          scales: { x: xScale, y: { beginAtZero: true, suggestedMax: y.suggestedMax,
+                                    grid: { color: '#ececf0' }, title: { display: true, text: y.text } } },
+          plugins: Object.assign(K.titleOptions(title, lines), {
             legend: { position: 'bottom', labels: { boxWidth: 22, boxHeight: 2 } },
             tooltip: pointTooltip
           })
         }
       }));
+    };
+    if (usage.length) {
+      if (section.max_memory_frac !== null) usage.push(limitLine('memory limit (' + num(section.max_memory_frac * 100, 1) + '%)', section.max_memory_frac * 100, '#0072b3', xs));
+      usage.push(limitLine('KV cache full (100%)', 100, FAIL, xs));
+      perConcurrencyChart('find-max-usage', 'memory and KV usage per concurrency',
+                          'What each concurrency used', usage,
+                          { suggestedMax: 100, text: 'peak during the step (%)' });
     }
     // 3: the latency SLOs, when any step measured latency.
     const latency = [series('TTFT p99 (ms)', 'ttft_p99_ms', '#e69e00', measured, 'ms'),
@@ -396,21 +401,8 @@
     if (latency.length) {
       if (section.slo_ttft_ms !== null) latency.push(limitLine('TTFT SLO ' + section.slo_ttft_ms + ' ms', section.slo_ttft_ms, '#e69e00', xs));
       if (section.slo_itl_ms !== null) latency.push(limitLine('ITL SLO ' + section.slo_itl_ms + ' ms', section.slo_itl_ms, '#cc78a6', xs));
-      const id = 'find-max-latency';
-      const canvas = K.card(grid, id, 380, 'half');
-      canvas.setAttribute('aria-label', 'latency per concurrency');
-      K.register(id, 'find-max-latency', new Chart(canvas, {
-        type: 'line', data: { datasets: latency },
-        options: {
-          parsing: false,
-          scales: { x: xScale, y: { beginAtZero: true, grid: { color: '#ececf0' },
-                                    title: { display: true, text: 'latency (ms)' } } },
-          plugins: Object.assign(K.titleOptions('Latency against the SLOs', lines), {
-            legend: { position: 'bottom', labels: { boxWidth: 22, boxHeight: 2 } },
-            tooltip: pointTooltip
-          })
-        }
-      }));
+      perConcurrencyChart('find-max-latency', 'latency per concurrency', 'Latency against the SLOs',
+                          latency, { text: 'latency (ms)' });
     }
     table(grid, 'Steps', ['step', 'phase', 'concurrency', 'verdict', 'KV peak (%)', 'memory (%)',
                           'TTFT p99 (ms)', 'errors', 'time (s)', 'why'],
