@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 namespace kvprof::test {
 
 struct Run {
@@ -28,6 +30,17 @@ inline Run run_kvprof(const std::string& args) {
   const int status = pclose(p);
   r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
+}
+
+// The JSON object in `out` (from its first '{' to its last '}'; progress lines around it are
+// ignored); a discarded value when there is none or it does not parse.
+inline nlohmann::json json_in(const std::string& out) {
+  const auto open = out.find('{');
+  const auto close = out.rfind('}');
+  if (open == std::string::npos || close == std::string::npos || close < open) {
+    return nlohmann::json(nlohmann::json::value_t::discarded);
+  }
+  return nlohmann::json::parse(out.substr(open, close - open + 1), nullptr, false);
 }
 
 }  // namespace kvprof::test

@@ -23,10 +23,8 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 json parse_output(const std::string& out) {
-  const auto open = out.find('{');
-  const auto close = out.rfind('}');
-  if (open == std::string::npos || close == std::string::npos) return json();
-  return json::parse(out.substr(open, close - open + 1), nullptr, false);
+  json j = test::json_in(out);
+  return j.is_discarded() ? json() : j;
 }
 
 TEST(CompareRuns, CommandFlagsAreSettings) {

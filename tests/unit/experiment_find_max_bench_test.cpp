@@ -56,12 +56,7 @@ class FindMaxBenchE2E : public test::TempDirTest {
   json find_max(const std::string& args, int expected_rc = 0) const {
     const auto r = test::run_kvprof(fmt_args(args) + " -q --json");
     EXPECT_EQ(r.rc, expected_rc) << r.out;
-    const auto open = r.out.find('{');
-    const auto close = r.out.rfind('}');
-    json j = json::parse(open == std::string::npos || close == std::string::npos
-                             ? std::string()
-                             : r.out.substr(open, close - open + 1),
-                         nullptr, false);
+    json j = test::json_in(r.out);
     EXPECT_FALSE(j.is_discarded()) << r.out;
     return j;
   }

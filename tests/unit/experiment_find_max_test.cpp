@@ -190,12 +190,7 @@ class FindMaxE2E : public test::TempDirTest {
     const auto r = test::run_kvprof("find-max --output-dir " + (m_dir / "results").string() +
                                     " -q --json " + args);
     EXPECT_EQ(r.rc, expected_rc) << r.out;
-    const auto open = r.out.find('{');
-    const auto close = r.out.rfind('}');
-    json j = json::parse(open == std::string::npos || close == std::string::npos
-                             ? std::string()
-                             : r.out.substr(open, close - open + 1),
-                         nullptr, false);
+    json j = test::json_in(r.out);
     EXPECT_FALSE(j.is_discarded()) << r.out;
     return j;
   }

@@ -109,7 +109,7 @@ TEST_F(GgufMixCli, WhatIfEqualsTheFileMakeGgufWrites) {
   const auto weights = [&](const std::string& args) {
     const auto r = test::run_kvprof("estimate --engine llamacpp --json " + args);
     EXPECT_EQ(r.rc, 0) << r.out;
-    return nlohmann::json::parse(r.out.substr(r.out.find('{')))["per_gpu"]["weights_bytes"];
+    return test::json_in(r.out)["per_gpu"]["weights_bytes"];
   };
   for (const char* mix : {"Q4_K_M", "q5_k_s", "Q8_0", "Q6_K"}) {
     const auto file = m_dir / (std::string(mix) + ".gguf");
