@@ -1,5 +1,6 @@
-// libFuzzer target for a Prometheus server's /api/v1/query answer (JSON) as the remote GPU source
-// reads it: never a crash or an exception, every reading names a GPU.
+// libFuzzer target for a Prometheus server's HTTP API answers (JSON) as the remote GPU source
+// reads them: /api/v1/query (an instant vector) and /api/v1/query_range (a matrix, which fills
+// gaps). Never a crash or an exception; every reading names a GPU; instants are in time order.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -15,6 +16,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (r.key.empty()) std::abort();
     }
   } else if (readings.error().message.empty()) {
+    std::abort();
+  }
+  const auto past = kvprof::gpu::parse_prometheus_range_answer(text);
+  if (past) {
+    for (size_t i = 0; i < past->size(); ++i) {
+      if (i > 0 && (*past)[i].t_wall_ms <= (*past)[i - 1].t_wall_ms) std::abort();
+      for (const auto& r : (*past)[i].readings) {
+        if (r.key.empty()) std::abort();
+      }
+    }
+  } else if (past.error().message.empty()) {
     std::abort();
   }
   return 0;

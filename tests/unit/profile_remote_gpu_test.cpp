@@ -7,11 +7,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -24,6 +27,7 @@
 #include "kvprof/util/strings.hpp"
 #include "support/run_folders.hpp"
 #include "support/run_kvprof.hpp"
+#include "support/scripted_http_server.hpp"
 #include "support/temp_dir.hpp"
 
 namespace kvprof {
@@ -34,6 +38,12 @@ using nlohmann::json;
 using namespace std::chrono_literals;
 
 constexpr uint64_t k_mib = 1ULL << 20;
+
+// Skips (or fails, where the test command requires it) without Debian's prometheus.
+std::optional<std::string> find_prometheus() {
+  const char* path = std::getenv("PATH");
+  return sys::find_executable("prometheus", path ? path : "/usr/bin:/bin");
+}
 
 // serve-sim in this process, publishing its GPU as a DCGM exporter on node "node-a".
 std::unique_ptr<sim::SimServer> start_sim() {
@@ -168,9 +178,46 @@ class Child {
   pid_t m_pid = -1;
 };
 
+// A real Prometheus (Debian's package) scraping the simulator's exporter every 200 ms, started
+// with a config written to `dir`; ready once it has scraped node-a.
+class RealPrometheus {
+ public:
+  RealPrometheus(const std::string& binary, const fs::path& dir, uint16_t exporter_port) {
+    const auto port = profile::free_port("127.0.0.1");
+    if (!port) return;
+    std::ofstream(dir / "prometheus.yml")
+        << "global:\n  scrape_interval: 200ms\n  scrape_timeout: 150ms\n"
+        << "scrape_configs:\n  - job_name: dcgm\n    metrics_path: /dcgm/metrics\n"
+        << "    static_configs:\n      - targets: ['127.0.0.1:" << exporter_port << "']\n";
+    url = "http://127.0.0.1:" + std::to_string(*port);
+    m_child = std::make_unique<Child>(
+        std::vector<std::string>{binary, "--config.file=" + (dir / "prometheus.yml").string(),
+                                 "--web.listen-address=127.0.0.1:" + std::to_string(*port),
+                                 "--storage.tsdb.path=" + (dir / "data").string()},
+        dir / "prometheus.log");
+  }
+
+  // Waits until Prometheus has scraped the simulated exporter at least once.
+  bool wait_scraped() const {
+    const std::string query =
+        url + "/api/v1/query?query=" + percent_encode(R"(DCGM_FI_DEV_FB_USED{Hostname="node-a"})");
+    for (int i = 0; i < 150; ++i) {
+      if (auto a = client::http_get(query); a && a->status == 200) {
+        if (a->body.find("node-a") != std::string::npos) return true;
+      }
+      std::this_thread::sleep_for(100ms);
+    }
+    return false;
+  }
+
+  std::string url;
+
+ private:
+  std::unique_ptr<Child> m_child;
+};
+
 TEST(ProfileRemoteGpu, ReadsTheServersGpuThroughARealPrometheus) {
-  const char* path = std::getenv("PATH");
-  const auto prometheus = sys::find_executable("prometheus", path ? path : "/usr/bin:/bin");
+  const auto prometheus = find_prometheus();
   if (!prometheus) {
     if (std::getenv("KVPROF_REQUIRE_PROMETHEUS") != nullptr) {
       FAIL() << "prometheus is not installed (scripts/setup.sh installs Debian's package)";
@@ -180,29 +227,9 @@ TEST(ProfileRemoteGpu, ReadsTheServersGpuThroughARealPrometheus) {
   auto server = start_sim();
   ASSERT_NE(server, nullptr);
   test::ScopedTempDir dir("kvprof_remote_gpu");
-  const auto port = profile::free_port("127.0.0.1");
-  ASSERT_TRUE(port);
-  std::ofstream(dir.path / "prometheus.yml")
-      << "global:\n  scrape_interval: 200ms\n  scrape_timeout: 150ms\n"
-      << "scrape_configs:\n  - job_name: dcgm\n    metrics_path: /dcgm/metrics\n"
-      << "    static_configs:\n      - targets: ['127.0.0.1:" << server->port() << "']\n";
-  const std::string prom_url = "http://127.0.0.1:" + std::to_string(*port);
-  Child prom({*prometheus, "--config.file=" + (dir.path / "prometheus.yml").string(),
-              "--web.listen-address=127.0.0.1:" + std::to_string(*port),
-              "--storage.tsdb.path=" + (dir.path / "data").string()},
-             dir.path / "prometheus.log");
-
-  // Wait until Prometheus has scraped the simulated exporter at least once.
-  const std::string query = prom_url + "/api/v1/query?query=" +
-                            percent_encode(R"(DCGM_FI_DEV_FB_USED{Hostname="node-a"})");
-  bool scraped = false;
-  for (int i = 0; i < 150 && !scraped; ++i) {
-    if (auto a = client::http_get(query); a && a->status == 200) {
-      scraped = a->body.find("node-a") != std::string::npos;
-    }
-    if (!scraped) std::this_thread::sleep_for(100ms);
-  }
-  ASSERT_TRUE(scraped) << "Prometheus never scraped serve-sim; see " << dir.path;
+  RealPrometheus prom(*prometheus, dir.path, server->port());
+  ASSERT_TRUE(prom.wait_scraped()) << "Prometheus never scraped serve-sim; see " << dir.path;
+  const std::string& prom_url = prom.url;
 
   const fs::path out = dir.path / "results";
   const auto r = test::run_kvprof("profile --endpoint " + server->base_url() +
@@ -224,6 +251,116 @@ TEST(ProfileRemoteGpu, ReadsTheServersGpuThroughARealPrometheus) {
       " --gpu-selector '{Hostname=\"node-b\"}' " + grid_flags() + " --output-dir " + out.string());
   EXPECT_EQ(other.rc, 2) << other.out;
   EXPECT_NE(other.out.find("no GPU framebuffer series"), std::string::npos) << other.out;
+}
+
+// A proxy in front of Prometheus that answers instant queries 7 to 13 with HTTP 503 (a network
+// or Prometheus outage during the run) and passes everything else on, one connection a request.
+class OutageProxy {
+ public:
+  explicit OutageProxy(std::string upstream)
+      : m_upstream(std::move(upstream)),
+        m_server([this](testing::ScriptedHttpServer::Connection& c, uint64_t) {
+          const std::string& head = c.request_head();
+          const auto start = head.find(' ');
+          const auto end = head.find(' ', start + 1);
+          const std::string target = head.substr(start + 1, end - start - 1);
+          std::string status = "502 Bad Gateway";
+          std::string body = R"({"status":"error","error":"proxy: no answer"})";
+          if (target.starts_with("/api/v1/query_range")) ++range_queries;
+          if (target.starts_with("/api/v1/query?") && ++instant_queries >= 7 &&
+              instant_queries <= 13) {
+            status = "503 Service Unavailable";
+            body = R"({"status":"error","errorType":"unavailable","error":"outage"})";
+          } else if (auto a = client::http_get(m_upstream + target); a) {
+            status = std::to_string(a->status) + (a->status == 200 ? " OK" : " Error");
+            body = a->body;
+          }
+          c.write("HTTP/1.1 " + status + "\r\nContent-Type: application/json\r\nContent-Length: " +
+                  std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body);
+          return testing::AfterResponse::close;
+        }) {}
+
+  [[nodiscard]] std::string url() const { return m_server.url(""); }
+
+  std::atomic<int> instant_queries{0};
+  std::atomic<int> range_queries{0};
+
+ private:
+  std::string m_upstream;
+  testing::ScriptedHttpServer m_server;
+};
+
+// t_mono_ns of every row of a trace, in file order.
+std::vector<int64_t> row_times(const fs::path& trace) {
+  std::ifstream in(trace);
+  std::string line;
+  std::vector<int64_t> out;
+  std::getline(in, line);
+  while (std::getline(in, line))
+    out.push_back(std::stoll(line.substr(0, line.find(','))));
+  return out;
+}
+
+TEST(ProfileRemoteGpu, AnOutageDuringTheRunIsFilledFromPrometheusHistory) {
+  const auto prometheus = find_prometheus();
+  if (!prometheus) {
+    if (std::getenv("KVPROF_REQUIRE_PROMETHEUS") != nullptr) {
+      FAIL() << "prometheus is not installed (scripts/setup.sh installs Debian's package)";
+    }
+    GTEST_SKIP() << "prometheus is not installed";
+  }
+  auto server = start_sim();
+  ASSERT_NE(server, nullptr);
+  test::ScopedTempDir dir("kvprof_remote_gpu");
+  RealPrometheus prom(*prometheus, dir.path, server->port());
+  ASSERT_TRUE(prom.wait_scraped()) << "Prometheus never scraped serve-sim; see " << dir.path;
+  OutageProxy proxy(prom.url);
+
+  const fs::path out = dir.path / "results";
+  const auto r = test::run_kvprof("profile --endpoint " + server->base_url() +
+                                  " --gpu-source prometheus=" + proxy.url() +
+                                  " --gpu-selector '{Hostname=\"node-a\"}' --gpu-interval-ms 200 " +
+                                  grid_flags() + " --output-dir " + out.string());
+  ASSERT_EQ(r.rc, 0) << r.out;
+  ASSERT_GT(proxy.instant_queries.load(), 13) << "the run ended before the outage did";
+  const fs::path run = only_run(out);
+  std::ifstream in(run / "summary.json");
+  const json summary = json::parse(in);
+  EXPECT_GE(summary["sampler"]["failed_queries"].get<int>(), 7);
+  const json& gaps = summary["gpu_gaps"];
+  ASSERT_TRUE(gaps.is_object()) << summary.dump(1);
+  EXPECT_EQ(gaps["history"], "Prometheus query_range");
+  EXPECT_TRUE(gaps["error"].is_null()) << gaps.dump();
+  ASSERT_GE(gaps["gaps"].size(), 1U) << gaps.dump();
+  // Seven failed readings 200 ms apart: a hole of about 1.6 s, read back at the same step.
+  EXPECT_GE(gaps["filled_readings"].get<int>(), 4) << gaps.dump();
+  EXPECT_GE(proxy.range_queries.load(), 1);
+  EXPECT_NE(r.out.find("GPU readings filled from Prometheus query_range: " +
+                       std::to_string(gaps["filled_readings"].get<int>())),
+            std::string::npos)
+      << r.out;
+  int filled_in_gaps = 0;
+  for (const auto& g : gaps["gaps"]) {
+    EXPECT_EQ(g["gpu"], 0);
+    EXPECT_GE(g["from_s"].get<double>(), 0.0);
+    EXPECT_GT(g["to_s"].get<double>() - g["from_s"].get<double>(), 0.4) << g;
+    filled_in_gaps += g["filled_readings"].get<int>();
+  }
+  EXPECT_EQ(filled_in_gaps, gaps["filled_readings"].get<int>());
+  for (const auto& w : summary["warnings"])
+    EXPECT_EQ(w.get<std::string>().find("gap"), std::string::npos) << w;
+
+  // The filled readings are device rows among the live ones, in time order, and they are the
+  // simulated GPU's memory as Prometheus scraped it.
+  const auto times = row_times(run / "gpu_mem_trace.csv");
+  EXPECT_TRUE(std::is_sorted(times.begin(), times.end()));
+  const auto used = device_used(run / "gpu_mem_trace.csv");
+  EXPECT_EQ(used.size(), summary["sampler"]["device_rows"].get<size_t>() +
+                             gaps["filled_readings"].get<size_t>());
+  EXPECT_EQ(*std::min_element(used.begin(), used.end()), idle_used_mib_bytes(*server));
+  EXPECT_LE(*std::max_element(used.begin(), used.end()), server->config().total_bytes);
+  for (const uint64_t u : used)
+    EXPECT_EQ(u % k_mib, 0U);
 }
 
 }  // namespace

@@ -257,8 +257,14 @@ TEST_F(SummarySchema, EveryFieldWrittenIsDocumentedAndEveryDocumentedFieldIsWrit
   walk.visit(s_llama.summary, "");
   for (const auto& p : walk.problems)
     ADD_FAILURE() << p;
+  // Written only when GPU readings fail during a run: ProfileRemoteGpu.AnOutageDuringTheRun...
+  // (profile_remote_gpu_test.cpp) checks each of them in a run through a real Prometheus.
+  const std::set<std::string> outage_only{"gpu_gaps.gaps[].gpu", "gpu_gaps.gaps[].from_s",
+                                          "gpu_gaps.gaps[].to_s",
+                                          "gpu_gaps.gaps[].filled_readings"};
   for (const auto& [path, field] : doc) {
-    EXPECT_TRUE(walk.written.contains(path)) << "documented but not written: " << path;
+    EXPECT_TRUE(walk.written.contains(path) || outage_only.contains(path))
+        << "documented but not written: " << path;
     EXPECT_FALSE(field.meaning.find_first_not_of(' ') == std::string::npos) << path;
   }
   // Every `_gb` field is documented as an alias, of a `_gib` field written beside it.

@@ -350,7 +350,8 @@ void register_profile_command(CLI::App& app) {
       ->add_option("--gpu-source", st->gpu_source,
                    "Where GPU memory comes from: auto (NVML when the server runs on this "
                    "machine, else none), nvml, none, dcgm=URL (a DCGM exporter's /metrics on the "
-                   "server's node) or prometheus=URL (a Prometheus server scraping DCGM)")
+                   "server's node) or prometheus=URL (a Prometheus server scraping DCGM; readings "
+                   "that fail are filled afterwards from its query_range history)")
       ->envname("KVPROF_GPU_SOURCE")
       ->capture_default_str();
   sampling

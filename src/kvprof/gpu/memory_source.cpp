@@ -9,6 +9,13 @@ std::string format_cuda_version(int cuda_driver_version) {
   return fmt::format("{}.{}", cuda_driver_version / 1000, (cuda_driver_version % 1000) / 10);
 }
 
+Expected<std::vector<PastReading>> MemorySource::history(const std::vector<unsigned>& gpus,
+                                                         int64_t from_wall_ms, int64_t to_wall_ms,
+                                                         uint32_t step_ms) {
+  (void)gpus, (void)from_wall_ms, (void)to_wall_ms, (void)step_ms;
+  return fail(ErrorKind::not_found, "this GPU memory source keeps no history");
+}
+
 Expected<std::vector<DeviceMemory>> MemorySource::sample_devices(
     const std::vector<unsigned>& gpus) {
   std::vector<DeviceMemory> out;

@@ -40,6 +40,12 @@ struct ProcessMemory {
   std::optional<uint64_t> used_bytes;  // empty when the driver cannot say (e.g. no permission)
 };
 
+// A past reading of one GPU, as a source that keeps history (a Prometheus server) gives it.
+struct PastReading {
+  int64_t t_wall_ms = 0;  // Unix epoch ms of the reading
+  DeviceMemory memory;
+};
+
 // Driver-wide facts.
 struct DriverInfo {
   std::optional<std::string> driver_version;  // "550.54.15"
@@ -63,6 +69,15 @@ class MemorySource {
   virtual Expected<std::vector<ProcessMemory>> sample_processes(unsigned gpu) = 0;
   // Driver and CUDA versions (fields empty when unknown).
   virtual DriverInfo driver_info() = 0;
+
+  // What this source's history comes from ("Prometheus query_range"), or nothing when it keeps
+  // none (a driver, an exporter's current page).
+  [[nodiscard]] virtual std::optional<std::string> history_name() const { return std::nullopt; }
+  // Readings of `gpus` in [from_wall_ms, to_wall_ms] every `step_ms`, in time order; a
+  // not_found error when the source keeps no history.
+  virtual Expected<std::vector<PastReading>> history(const std::vector<unsigned>& gpus,
+                                                     int64_t from_wall_ms, int64_t to_wall_ms,
+                                                     uint32_t step_ms);
 
   // Samples each GPU of `gpus` in order; the first error stops and is returned.
   Expected<std::vector<DeviceMemory>> sample_devices(const std::vector<unsigned>& gpus);

@@ -22,8 +22,20 @@ std::string dcgm_memory_query(const std::vector<LabelMatcher>& selector);
 // input errors carrying its message.
 Expected<std::vector<RemoteGpuReading>> parse_prometheus_query_answer(std::string_view json_text);
 
+// Parses the JSON answer of /api/v1/query_range (resultType "matrix", at most 4,096 series and
+// 1,000,000 points in all) into every GPU's readings per instant, in time order; errors as for
+// parse_prometheus_query_answer.
+Expected<std::vector<TimedRemoteReadings>> parse_prometheus_range_answer(
+    std::string_view json_text);
+
+// The query_range URL path and parameters for [from_wall_ms, to_wall_ms] every step_ms
+// ("/api/v1/query_range?query=...&start=1700000000.000&end=...&step=1.000").
+std::string prometheus_range_target(const std::vector<LabelMatcher>& selector, int64_t from_wall_ms,
+                                    int64_t to_wall_ms, uint32_t step_ms);
+
 // A source querying the Prometheus server at `base_url` (http://prom:9090) once per
-// `min_refresh_ms` at most.
+// `min_refresh_ms` at most, whose history (query_range, at most 10,000 steps a request) fills
+// the gaps a failed query leaves.
 std::unique_ptr<RemoteSource> make_prometheus_source(const std::string& base_url,
                                                      std::vector<LabelMatcher> selector,
                                                      uint32_t min_refresh_ms);

@@ -208,6 +208,48 @@ DeviceMemory to_device_memory(const RemoteGpuReading& r, unsigned index) {
 RemoteSource::RemoteSource(std::string what, Fetch fetch, uint32_t min_refresh_ms)
     : m_what(std::move(what)), m_fetch(std::move(fetch)), m_min_refresh(min_refresh_ms) {}
 
+RemoteSource::RemoteSource(std::string what, Fetch fetch, uint32_t min_refresh_ms,
+                           RangeFetch range_fetch, std::string history_name)
+    : m_what(std::move(what)),
+      m_fetch(std::move(fetch)),
+      m_range_fetch(std::move(range_fetch)),
+      m_history_name(std::move(history_name)),
+      m_min_refresh(min_refresh_ms) {}
+
+std::optional<std::string> RemoteSource::history_name() const {
+  if (!m_range_fetch) return std::nullopt;
+  return m_history_name;
+}
+
+Expected<std::vector<PastReading>> RemoteSource::history(const std::vector<unsigned>& gpus,
+                                                         int64_t from_wall_ms, int64_t to_wall_ms,
+                                                         uint32_t step_ms) {
+  if (!m_range_fetch) return MemorySource::history(gpus, from_wall_ms, to_wall_ms, step_ms);
+  std::vector<std::string> keys;
+  {
+    std::lock_guard lock(m_mutex);
+    keys = m_keys;
+  }
+  if (keys.empty()) {
+    return fail(ErrorKind::not_found, fmt::format("{}: no GPU was read yet", m_what));
+  }
+  // Fetched without the lock: a slow history answer must not hold up live samples.
+  auto past = m_range_fetch(from_wall_ms, to_wall_ms, step_ms);
+  if (!past) return std::unexpected(past.error().with_context(m_what));
+  std::vector<PastReading> out;
+  for (const auto& instant : *past) {
+    for (const unsigned gpu : gpus) {
+      if (gpu >= keys.size()) continue;
+      for (const auto& r : instant.readings) {
+        if (r.key != keys[gpu] || !r.used_bytes) continue;
+        out.push_back({instant.t_wall_ms, to_device_memory(r, gpu)});
+        break;
+      }
+    }
+  }
+  return out;
+}
+
 Expected<void> RemoteSource::refresh_locked() {
   const auto now = std::chrono::steady_clock::now();
   if (m_have_fetch && now - m_fetched_at < m_min_refresh) return {};

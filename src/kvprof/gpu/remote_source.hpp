@@ -55,15 +55,28 @@ void add_dcgm_sample(std::vector<RemoteGpuReading>& readings, std::string_view m
 // exporter's own total).
 DeviceMemory to_device_memory(const RemoteGpuReading& reading, unsigned index);
 
+// Every GPU's reading at one instant of a monitoring system's history.
+struct TimedRemoteReadings {
+  int64_t t_wall_ms = 0;  // Unix epoch ms
+  std::vector<RemoteGpuReading> readings;
+};
+
 // A MemorySource over a function that fetches every GPU's reading at once. The GPU list (and so
 // the indices 0..n-1, ordered by host and GPU index) is fixed by the first successful fetch; a
 // fetch is reused for `min_refresh_ms`, so sampling n GPUs costs one request. Thread-safe.
 class RemoteSource final : public MemorySource {
  public:
   using Fetch = std::function<Expected<std::vector<RemoteGpuReading>>()>;
+  // Every GPU's readings in [from_wall_ms, to_wall_ms] every step_ms, in time order.
+  using RangeFetch = std::function<Expected<std::vector<TimedRemoteReadings>>(
+      int64_t from_wall_ms, int64_t to_wall_ms, uint32_t step_ms)>;
 
   // `what` names the source in errors ("DCGM exporter http://node1:9400/metrics").
   RemoteSource(std::string what, Fetch fetch, uint32_t min_refresh_ms);
+  // A source that also keeps history: `range_fetch` reads it, `history_name` says from where
+  // ("Prometheus query_range").
+  RemoteSource(std::string what, Fetch fetch, uint32_t min_refresh_ms, RangeFetch range_fetch,
+               std::string history_name);
 
   Expected<unsigned> device_count() override;
   Expected<DeviceInfo> device_info(unsigned gpu) override;
@@ -72,6 +85,12 @@ class RemoteSource final : public MemorySource {
   Expected<std::vector<ProcessMemory>> sample_processes(unsigned gpu) override;
   using MemorySource::sample_processes;
   DriverInfo driver_info() override { return {}; }
+  [[nodiscard]] std::optional<std::string> history_name() const override;
+  // The history of `gpus` (indices as fixed by the first fetch); GPUs the history does not name
+  // are left out of it.
+  Expected<std::vector<PastReading>> history(const std::vector<unsigned>& gpus,
+                                             int64_t from_wall_ms, int64_t to_wall_ms,
+                                             uint32_t step_ms) override;
 
   // The readings of the last fetch (for tests and the summary's notes).
   [[nodiscard]] std::vector<RemoteGpuReading> last_readings() const;
@@ -82,6 +101,8 @@ class RemoteSource final : public MemorySource {
 
   std::string m_what;
   Fetch m_fetch;
+  RangeFetch m_range_fetch;
+  std::string m_history_name;
   std::chrono::milliseconds m_min_refresh;
   mutable std::mutex m_mutex;
   std::vector<std::string> m_keys;  // index -> key, fixed by the first fetch

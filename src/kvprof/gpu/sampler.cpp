@@ -18,6 +18,15 @@ void append_optional(std::string& row, const std::optional<uint64_t>& value) {
 
 }  // namespace
 
+std::string device_trace_row(const DeviceSample& s) {
+  std::string row = fmt::format("{},{},device,{},", s.t_mono_ns, s.t_wall_ms, s.memory.gpu);
+  append_optional(row, s.memory.total_bytes);
+  append_optional(row, s.memory.reserved_bytes);
+  append_optional(row, s.memory.free_bytes);
+  append_optional(row, s.memory.used_bytes);
+  return row + '\n';
+}
+
 Sampler::Sampler(MemorySource* source, SamplerOptions options)
     : m_source(source), m_options(std::move(options)) {}
 
@@ -27,6 +36,7 @@ Sampler::~Sampler() {
 
 Expected<void> Sampler::start() {
   if (m_started) return fail(ErrorKind::internal, "sampler started twice");
+  m_started_mono_ns = now_mono_ns();
   const bool gpu_sampling = !m_options.gpu_trace_path.empty();
   if (gpu_sampling && m_source == nullptr) {
     return fail(ErrorKind::internal, "GPU trace requested without a memory source");
@@ -130,12 +140,7 @@ bool Sampler::sample_devices_once() {
     }
     s.memory = *memory;
     s.memory.gpu = gpu;
-    fmt::format_to(std::back_inserter(rows), "{},{},device,{},", s.t_mono_ns, s.t_wall_ms, gpu);
-    append_optional(rows, s.memory.total_bytes);
-    append_optional(rows, s.memory.reserved_bytes);
-    append_optional(rows, s.memory.free_bytes);
-    append_optional(rows, s.memory.used_bytes);
-    rows += '\n';
+    rows += device_trace_row(s);
     taken.push_back(s);
   }
   if (!rows.empty()) {

@@ -46,6 +46,9 @@ struct DeviceSample {
   DeviceMemory memory;
 };
 
+// The gpu_mem_trace.csv row (kind=device, '\n'-terminated) of one reading.
+std::string device_trace_row(const DeviceSample& sample);
+
 struct SamplerOptions {
   std::vector<unsigned> gpus;          // GPUs to sample; empty = every GPU of the source
   uint32_t interval_ms = 20;           // device memory period, >= 1
@@ -117,6 +120,8 @@ class Sampler {
   [[nodiscard]] std::optional<HostPeak> host_peak() const;
   // Row and failure counts so far (thread-safe).
   [[nodiscard]] SamplerStats stats() const;
+  // When start() began (steady-clock ns; 0 before).
+  [[nodiscard]] int64_t started_mono_ns() const { return m_started_mono_ns; }
   // The GPUs being sampled (after start(): the resolved list).
   [[nodiscard]] const std::vector<unsigned>& gpus() const { return m_options.gpus; }
 
@@ -141,6 +146,7 @@ class Sampler {
   std::condition_variable m_wait_cv;
   bool m_stop = false;  // guarded by m_wait_mutex
   bool m_started = false;
+  int64_t m_started_mono_ns = 0;
 
   std::atomic<bool> m_failed{false};
   std::atomic<bool> m_host_exited{false};

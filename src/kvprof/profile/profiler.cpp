@@ -385,6 +385,12 @@ Expected<ProfileOutcome> run_profile(const ProfileConfig& config_in, const Profi
   }
   if (sampler) {
     if (auto ok = sampler->stop(); !ok) trace_error = ok.error();
+    if (deps.memory && !trace_error) {
+      if (auto w = fill_memory_gaps(*deps.memory, *sampler, config.gpu_interval_ms, *dir, timeline,
+                                    report)) {
+        warnings.add(*w);
+      }
+    }
   }
   if (trace_error) warnings.add(trace_error->message);
 

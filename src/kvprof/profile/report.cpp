@@ -292,6 +292,7 @@ json summary_json(const ProfileReport& r) {
         {"host_rows", r.sampler.host_rows},
         {"missed_ticks", r.sampler.missed_ticks},
         {"failed_queries", r.sampler.failed_queries}}},
+      {"gpu_gaps", r.gpu_gaps},
       {"warnings", r.warnings},
       {"files", r.files},
   };
@@ -433,6 +434,12 @@ std::string summary_text(const ProfileReport& r) {
         r.peak.empty() ? 0.0 : gib(r.peak.sum_bytes) - gib(r.baseline.sum_bytes));
   } else {
     out += "GPU memory: not sampled (" + r.memory_source + ")\n";
+  }
+  if (r.gpu_gaps.is_object() && r.gpu_gaps.value("filled_readings", 0) > 0 &&
+      r.gpu_gaps["history"].is_string()) {
+    out += fmt::format("GPU readings filled from {}: {} in {} gap(s) the live readings left\n",
+                       r.gpu_gaps["history"].get<std::string>(),
+                       r.gpu_gaps["filled_readings"].get<uint64_t>(), r.gpu_gaps["gaps"].size());
   }
   if (r.host && r.host->peak_rss_bytes) {
     out += fmt::format(

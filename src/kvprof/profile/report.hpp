@@ -68,6 +68,7 @@ struct ProfileReport {
   std::string estimate_flags;
   std::optional<gpu::HostPeak> host;
   gpu::SamplerStats sampler;
+  nlohmann::json gpu_gaps;  // fill_memory_gaps (run_steps.hpp) when GPU memory was sampled
   metrics::ScraperStats scraper;
   ScrapePlan scrape_plan;
   uint64_t max_in_flight = 0;

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "kvprof/client/raw_request.hpp"
+#include "kvprof/gpu/gap_fill.hpp"
 #include "kvprof/profile/breakdown.hpp"
 #include "kvprof/profile/estimate_check.hpp"
 #include "kvprof/profile/manifest.hpp"
@@ -102,6 +103,65 @@ void stop_launched(const LaunchSettings& settings, LaunchedServer& server, const
     if (launch.memory_released.value_or(false) || std::chrono::steady_clock::now() >= end) return;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
+}
+
+std::optional<std::string> fill_memory_gaps(gpu::MemorySource& source, const gpu::Sampler& sampler,
+                                            uint32_t interval_ms, const std::filesystem::path& dir,
+                                            Timeline& timeline, ProfileReport& report) {
+  std::vector<gpu::SampleTime> live;
+  for (const auto& p : timeline.memory())
+    live.push_back({p.t_mono_ns, p.gpu});
+  const int64_t begin_ns = sampler.started_mono_ns();
+  const int64_t end_ns = now_ns();
+  auto fill = gpu::fill_gaps(source, live, sampler.gpus(), begin_ns, end_ns, interval_ms,
+                             gpu::mono_minus_wall_ns_now());
+  std::optional<std::string> trace_error;
+  if (!fill.filled.empty()) {
+    for (const auto& s : fill.filled)
+      timeline.add_memory(s);
+    if (auto ok = gpu::merge_into_trace((dir / "gpu_mem_trace.csv").string(), fill.filled); !ok) {
+      trace_error = ok.error().message;
+    }
+  }
+  nlohmann::json gaps = nlohmann::json::array();
+  for (const auto& g : fill.gaps) {
+    const auto filled = std::count_if(fill.filled.begin(), fill.filled.end(), [&](const auto& s) {
+      return s.memory.gpu == g.gpu && s.t_mono_ns > g.from_mono_ns && s.t_mono_ns < g.to_mono_ns;
+    });
+    gaps.push_back({{"gpu", g.gpu},
+                    {"from_s", static_cast<double>(g.from_mono_ns - begin_ns) / 1e9},
+                    {"to_s", static_cast<double>(g.to_mono_ns - begin_ns) / 1e9},
+                    {"filled_readings", filled}});
+  }
+  report.gpu_gaps = {{"gaps", gaps},
+                     {"filled_readings", fill.filled.size()},
+                     {"history", fill.history ? nlohmann::json(*fill.history) : nullptr},
+                     {"error", fill.error ? nlohmann::json(*fill.error) : nullptr},
+                     {"note",
+                      "from_s/to_s: seconds since GPU sampling began; filled readings "
+                      "are in gpu_mem_trace.csv as device rows, in time order"}};
+  if (fill.gaps.empty()) return std::nullopt;
+  double missing_s = 0;
+  for (const auto& g : fill.gaps)
+    missing_s += static_cast<double>(g.to_mono_ns - g.from_mono_ns) / 1e9;
+  if (trace_error) return "GPU readings filled from history were not written: " + *trace_error;
+  if (!fill.history) {
+    return fmt::format(
+        "GPU memory has {} gap(s) without readings ({:.1f} s in all); this source "
+        "keeps no history to fill them",
+        fill.gaps.size(), missing_s);
+  }
+  if (fill.error) {
+    return fmt::format("GPU memory has {} gap(s) without readings ({:.1f} s in all); {} failed: {}",
+                       fill.gaps.size(), missing_s, *fill.history, *fill.error);
+  }
+  if (fill.filled.empty()) {
+    return fmt::format(
+        "GPU memory has {} gap(s) without readings ({:.1f} s in all); {} had none "
+        "either",
+        fill.gaps.size(), missing_s, *fill.history);
+  }
+  return std::nullopt;
 }
 
 void analyse_memory(const ProfileConfig& config, const std::vector<MemoryPoint>& memory,

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "kvprof/gpu/sampler.hpp"
@@ -33,6 +34,14 @@ Expected<std::unique_ptr<gpu::Sampler>> start_sampler(const ProfileConfig& confi
 // at most release_wait_s).
 void stop_launched(const LaunchSettings& settings, LaunchedServer& server, const Timeline& timeline,
                    bool have_memory, LaunchReport& launch);
+
+// Fills the holes a stopped `sampler` left in the live readings from `source`'s history
+// (gpu/gap_fill.hpp): the readings found join `timeline` and dir/gpu_mem_trace.csv, and
+// report.gpu_gaps says what was missing and what was filled. Returns a warning line when a hole
+// stays open.
+std::optional<std::string> fill_memory_gaps(gpu::MemorySource& source, const gpu::Sampler& sampler,
+                                            uint32_t interval_ms, const std::filesystem::path& dir,
+                                            Timeline& timeline, ProfileReport& report);
 
 // The measured breakdown of the busiest GPU (when memory was sampled), and the comparison with
 // the estimate (its engine figures need only the server's gauges).

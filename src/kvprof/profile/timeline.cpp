@@ -29,8 +29,17 @@ void Timeline::add_metrics_point(MetricsPoint point) {
 }
 
 std::vector<MemoryPoint> Timeline::memory() const {
-  std::lock_guard lock(m_mutex);
-  return m_memory;
+  std::vector<MemoryPoint> out;
+  {
+    std::lock_guard lock(m_mutex);
+    out = m_memory;
+  }
+  // Readings filled in afterwards from a source's history arrive out of order.
+  const auto earlier = [](const auto& a, const auto& b) { return a.t_mono_ns < b.t_mono_ns; };
+  if (!std::is_sorted(out.begin(), out.end(), earlier)) {
+    std::stable_sort(out.begin(), out.end(), earlier);
+  }
+  return out;
 }
 
 std::vector<MetricsPoint> Timeline::metrics() const {

@@ -43,7 +43,8 @@ class Timeline {
   void add_memory_point(const MemoryPoint& point);
   void add_metrics_point(MetricsPoint point);
 
-  // Copies of what was added, in arrival order (= time order per producer).
+  // Copies of what was added: memory in time order (points added afterwards, such as readings
+  // filled from a source's history, take their place); metrics in arrival order.
   [[nodiscard]] std::vector<MemoryPoint> memory() const;
   [[nodiscard]] std::vector<MetricsPoint> metrics() const;
 
