@@ -17,9 +17,11 @@ struct Run {
   std::string out;  // stdout and stderr
 };
 
-// `kvprof <args>`; `args` is shell text (quote what needs quoting).
-inline Run run_kvprof(const std::string& args) {
-  const std::string cmd = std::string(KVPROF_BIN) + " " + args + " 2>&1";
+// `kvprof <args>` with `env` ("NAME=value ...") added to the environment; both are shell text
+// (quote what needs quoting).
+inline Run run_kvprof_env(const std::string& env, const std::string& args) {
+  const std::string cmd =
+      (env.empty() ? std::string() : "env " + env + " ") + KVPROF_BIN + " " + args + " 2>&1";
   Run r;
   FILE* p = popen(cmd.c_str(), "r");
   if (p == nullptr) return r;
@@ -30,6 +32,11 @@ inline Run run_kvprof(const std::string& args) {
   const int status = pclose(p);
   r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
+}
+
+// `kvprof <args>`; `args` is shell text (quote what needs quoting).
+inline Run run_kvprof(const std::string& args) {
+  return run_kvprof_env("", args);
 }
 
 // The JSON object in `out` (from its first '{' to its last '}'; progress lines around it are

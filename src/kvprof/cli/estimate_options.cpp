@@ -28,7 +28,11 @@ std::vector<std::string> split_list(const std::vector<std::string>& items) {
 
 estimate::EstimateInput build_estimate_input(const EstimateOptions& o) {
   estimate::EstimateInput in;
-  in.model = value_or_fatal(model::load_model(o.model));
+  model::LoadOptions load;
+  if (!o.hf_token.empty()) load.hub.token = o.hf_token;
+  if (o.offline) load.hub.offline = true;
+  if (!o.revision.empty()) load.hub.revision = o.revision;
+  in.model = value_or_fatal(model::load_model(o.model, load));
   const std::string gpu_lower = to_lower(o.gpu);
   if (gpu_lower == "cpu" || gpu_lower == "none") {
     // A CPU-only deployment (llama.cpp): no GPU; host RAM is the budget.
@@ -106,7 +110,7 @@ estimate::EstimateInput build_estimate_input(const EstimateOptions& o) {
   s.num_speculative_tokens = o.num_speculative_tokens;
   s.spec_runtime_control = o.spec_runtime_control;
   if (!o.speculative_model.empty()) {
-    in.draft = value_or_fatal(model::load_model(o.speculative_model));
+    in.draft = value_or_fatal(model::load_model(o.speculative_model, load));
     if (s.num_speculative_tokens == 0) s.num_speculative_tokens = 4;
   }
   for (const auto& c : split_list(o.contexts)) {
@@ -124,9 +128,17 @@ estimate::EstimateInput build_estimate_input(const EstimateOptions& o) {
 
 void add_estimate_options(CLI::App* cmd, EstimateOptions& o) {
   cmd->add_option("-m,--model", o.model,
-                  "Catalog id or alias, config.json, model folder (safetensors headers) or .gguf")
+                  "Catalog id or alias, config.json, model folder (safetensors headers), .gguf, "
+                  "or any Hugging Face id (config.json and safetensors headers from the local "
+                  "HF cache or the Hub; HF_ENDPOINT for a mirror)")
       ->envname("KVPROF_MODEL")
       ->capture_default_str();
+  auto* hub = cmd->add_option_group("Hugging Face Hub");
+  hub->add_option("--hf-token", o.hf_token, "Token for gated or private models (default: HF_TOKEN)")
+      ->envname("HF_TOKEN");
+  hub->add_flag("--offline", o.offline,
+                "Read only the local Hugging Face cache (also HF_HUB_OFFLINE=1)");
+  hub->add_option("--revision", o.revision, "Hub branch, tag or commit (default: main)");
   cmd->add_option("-g,--gpu", o.gpu, "GPU as people write it: H100, h100-sxm, A100-80GB, 4090 ...")
       ->envname("KVPROF_GPU");
   cmd->add_option("--gpu-mem", o.gpu_mem, "Usable memory of a GPU not in the catalog, e.g. 24GiB");

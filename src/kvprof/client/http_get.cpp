@@ -156,6 +156,13 @@ Expected<HttpResponse> HttpGetter::perform(const std::string& url, const std::st
     return fail(ErrorKind::network, fmt::format("{} {}: {}", method, url, detail));
   }
   curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &response.status);
+  for (const auto& name : options.want_headers) {
+    curl_header* h = nullptr;
+    if (curl_easy_header(curl, name.c_str(), 0, CURLH_HEADER, -1, &h) == CURLHE_OK &&
+        h != nullptr && h->value != nullptr) {
+      response.headers[name] = std::string(h->value).substr(0, 8192);
+    }
+  }
   const char* content_type = nullptr;
   if (curl_easy_getinfo(curl, CURLINFO_CONTENT_TYPE, &content_type) == CURLE_OK &&
       content_type != nullptr) {

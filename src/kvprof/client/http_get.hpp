@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -17,6 +18,9 @@ struct HttpResponse {
   long status = 0;           // the HTTP status code, e.g. 200 or 404
   std::string body;          // at most HttpGetOptions::max_body_bytes
   std::string content_type;  // the Content-Type header, empty when none
+  // The headers HttpGetOptions::want_headers asked for (names as asked), of the last response
+  // after redirects; absent ones are left out.
+  std::map<std::string, std::string> headers;
 };
 
 struct HttpGetOptions {
@@ -25,6 +29,7 @@ struct HttpGetOptions {
   uint64_t max_body_bytes = 32ULL << 20;
   const std::atomic<bool>* cancel = nullptr;  // when it turns true the request ends promptly
   std::vector<std::string> headers;           // extra "Name: value" lines, e.g. Authorization
+  std::vector<std::string> want_headers;      // response headers to return, e.g. Content-Range
 };
 
 // Why a GET produced no response (statuses such as 404 are responses, not failures).

@@ -287,19 +287,26 @@ Expected<Estimate> estimate(const EstimateInput& in) {
     return fail(ErrorKind::input, "the model has no layers or hidden size");
   }
   if (in.gpu.memory_bytes == 0) return fail(ErrorKind::usage, "the GPU has no memory");
-  switch (in.settings.engine) {
-    case EngineKind::vllm:
-      return estimate_vllm(in);
-    case EngineKind::sglang:
-      return estimate_sglang(in);
-    case EngineKind::trtllm:
-      return estimate_trtllm(in);
-    case EngineKind::llamacpp:
-      return estimate_llamacpp(in);
-    case EngineKind::hf:
-      return estimate_hf(in);
-  }
-  return fail(ErrorKind::internal, "unknown engine");
+  auto est = [&]() -> Expected<Estimate> {
+    switch (in.settings.engine) {
+      case EngineKind::vllm:
+        return estimate_vllm(in);
+      case EngineKind::sglang:
+        return estimate_sglang(in);
+      case EngineKind::trtllm:
+        return estimate_trtllm(in);
+      case EngineKind::llamacpp:
+        return estimate_llamacpp(in);
+      case EngineKind::hf:
+        return estimate_hf(in);
+    }
+    return fail(ErrorKind::internal, "unknown engine");
+  }();
+  // What reading the model found (a variant's entry, config and checkpoint disagreeing) comes
+  // first: it qualifies every figure.
+  if (est)
+    est->warnings.insert(est->warnings.begin(), in.model.warnings.begin(), in.model.warnings.end());
+  return est;
 }
 
 }  // namespace kvprof::estimate

@@ -1,6 +1,8 @@
 // Loading, lookup and search of the embedded model catalog.
 #include "kvprof/model/catalog.hpp"
 
+#include <array>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -73,6 +75,38 @@ std::vector<const CatalogEntry*> search_catalog(std::string_view text) {
     if (hit) out.push_back(&e);
   }
   return out;
+}
+
+const CatalogEntry* find_catalog_variant(std::string_view name_in) {
+  static constexpr std::array<std::string_view, 6> k_suffixes{"-Instruct", "-Chat",    "-it",
+                                                              "-Base",     "-chat-hf", "-hf"};
+  std::vector<std::string> names{std::string(name_in)};
+  // Renamed ids: Meta-Llama-3.1-8B-Instruct is now Llama-3.1-8B-Instruct.
+  const std::string lower = to_lower(name_in);
+  if (const auto at = lower.find("/meta-llama-3.1-"); at != std::string::npos) {
+    names.push_back(std::string(name_in.substr(0, at + 1)) + std::string(name_in.substr(at + 6)));
+  }
+  std::vector<std::string> candidates;
+  for (const auto& n : names) {
+    candidates.push_back(n);
+    const std::string n_lower = to_lower(n);
+    for (const auto suffix : k_suffixes) {
+      const std::string suffix_lower = to_lower(suffix);
+      if (n_lower.ends_with(suffix_lower)) {
+        const std::string stem = n.substr(0, n.size() - suffix.size());
+        candidates.push_back(stem);
+        for (const auto other : k_suffixes)
+          candidates.push_back(stem + std::string(other));
+      } else {
+        candidates.push_back(n + std::string(suffix));
+      }
+    }
+  }
+  for (const auto& c : candidates) {
+    if (to_lower(c) == lower) continue;
+    if (const CatalogEntry* e = find_catalog_entry(c)) return e;
+  }
+  return nullptr;
 }
 
 Expected<ModelSpec> catalog_model(std::string_view name) {

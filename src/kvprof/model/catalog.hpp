@@ -34,6 +34,11 @@ const CatalogEntry* find_catalog_entry(std::string_view name);
 // Entries whose id, alias, family or tags contain `text` (case-insensitive); all when empty.
 std::vector<const CatalogEntry*> search_catalog(std::string_view text);
 
+// The catalog entry `name` is a variant of: the same id with or without a chat/instruct suffix
+// (-Instruct, -Chat, -it, -Base, -hf, -chat-hf), or a renamed id (Meta-Llama-3.1-* ->
+// Llama-3.1-*); nullptr when none. Variants share the architecture, so the entry's facts hold.
+const CatalogEntry* find_catalog_variant(std::string_view name);
+
 // The ModelSpec of a catalog model; not_found with "did you mean" hints when absent.
 Expected<ModelSpec> catalog_model(std::string_view name);
 

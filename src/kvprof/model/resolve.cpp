@@ -188,9 +188,58 @@ bool looks_like_path(std::string_view ref) {
          ref.starts_with('~') || ref == "." || ref == "..";
 }
 
+Expected<ModelSpec> spec_from_hub(const HubFiles& files) {
+  auto spec = parse_hf_config_text(files.config_text, files.repo_id + "/config.json");
+  if (!spec) return spec;
+  spec->id = files.repo_id;
+  spec->source = files.source;
+  if (!files.tensors.empty()) {
+    spec->tensors = files.tensors;
+    spec->origin = ModelSpec::Origin::safetensors;
+    cross_check(*spec);
+  }
+  for (const auto& note : files.notes)
+    spec->warnings.push_back(files.repo_id + ": " + note);
+  return spec;
+}
+
+// A Hub id the catalog lacks: the cache or the Hub; when neither has it, the Hub's reason with
+// the catalog's "did you mean".
+Expected<ModelSpec> hub_model(const std::string& ref, const LoadOptions& options) {
+  auto files = fetch_hub_files(ref, options.hub);
+  if (files) return spec_from_hub(*files);
+  if (files.error().kind != ErrorKind::not_found && files.error().kind != ErrorKind::network) {
+    return std::unexpected(files.error());
+  }
+  // Neither the cache nor the Hub could answer (404 is a typo more often than a variant): a
+  // catalog entry of the same architecture, with a note saying so.
+  if (const CatalogEntry* variant = find_catalog_variant(ref);
+      variant != nullptr && (files.error().kind == ErrorKind::network || options.hub.offline)) {
+    auto spec = catalog_model(variant->id);
+    if (spec) {
+      spec->warnings.push_back(fmt::format(
+          "{} is described by the built-in catalog's {} (a variant of the same architecture), "
+          "since {}",
+          ref, variant->id, files.error().message));
+      return spec;
+    }
+  }
+  std::string message = files.error().message + "; the built-in catalog does not have it either";
+  auto catalog = catalog_model(ref);
+  const std::string m = catalog ? std::string() : catalog.error().message;
+  const auto at = m.find("did you mean");
+  message += at != std::string::npos ? ": " + m.substr(at, m.find('?', at) + 1 - at)
+                                     : " (see `kvprof models`)";
+  return fail(files.error().kind, message);
+}
+
 }  // namespace
 
-Expected<ModelSpec> load_model(std::string_view ref_in) {
+Expected<ModelSpec> load_model(std::string_view ref) {
+  return load_model(ref, LoadOptions{});
+}
+
+Expected<ModelSpec> load_model(std::string_view ref_in, const LoadOptions& options) {
   const std::string ref = trim(ref_in);
   if (ref.empty()) return fail(ErrorKind::usage, "no model given");
   const fs::path path(ref);
@@ -210,6 +259,7 @@ Expected<ModelSpec> load_model(std::string_view ref_in) {
                 fmt::format("{}: not a .gguf file, a config.json or a model folder", ref));
   }
   if (looks_like_path(ref)) return fail(ErrorKind::not_found, fmt::format("{}: no such file", ref));
+  if (find_catalog_entry(ref) == nullptr && is_hub_repo_id(ref)) return hub_model(ref, options);
   return catalog_model(ref);
 }
 

@@ -215,6 +215,61 @@ Expected<std::vector<TensorInfo>> read_safetensors_header(const fs::path& file) 
   return tensors;
 }
 
+Expected<ShardMap> parse_safetensors_index(std::string_view text, std::string_view where) {
+  if (text.size() > k_max_index_bytes)
+    return bad(fmt::format("{}: index larger than 64 MiB", where));
+  const json doc = json::parse(text, nullptr, false);
+  if (doc.is_discarded() || !doc.is_object())
+    return bad(fmt::format("{}: not a JSON object", where));
+  const auto map = doc.find("weight_map");
+  if (map == doc.end() || !map->is_object())
+    return bad(fmt::format("{}: no weight_map object", where));
+
+  ShardMap shards;
+  for (const auto& [name, file] : map->items()) {
+    if (!file.is_string())
+      return bad(fmt::format("{}: weight_map['{}'] is not a file name", where, name));
+    const auto shard = file.get<std::string>();
+    const fs::path p(shard);
+    if (shard.empty() || shard.size() > 255 || p.is_absolute() || p.has_parent_path() ||
+        shard == ".." || shard == "." || shard.find('\0') != std::string::npos) {
+      return bad(
+          fmt::format("{}: shard '{}' is not a file name in the model folder", where, shard));
+    }
+    shards[shard].push_back(name);
+    if (shards.size() > k_max_shards) {
+      return bad(fmt::format("{}: more than {} shards", where, k_max_shards));
+    }
+  }
+  return shards;
+}
+
+Expected<std::vector<TensorInfo>> join_shards(
+    const ShardMap& index, std::vector<std::pair<std::string, std::vector<TensorInfo>>> shards,
+    std::string_view where) {
+  std::vector<TensorInfo> out;
+  std::set<std::string> seen;
+  for (auto& [shard, tensors] : shards) {
+    std::set<std::string> in_shard;
+    for (auto& t : tensors) {
+      in_shard.insert(t.name);
+      if (!seen.insert(t.name).second) {
+        return bad(fmt::format("{}: tensor '{}' appears in more than one shard", where, t.name));
+      }
+      out.push_back(std::move(t));
+    }
+    const auto expected = index.find(shard);
+    if (expected == index.end()) continue;
+    for (const auto& name : expected->second) {
+      if (!in_shard.contains(name)) {
+        return bad(
+            fmt::format("{}: weight_map puts '{}' in {}, which lacks it", where, name, shard));
+      }
+    }
+  }
+  return out;
+}
+
 namespace {
 
 Expected<std::vector<TensorInfo>> read_indexed_folder(const fs::path& folder,
@@ -229,50 +284,19 @@ Expected<std::vector<TensorInfo>> read_indexed_folder(const fs::path& folder,
   if (!in || !in.read(text.data(), static_cast<std::streamsize>(size))) {
     return fail(ErrorKind::io, fmt::format("{}: cannot read", where));
   }
-  const json doc = json::parse(text, nullptr, false);
-  if (doc.is_discarded() || !doc.is_object())
-    return bad(fmt::format("{}: not a JSON object", where));
-  const auto map = doc.find("weight_map");
-  if (map == doc.end() || !map->is_object())
-    return bad(fmt::format("{}: no weight_map object", where));
-
-  std::map<std::string, std::vector<std::string>> shards;  // shard file -> tensors it should hold
-  for (const auto& [name, file] : map->items()) {
-    if (!file.is_string())
-      return bad(fmt::format("{}: weight_map['{}'] is not a file name", where, name));
-    const auto shard = file.get<std::string>();
-    const fs::path p(shard);
-    if (shard.empty() || p.is_absolute() || p.has_parent_path() || shard == ".." || shard == ".") {
-      return bad(
-          fmt::format("{}: shard '{}' is not a file name in the model folder", where, shard));
-    }
-    shards[shard].push_back(name);
-  }
-  std::vector<TensorInfo> out;
-  std::set<std::string> seen;
-  for (const auto& [shard, expected] : shards) {
+  auto shards = parse_safetensors_index(text, where);
+  if (!shards) return std::unexpected(shards.error());
+  std::vector<std::pair<std::string, std::vector<TensorInfo>>> read;
+  for (const auto& [shard, expected] : *shards) {
     const fs::path path = folder / shard;
     if (!fs::exists(path, ec)) {
       return fail(ErrorKind::not_found, fmt::format("{}: shard '{}' is missing", where, shard));
     }
     auto tensors = read_safetensors_header(path);
     if (!tensors) return std::unexpected(tensors.error());
-    std::set<std::string> in_shard;
-    for (auto& t : *tensors) {
-      in_shard.insert(t.name);
-      if (!seen.insert(t.name).second) {
-        return bad(fmt::format("{}: tensor '{}' appears in more than one shard", where, t.name));
-      }
-      out.push_back(std::move(t));
-    }
-    for (const auto& name : expected) {
-      if (!in_shard.contains(name)) {
-        return bad(
-            fmt::format("{}: weight_map puts '{}' in {}, which lacks it", where, name, shard));
-      }
-    }
+    read.emplace_back(shard, std::move(*tensors));
   }
-  return out;
+  return join_shards(*shards, std::move(read), where);
 }
 
 }  // namespace
