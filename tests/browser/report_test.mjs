@@ -191,7 +191,12 @@ async function hover(cid, di, index) {
     const x = el.base !== undefined && c.options.indexAxis === 'y' ? (el.x + el.base) / 2 : el.x;
     return { x: r.left + x, y: r.top + y };
   }, [cid, di, index]);
+  // Away first, and wait for the last tooltip to go: else its text can still be read here.
   await page.mouse.move(0, 0);
+  await page.waitForFunction(() => {
+    const t = document.querySelector('.kv-tooltip');
+    return !t || getComputedStyle(t).opacity === '0';
+  });
   await page.mouse.move(pos.x, pos.y);
   await page.waitForFunction(() => getComputedStyle(document.querySelector('.kv-tooltip')).opacity === '1');
   return page.textContent('.kv-tooltip');

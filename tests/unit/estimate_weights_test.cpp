@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "kvprof/estimate/vllm_budget.hpp"
+#include "kvprof/gpu/gpu_catalog.hpp"
 #include "support/test_data.hpp"
 
 namespace kvprof::estimate {
@@ -111,6 +113,47 @@ TEST(EstimateWeights, MoeExpertsDominateMixtral) {
   const auto w = weights_per_rank(m, o);
   EXPECT_NEAR(static_cast<double>(w.params_total) / 1e9, 46.7, 0.3);
   EXPECT_GT(w.expert_bytes, w.total_bytes * 9 / 10);
+}
+
+}  // namespace
+}  // namespace kvprof::estimate
+
+namespace kvprof::estimate {
+namespace {
+
+// vLLM's MXFP4 MoE weights of one expert with intermediate size i and hidden size h, as
+// Mxfp4MoEMethod.create_weights allocates them: w13 [2i, h/2] + scales [2i, h/32] + bias [2i]
+// bf16, w2 [h, i/2] + scales [h, i/32] + bias [h] bf16.
+uint64_t vllm_mxfp4_expert_bytes(uint64_t i, uint64_t h) {
+  return 2 * i * h / 2 + 2 * i * h / 32 + 2 * i * 2 + h * i / 2 + h * i / 32 + h * 2;
+}
+
+TEST(EstimateWeights, VllmPadsGptOssMxfp4ExpertsPerGpuFamily) {
+  const auto m = test::catalog_spec("openai/gpt-oss-120b");
+  ASSERT_EQ(m.hidden_size, 2880U);
+  ASSERT_EQ(m.moe.expert_intermediate_size, 2880U);
+  WeightOptions o;
+  o.quant = m.quant;
+  const uint64_t experts_x_layers = 128ULL * 36;
+  const auto pad = [&](const char* gpu, uint32_t tp) {
+    o.tp = o.expert_shards = tp;
+    return mxfp4_padding_bytes(m, o, vllm_mxfp4_padding(*gpu::find_gpu(gpu)));
+  };
+  // Blackwell (FlashInfer): 2880 -> 3072 for both sizes.
+  EXPECT_EQ(pad("B200", 1), experts_x_layers * (vllm_mxfp4_expert_bytes(3072, 3072) -
+                                                vllm_mxfp4_expert_bytes(2880, 2880)));
+  // Hopper (Triton kernels): the intermediate size to a multiple of 64; 2880 already is, 1440
+  // per rank at TP 2 is not (1472).
+  EXPECT_EQ(pad("H100", 1), 0U);
+  EXPECT_EQ(pad("H100", 2), experts_x_layers * (vllm_mxfp4_expert_bytes(1472, 2880) -
+                                                vllm_mxfp4_expert_bytes(1440, 2880)));
+  // Ampere (Marlin): intermediate to 128 (2944), hidden to 256 (3072).
+  EXPECT_EQ(pad("A100-80GB", 1), experts_x_layers * (vllm_mxfp4_expert_bytes(2944, 3072) -
+                                                     vllm_mxfp4_expert_bytes(2880, 2880)));
+  // Nothing for a model that is not MXFP4.
+  const auto dense = test::catalog_spec("meta-llama/Llama-3.1-8B-Instruct");
+  WeightOptions d;
+  EXPECT_EQ(mxfp4_padding_bytes(dense, d, {256, 256}), 0U);
 }
 
 }  // namespace

@@ -51,8 +51,9 @@ Expected<Estimate> estimate_vllm(const EstimateInput& in) {
   const uint32_t pp = s.pipeline_parallel_size;
   est.gpus_total = s.tensor_parallel_size * pp * s.data_parallel_size;
 
-  const VllmSplitPlan plan = vllm_split_plan(m, in.draft ? &*in.draft : nullptr, s,
-                                             est.compute_dtype, *quant, block_size_set);
+  const VllmSplitPlan plan =
+      vllm_split_plan(m, in.draft ? &*in.draft : nullptr, s, est.compute_dtype, *quant,
+                      block_size_set, vllm_mxfp4_padding(in.gpu));
   VllmBatch batch;
   batch.gpu_memory_bytes = in.gpu.memory_bytes;
   batch.gpu_memory_utilization = *s.gpu_memory_utilization;

@@ -1,6 +1,7 @@
 // The vLLM sweep: plans built once per split, budgets and workload rows per configuration.
 #include "kvprof/estimate/sweep.hpp"
 
+#include <algorithm>
 #include <utility>
 
 #include "kvprof/estimate/engine_common.hpp"
@@ -28,8 +29,20 @@ Expected<VllmSweep> VllmSweep::create(const EstimateInput& base, std::vector<gpu
   sweep.m_default_max_model_len = vllm_default_max_model_len(m);
   const model::DType compute_dtype = resolve_compute_dtype(m, base.settings);
   const bool block_size_set = base.settings.block_size.has_value();
-  for (const auto& g : gpus)
+  // MXFP4 experts are padded per GPU family: one plan per split and padding that occurs.
+  std::vector<Mxfp4Padding> paddings;
+  for (const auto& g : gpus) {
     sweep.m_gpu_large.push_back(vllm_large_gpu(g));
+    const Mxfp4Padding p =
+        quant->method == model::QuantMethod::mxfp4 ? vllm_mxfp4_padding(g) : Mxfp4Padding{};
+    auto it = std::find_if(paddings.begin(), paddings.end(), [&](const Mxfp4Padding& q) {
+      return q.intermediate_align == p.intermediate_align && q.hidden_align == p.hidden_align;
+    });
+    if (it == paddings.end()) it = paddings.insert(paddings.end(), p);
+    sweep.m_gpu_padding.push_back(static_cast<size_t>(it - paddings.begin()));
+  }
+  if (paddings.empty()) paddings.emplace_back();
+  sweep.m_paddings = paddings.size();
   for (const auto& split : splits) {
     EngineSettings s = base.settings;
     s.tensor_parallel_size = split.tp;
@@ -39,9 +52,12 @@ Expected<VllmSweep> VllmSweep::create(const EstimateInput& base, std::vector<gpu
     s.max_model_len.reset();
     const bool valid = validate_parallelism(m, s).has_value();
     sweep.m_split_valid.push_back(valid);
-    sweep.m_plans.push_back(valid ? vllm_split_plan(m, base.draft ? &*base.draft : nullptr, s,
-                                                    compute_dtype, *quant, block_size_set)
+    for (const Mxfp4Padding& padding : paddings) {
+      sweep.m_plans.push_back(valid
+                                  ? vllm_split_plan(m, base.draft ? &*base.draft : nullptr, s,
+                                                    compute_dtype, *quant, block_size_set, padding)
                                   : VllmSplitPlan{});
+    }
   }
   sweep.m_gpus = std::move(gpus);
   sweep.m_splits = std::move(splits);
@@ -76,7 +92,7 @@ VllmSweep::Budget VllmSweep::budget(const SweepPoint& p) const {
   b.gpu_memory_bytes = batch.gpu_memory_bytes;
   b.max_model_len = batch.max_model_len;
   b.max_num_batched_tokens = batch.max_num_batched_tokens;
-  b.plan = &m_plans[p.split_index];
+  b.plan = &m_plans[p.split_index * m_paddings + m_gpu_padding[p.gpu_index]];
   b.budget = vllm_budget(*b.plan, m_activation, batch);
   return b;
 }

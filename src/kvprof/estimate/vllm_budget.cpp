@@ -42,9 +42,18 @@ void apply_vllm_defaults(EngineSettings& s, const model::ModelSpec& m, const gpu
   if (!s.block_size) s.block_size = k_vllm_default_block_size;
 }
 
+Mxfp4Padding vllm_mxfp4_padding(const gpu::GpuSpec& g) {
+  if (g.vendor == "amd") return g.arch == "cdna4" ? Mxfp4Padding{256, 256} : Mxfp4Padding{128, 128};
+  if (g.compute_capability >= 100 && g.compute_capability < 110) return {256, 256};
+  if (g.compute_capability == 90) return {64, 1};
+  if (g.compute_capability == 0) return {};  // a GPU known only by its memory
+  return {128, 256};
+}
+
 VllmSplitPlan vllm_split_plan(const model::ModelSpec& m, const model::ModelSpec* draft,
                               const EngineSettings& s, model::DType compute_dtype,
-                              const model::Quantization& quant, bool block_size_set) {
+                              const model::Quantization& quant, bool block_size_set,
+                              Mxfp4Padding mxfp4) {
   VllmSplitPlan plan;
   plan.tp = s.tensor_parallel_size;
   plan.pp = s.pipeline_parallel_size;
@@ -70,6 +79,10 @@ VllmSplitPlan vllm_split_plan(const model::ModelSpec& m, const model::ModelSpec*
   for (uint32_t r = 0; r < pp; ++r) {
     wopt.pp_rank = r;
     plan.weights.push_back(weights_per_rank(m, wopt));
+    if (const uint64_t pad = mxfp4_padding_bytes(m, wopt, mxfp4); pad > 0) {
+      plan.weights.back().expert_bytes += pad;
+      plan.weights.back().total_bytes += pad;
+    }
     KvLayout layout = kv_layout(m, tp, pp, r, s.kv_cache_dtype, compute_dtype);
     const bool last = r + 1 == pp;
     if (draft_layout && last) {

@@ -52,9 +52,18 @@ struct VllmSplitPlan {
 // Plans `m` (with the speculative drafter `draft`, or nullptr) under the parallel sizes, KV
 // dtype, block size and graph settings of `s`, which must have passed validate_parallelism;
 // `block_size_set` says the user chose the block size. Never fails; allocates.
+// `mxfp4` pads MXFP4 experts as vLLM's MoE kernel for the GPU does (vllm_mxfp4_padding).
 VllmSplitPlan vllm_split_plan(const model::ModelSpec& m, const model::ModelSpec* draft,
                               const EngineSettings& s, model::DType compute_dtype,
-                              const model::Quantization& quant, bool block_size_set);
+                              const model::Quantization& quant, bool block_size_set,
+                              Mxfp4Padding mxfp4 = {});
+
+// How vLLM pads MXFP4 experts on `g`, by the MoE backend it picks there (mxfp4.py,
+// get_mxfp4_backend and Mxfp4MoEMethod.create_weights): Blackwell datacenter GPUs (compute
+// capability 10.x) use FlashInfer and round the intermediate and hidden sizes up to 256; Hopper
+// (9.0) uses the Triton kernels and rounds the intermediate size up to 64; other NVIDIA GPUs use
+// Marlin (intermediate to 128, hidden to 256); AMD Instinct rounds both to 128 (256 on CDNA4).
+Mxfp4Padding vllm_mxfp4_padding(const gpu::GpuSpec& g);
 
 // The settings a sweep varies, all resolved (no engine defaults left to fill).
 struct VllmBatch {

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <set>
 #include <string_view>
 #include <vector>
 
@@ -337,6 +338,41 @@ WeightBreakdown weights_per_rank(const model::ModelSpec& m, const WeightOptions&
     w.total_bytes += w.buffer_bytes;
   }
   return w;
+}
+
+uint64_t mxfp4_padding_bytes(const model::ModelSpec& m, const WeightOptions& o, Mxfp4Padding p) {
+  if (o.quant.method != QuantMethod::mxfp4 || !m.is_moe()) return 0;
+  const uint64_t tp = std::max<uint32_t>(o.tp, 1);
+  const bool expert_parallel = o.expert_shards > tp;
+  const uint64_t experts =
+      expert_parallel ? ceil_div(m.moe.n_expert, o.expert_shards) : m.moe.n_expert;
+  const uint64_t inter = expert_parallel ? m.moe.expert_intermediate_size
+                                         : ceil_div(m.moe.expert_intermediate_size, tp);
+  const uint64_t hidden = m.hidden_size;
+  const auto round_up = [](uint64_t v, uint32_t align) {
+    const uint64_t a = std::max<uint32_t>(align, 1);
+    return ceil_div(v, a) * a;
+  };
+  // One expert: gate_up [2I x H] and down [H x I] as packed nibbles + a scale per 32, biases.
+  const auto expert_bytes = [&](uint64_t i, uint64_t h) {
+    const uint64_t elements = 3 * i * h;
+    uint64_t bytes = elements / 2 + elements / 32;
+    if (m.moe.expert_bias) bytes += (2 * i + h) * 2;
+    return bytes;
+  };
+  const uint64_t per_expert =
+      expert_bytes(round_up(inter, p.intermediate_align), round_up(hidden, p.hidden_align)) -
+      expert_bytes(inter, hidden);
+  if (per_expert == 0) return 0;
+  // MoE layers this rank holds.
+  const auto range = pp_layer_range(m.n_layer, o.pp, o.pp_rank);
+  std::set<int32_t> layers;
+  for (const auto& t : decoder_tensors(m)) {
+    if (t.role == TensorRole::expert && on_this_rank(t.layer, t.role, range, o)) {
+      layers.insert(t.layer);
+    }
+  }
+  return per_expert * experts * layers.size();
 }
 
 }  // namespace kvprof::estimate

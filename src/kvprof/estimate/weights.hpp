@@ -48,6 +48,18 @@ uint64_t quantized_linear_bytes(uint64_t rows, uint64_t cols, uint64_t count,
 // True when `quant` leaves tensor `t` unquantized (ignore lists, routers, embeddings).
 bool is_left_unquantized(const LogicalTensor& t, const model::Quantization& quant);
 
+// How an engine pads MXFP4 expert matrices for its MoE kernel: the per-rank intermediate size
+// and the hidden size of each routed expert are rounded up to multiples of these (1: none).
+struct Mxfp4Padding {
+  uint32_t intermediate_align = 1;
+  uint32_t hidden_align = 1;
+};
+
+// Bytes the padding `p` adds to the routed experts one rank holds under `o` (packed 4-bit
+// values, one scale byte per 32, and the bf16 biases of models that have them); 0 unless the
+// quantization is MXFP4 and `m` is a mixture of experts.
+uint64_t mxfp4_padding_bytes(const model::ModelSpec& m, const WeightOptions& o, Mxfp4Padding p);
+
 // Weight bytes held by one rank: from the model's exact tensor list when it has one, else from
 // the tensor inventory of its config.
 WeightBreakdown weights_per_rank(const model::ModelSpec& m, const WeightOptions& options);

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "kvprof/util/json_input.hpp"
 #include "kvprof/util/units.hpp"
 
 namespace kvprof::model {
@@ -148,9 +149,7 @@ Expected<std::vector<TensorInfo>> parse_safetensors_header(std::span<const uint8
   try {
     doc = json::parse(first, first + n, callback);
   } catch (const json::exception& e) {
-    std::string what = e.what();
-    if (const auto pos = what.find("] "); pos != std::string::npos) what = what.substr(pos + 2);
-    return bad(fmt::format("safetensors header is not valid JSON: {}", what));
+    return bad(fmt::format("safetensors header is not valid JSON: {}", json_error_text(e)));
   }
   if (!problem.empty()) return bad(problem);
   if (!doc.is_object()) return bad("safetensors header must be a JSON object");
