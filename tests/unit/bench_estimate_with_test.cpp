@@ -168,6 +168,30 @@ TEST_F(BenchEstimateWith, WithoutFlagsThePlanOfTheRunsOwnSettingsIsRecordedTheSa
   EXPECT_EQ(cmp.at("assumptions").at("settings").at("ctx_size").at("value"), 256);
 }
 
+TEST_F(BenchEstimateWith, NoKvUnifiedSplitsTheCellsPerSequenceAndThePlanFollows) {
+  KVPROF_REQUIRE_LLAMA_OR_SKIP(lib_dir);
+  ASSERT_EQ(s_made.rc, 0) << s_made.out;
+  kvprof::test::Run r;
+  const json s = bench(*lib_dir, "split", "-c 512 --parallel 2 --no-kv-unified", r);
+  ASSERT_EQ(r.rc, 0) << r.out;
+  ASSERT_TRUE(s.is_object());
+  const json& cmp = s.at("estimate_comparison");
+  const std::string flags = cmp.at("estimate_flags");
+  EXPECT_NE(flags.find("-c 512 -np 2 "), std::string::npos) << flags;
+  EXPECT_NE(flags.find("--no-kv-unified"), std::string::npos) << flags;
+  // Two streams of 256 cells: the KV buffer libllama reports is the plan's to the byte.
+  EXPECT_EQ(row(cmp, "kv_cache").at("error_pct"), 0.0) << cmp.dump(1);
+  EXPECT_EQ(cmp.at("assumptions").at("settings").at("kv_unified").at("value"), false)
+      << cmp.at("assumptions").dump(1);
+  // And against the same run with one shared stream, the same total: llama.cpp allocates
+  // -c cells either way, only their split differs.
+  kvprof::test::Run shared_run;
+  const json shared = bench(*lib_dir, "shared", "-c 512 --parallel 2", shared_run);
+  ASSERT_EQ(shared_run.rc, 0) << shared_run.out;
+  EXPECT_EQ(row(shared.at("estimate_comparison"), "kv_cache").at("measured"),
+            row(cmp, "kv_cache").at("measured"));
+}
+
 TEST_F(BenchEstimateWith, UnknownFlagIsAUsageErrorWithTheClosestNameAndNothingRuns) {
   KVPROF_REQUIRE_LLAMA_OR_SKIP(lib_dir);
   ASSERT_EQ(s_made.rc, 0) << s_made.out;

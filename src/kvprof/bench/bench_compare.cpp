@@ -128,10 +128,11 @@ estimate::EstimateInput own_input(const BenchConfig& config, const model::ModelS
                            ? std::string("NVML names no GPU")
                            : fmt::format("'{}' is not in kvprof's GPU catalog", config.gpu_name);
   }
-  flags = fmt::format("-c {} -np {} -b {} -ub {} -fa {} -ctk {} -ctv {} -ngl {}{}{}", c.n_ctx,
-                      c.n_seq_max, e.n_batch, e.n_ubatch, s.flash_attn ? "on" : "off",
-                      e.cache_type_k, e.cache_type_v, e.n_gpu_layers,
-                      e.use_mmap ? "" : " --no-mmap", e.swa_full ? " --swa-full" : "");
+  flags =
+      fmt::format("-c {} -np {} -b {} -ub {} -fa {} -ctk {} -ctv {} -ngl {}{}{}{}", c.n_ctx,
+                  c.n_seq_max, e.n_batch, e.n_ubatch, s.flash_attn ? "on" : "off", e.cache_type_k,
+                  e.cache_type_v, e.n_gpu_layers, e.use_mmap ? "" : " --no-mmap",
+                  e.swa_full ? " --swa-full" : "", e.kv_unified ? "" : " --no-kv-unified");
   flags += " (the run's own settings)";
   return in;
 }

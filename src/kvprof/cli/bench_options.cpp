@@ -33,6 +33,9 @@ CLI::App* add_bench_engine_options(CLI::App* cmd, bench::BenchConfig& c, BenchEn
   g->add_flag("--no-mmap", flags.no_mmap, "Read the model into memory instead of mapping it");
   g->add_flag("--swa-full", flags.swa_full,
               "Sliding-window layers keep a cache of all -c cells (llama-server's --swa-full)");
+  g->add_flag("--kv-unified,!--no-kv-unified", e.kv_unified,
+              "One KV buffer shared by every sequence (llama-server's default); "
+              "--no-kv-unified gives each of the --parallel sequences -c / --parallel cells");
   g->add_option("--seed", c.seed, "Seed of the prompt tokens")->capture_default_str();
   g->add_option("--llama-lib", c.library.path,
                 "libllama.so or its folder (default: KVPROF_LLAMA_LIB, then .deps/llama/)");
