@@ -6,6 +6,7 @@
 // that the token goes to the Hub and nowhere else, and that the cache answers offline.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <fstream>
@@ -452,6 +453,17 @@ TEST(HfHub, EstimateReadsAModelTheCatalogLacksFromTheHubThenOffline) {
   EXPECT_EQ(unknown.rc, 2) << unknown.out;
   EXPECT_NE(unknown.out.find("no such model on the Hugging Face Hub"), std::string::npos)
       << unknown.out;
+}
+
+TEST(HfHub, AnUnreachableHubIsOneLineWithoutTheEndpointsPassword) {
+  test::ScopedTempDir cache("kvprof_hub_cache");
+  auto r = test::run_kvprof_env("HF_ENDPOINT=http://bob:s3cret@127.0.0.1:1 HF_HUB_CACHE=" +
+                                    cache.path.string() + " HF_HUB_OFFLINE=",
+                                "estimate --model someorg/unreachable-model");
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_NE(r.out.find("did not answer for someorg/unreachable-model"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("s3cret"), std::string::npos) << r.out;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
 }
 
 TEST(HfHub, AVariantOfACatalogModelIsDescribedByItWithANote) {

@@ -11,6 +11,7 @@
 
 #include "kvprof/client/http_get.hpp"
 #include "kvprof/model/safetensors.hpp"
+#include "kvprof/util/redact.hpp"
 #include "kvprof/util/strings.hpp"
 #include "kvprof/util/units.hpp"
 
@@ -111,8 +112,9 @@ class Hub {
       opts.headers.push_back(fmt::format("Range: bytes={}-{}", range->first, range->second));
     auto r = m_getter.get(url, opts);
     if (!r) {
-      return fail(r.error().kind, fmt::format("the Hugging Face Hub ({}) did not answer for {}: {}",
-                                              root, m_repo, r.error().message));
+      return fail(r.error().kind,
+                  redact_secrets(fmt::format("the Hugging Face Hub ({}) did not answer for {}: {}",
+                                             root, m_repo, r.error().message)));
     }
     const auto header = [&](const char* name) {
       const auto it = r->headers.find(name);
@@ -180,8 +182,10 @@ class Hub {
   }
 
   [[nodiscard]] const std::string& commit() const { return m_commit; }
+  // Where the files came from; a password in HF_ENDPOINT's URL is not repeated.
   [[nodiscard]] std::string source() const {
-    return fmt::format("{}/{}{}", m_o.endpoint, m_repo, m_commit.empty() ? "" : " @ " + m_commit);
+    return redact_secrets(
+        fmt::format("{}/{}{}", m_o.endpoint, m_repo, m_commit.empty() ? "" : " @ " + m_commit));
   }
 
  private:
