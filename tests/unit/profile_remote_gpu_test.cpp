@@ -216,20 +216,31 @@ class RealPrometheus {
   std::unique_ptr<Child> m_child;
 };
 
-TEST(ProfileRemoteGpu, ReadsTheServersGpuThroughARealPrometheus) {
-  const auto prometheus = find_prometheus();
-  if (!prometheus) {
-    if (std::getenv("KVPROF_REQUIRE_PROMETHEUS") != nullptr) {
-      FAIL() << "prometheus is not installed (scripts/setup.sh installs Debian's package)";
+// serve-sim publishing its GPU, and a real Prometheus scraping it; skipped without Debian's
+// prometheus (a failure where the test command requires it).
+class ProfileThroughPrometheus : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto prometheus = find_prometheus();
+    if (!prometheus) {
+      if (std::getenv("KVPROF_REQUIRE_PROMETHEUS") != nullptr) {
+        FAIL() << "prometheus is not installed (scripts/setup.sh installs Debian's package)";
+      }
+      GTEST_SKIP() << "prometheus is not installed";
     }
-    GTEST_SKIP() << "prometheus is not installed";
+    server = start_sim();
+    ASSERT_NE(server, nullptr);
+    prom = std::make_unique<RealPrometheus>(*prometheus, dir.path, server->port());
+    ASSERT_TRUE(prom->wait_scraped()) << "Prometheus never scraped serve-sim; see " << dir.path;
   }
-  auto server = start_sim();
-  ASSERT_NE(server, nullptr);
-  test::ScopedTempDir dir("kvprof_remote_gpu");
-  RealPrometheus prom(*prometheus, dir.path, server->port());
-  ASSERT_TRUE(prom.wait_scraped()) << "Prometheus never scraped serve-sim; see " << dir.path;
-  const std::string& prom_url = prom.url;
+
+  std::unique_ptr<sim::SimServer> server;
+  test::ScopedTempDir dir{"kvprof_remote_gpu"};
+  std::unique_ptr<RealPrometheus> prom;
+};
+
+TEST_F(ProfileThroughPrometheus, ReadsTheServersGpu) {
+  const std::string& prom_url = prom->url;
 
   const fs::path out = dir.path / "results";
   const auto r = test::run_kvprof("profile --endpoint " + server->base_url() +
@@ -301,20 +312,8 @@ std::vector<int64_t> row_times(const fs::path& trace) {
   return out;
 }
 
-TEST(ProfileRemoteGpu, AnOutageDuringTheRunIsFilledFromPrometheusHistory) {
-  const auto prometheus = find_prometheus();
-  if (!prometheus) {
-    if (std::getenv("KVPROF_REQUIRE_PROMETHEUS") != nullptr) {
-      FAIL() << "prometheus is not installed (scripts/setup.sh installs Debian's package)";
-    }
-    GTEST_SKIP() << "prometheus is not installed";
-  }
-  auto server = start_sim();
-  ASSERT_NE(server, nullptr);
-  test::ScopedTempDir dir("kvprof_remote_gpu");
-  RealPrometheus prom(*prometheus, dir.path, server->port());
-  ASSERT_TRUE(prom.wait_scraped()) << "Prometheus never scraped serve-sim; see " << dir.path;
-  OutageProxy proxy(prom.url);
+TEST_F(ProfileThroughPrometheus, AnOutageDuringTheRunIsFilledFromItsHistory) {
+  OutageProxy proxy(prom->url);
 
   const fs::path out = dir.path / "results";
   const auto r = test::run_kvprof("profile --endpoint " + server->base_url() +

@@ -257,7 +257,7 @@ TEST_F(SummarySchema, EveryFieldWrittenIsDocumentedAndEveryDocumentedFieldIsWrit
   walk.visit(s_llama.summary, "");
   for (const auto& p : walk.problems)
     ADD_FAILURE() << p;
-  // Written only when GPU readings fail during a run: ProfileRemoteGpu.AnOutageDuringTheRun...
+  // Written only when GPU readings fail during a run: ProfileThroughPrometheus.AnOutageDuringTheRun...
   // (profile_remote_gpu_test.cpp) checks each of them in a run through a real Prometheus.
   const std::set<std::string> outage_only{"gpu_gaps.gaps[].gpu", "gpu_gaps.gaps[].from_s",
                                           "gpu_gaps.gaps[].to_s",
