@@ -12,8 +12,8 @@
 namespace kvprof::model {
 namespace {
 
-TEST(ModelCatalog, HasAtLeastSeventyEntries) {
-  EXPECT_GE(model_catalog().size(), 70U);
+TEST(ModelCatalog, HasAtLeastOneHundredTwentyEntries) {
+  EXPECT_GE(model_catalog().size(), 120U);
 }
 
 TEST(ModelCatalog, IdsAndAliasesAreUniqueIgnoringCase) {
