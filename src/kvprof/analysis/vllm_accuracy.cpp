@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kvprof/estimate/estimate.hpp"
+#include "kvprof/estimate/vllm_budget.hpp"
 #include "kvprof/model/catalog.hpp"
 #include "kvprof/util/units.hpp"
 
@@ -56,6 +57,10 @@ RecordResult run_one(const nlohmann::json& r) {
     auto kv = estimate::parse_kv_cache_dtype(r.at("kv_cache_dtype").get<std::string>());
     if (kv) s.kv_cache_dtype = *kv;
   }
+  // The release whose rules the record is held to (none: the newest modelled).
+  if (r.contains("engine_version_modelled") && r.at("engine_version_modelled").is_string()) {
+    s.engine_version = r.at("engine_version_modelled").get<std::string>();
+  }
   auto est = estimate::estimate(in);
   if (!est) {
     out.error = est.error().message;
@@ -74,6 +79,12 @@ RecordResult run_one(const nlohmann::json& r) {
   add("kv_cache_tokens", static_cast<double>(rep.kv_cache_tokens));
   add("max_concurrency", rep.max_concurrency);
   add("cuda_graph_gib", bytes_to_gib(mb.cuda_graph_bytes));
+  // V0's swap space in blocks of the same size as the GPU's.
+  if (rep.num_gpu_blocks > 0 && mb.kv_cache_bytes > 0) {
+    const uint64_t bytes_per_block = mb.kv_cache_bytes / rep.num_gpu_blocks;
+    add("num_cpu_blocks",
+        static_cast<double>(estimate::k_vllm_v0_swap_space_bytes / bytes_per_block));
+  }
   return out;
 }
 

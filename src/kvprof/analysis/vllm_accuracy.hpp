@@ -37,7 +37,8 @@ struct FigureSummary {
 };
 
 // Runs the vLLM profile on every record of a vllm_startup_public.jsonl file (one JSON object a
-// line). Returns an io/input error when the file cannot be read or a line is not JSON.
+// line), under the release a record names in "engine_version_modelled" (else the newest). Returns
+// an io/input error when the file cannot be read or a line is not JSON.
 Expected<std::vector<RecordResult>> run_vllm_accuracy(const std::filesystem::path& jsonl);
 
 // Median / p90 / max error per figure over `results` (records that failed are skipped).

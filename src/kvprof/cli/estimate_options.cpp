@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "kvprof/cli/suggest.hpp"
+#include "kvprof/estimate/vllm_version.hpp"
 #include "kvprof/model/resolve.hpp"
 #include "kvprof/util/strings.hpp"
 #include "kvprof/util/units.hpp"
@@ -52,6 +53,13 @@ estimate::EstimateInput build_estimate_input(const EstimateOptions& o) {
   }
   auto& s = in.settings;
   s.engine = value_or_fatal(estimate::parse_engine(o.engine));
+  if (!o.engine_version.empty()) {
+    if (s.engine != estimate::EngineKind::vllm) {
+      throw Fatal({ErrorKind::usage, "--engine-version applies to --engine vllm only"});
+    }
+    s.engine_version =
+        std::string(value_or_fatal(estimate::parse_vllm_version(o.engine_version))->name);
+  }
   s.tensor_parallel_size = o.tp;
   s.pipeline_parallel_size = o.pp;
   s.data_parallel_size = o.dp;
@@ -144,6 +152,11 @@ void add_estimate_options(CLI::App* cmd, EstimateOptions& o) {
   cmd->add_option("--gpu-mem", o.gpu_mem, "Usable memory of a GPU not in the catalog, e.g. 24GiB");
   cmd->add_option("--engine", o.engine, "vllm | sglang | trtllm | llamacpp | hf")
       ->capture_default_str();
+  cmd->add_option("--engine-version", o.engine_version,
+                  "vLLM release whose memory rules to follow: 0.6, 0.7 (V0), 0.8 (also 0.9), "
+                  "0.10, 0.11, 0.19 or latest (default); a patch release (v0.7.3) takes its "
+                  "minor's rules")
+      ->envname("KVPROF_ENGINE_VERSION");
   auto* par = cmd->add_option_group("parallelism");
   par->add_option("--tensor-parallel-size,--tp,--tp-size,--tp_size", o.tp,
                   "Tensor parallel size (vLLM -tp, SGLang --tp-size, TensorRT-LLM --tp_size)")

@@ -22,9 +22,10 @@ struct EstimateOptions {
   std::string gpu;
   std::string gpu_mem;
   std::string engine = "vllm";
-  std::string hf_token;  // the Hub's token for gated repos (never written anywhere)
-  bool offline = false;  // the local Hugging Face cache only
-  std::string revision;  // the Hub revision (branch, tag or commit)
+  std::string engine_version;  // vLLM release ("" = the newest modelled)
+  std::string hf_token;        // the Hub's token for gated repos (never written anywhere)
+  bool offline = false;        // the local Hugging Face cache only
+  std::string revision;        // the Hub revision (branch, tag or commit)
   uint32_t tp = 1;
   uint32_t pp = 1;
   uint32_t dp = 1;

@@ -18,7 +18,6 @@
 namespace kvprof::estimate {
 namespace {
 
-constexpr double k_sampler_bytes_per_logit = 12.5;  // plus the logits dtype itself
 constexpr double k_hidden_copies_kept = 1.15;
 constexpr uint64_t k_runner_buffers_bytes = 50ULL << 20;
 
@@ -69,7 +68,7 @@ ActivationBreakdown profile_run_peak(const ActivationModel& m, const ProfileRunS
   double sampler = 0;
   if (s.last_pp_rank) {
     sampler = static_cast<double>(s.requests) * static_cast<double>(m.vocab_size) *
-              (k_sampler_bytes_per_logit + d);
+              (s.sampler_bytes_per_logit + d);
   }
   a.persistent_bytes = static_cast<uint64_t>(persistent);
   a.forward_bytes = static_cast<uint64_t>(forward);
@@ -85,8 +84,13 @@ ActivationBreakdown profile_run_peak(const model::ModelSpec& m, const ProfileRun
 uint64_t non_torch_bytes(uint32_t tp, bool last_pp_rank) {
   constexpr uint64_t k_base = 72ULL << 20;      // cuBLAS/cuBLASLt handles and workspaces
   constexpr uint64_t k_sampler = 184ULL << 20;  // sampling kernels' workspaces (last rank)
-  constexpr uint64_t k_tp = 1894ULL << 20;      // NCCL + custom all-reduce IPC buffers
-  uint64_t bytes = k_base + (last_pp_rank ? k_sampler : 0);
+  return non_torch_bytes(tp, last_pp_rank, k_base, k_sampler);
+}
+
+uint64_t non_torch_bytes(uint32_t tp, bool last_pp_rank, uint64_t base_bytes,
+                         uint64_t sampler_bytes) {
+  constexpr uint64_t k_tp = 1894ULL << 20;  // NCCL + custom all-reduce IPC buffers
+  uint64_t bytes = base_bytes + (last_pp_rank ? sampler_bytes : 0);
   if (tp > 1) bytes += k_tp + (static_cast<uint64_t>(std::log2(tp)) - 1) * (32ULL << 20);
   return bytes;
 }
@@ -110,14 +114,19 @@ uint64_t cuda_graph_bytes(const model::ModelSpec& m, uint32_t n_layers_on_rank, 
 }
 
 std::vector<uint32_t> vllm_cuda_graph_sizes(uint32_t max_num_seqs) {
-  const uint32_t max_size = std::min<uint32_t>(std::max<uint32_t>(max_num_seqs, 1) * 2, 512);
+  return vllm_cuda_graph_sizes(std::min<uint32_t>(std::max<uint32_t>(max_num_seqs, 1) * 2, 512),
+                               true);
+}
+
+std::vector<uint32_t> vllm_cuda_graph_sizes(uint32_t max_size, bool step16_above_256) {
   std::vector<uint32_t> sizes;
   for (uint32_t s : {1U, 2U, 4U}) {
     if (s <= max_size) sizes.push_back(s);
   }
-  for (uint32_t s = 8; s < 256 && s <= max_size; s += 8)
+  const uint32_t step8_end = step16_above_256 ? 256 : max_size + 1;
+  for (uint32_t s = 8; s < step8_end && s <= max_size; s += 8)
     sizes.push_back(s);
-  for (uint32_t s = 256; s <= max_size; s += 16)
+  for (uint32_t s = 256; step16_above_256 && s <= max_size; s += 16)
     sizes.push_back(s);
   return sizes;
 }

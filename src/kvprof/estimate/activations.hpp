@@ -17,6 +17,7 @@ struct ProfileRunShape {
   bool last_pp_rank = true;  // only the last rank computes logits and samples
   bool pipeline = false;     // pp > 1: intermediate tensors are kept for send/receive
   model::DType compute_dtype = model::DType::bf16;
+  double sampler_bytes_per_logit = 12.5;  // plus the logits dtype (the release's sampler)
 };
 
 struct ActivationBreakdown {
@@ -50,6 +51,10 @@ ActivationBreakdown profile_run_peak(const model::ModelSpec& m, const ProfileRun
 // NCCL and custom all-reduce buffers when tp > 1.
 uint64_t non_torch_bytes(uint32_t tp, bool last_pp_rank);
 
+// Same with the release's own cuBLAS (`base_bytes`) and sampler (`sampler_bytes`) workspaces.
+uint64_t non_torch_bytes(uint32_t tp, bool last_pp_rank, uint64_t base_bytes,
+                         uint64_t sampler_bytes);
+
 // Memory of vLLM's CUDA graph pool (piecewise + full decode graphs up to 512 tokens) for one
 // rank holding `n_layers_on_rank` layers; `graph_sets` > 1 when several draft lengths are
 // captured (speculative decoding with runtime control).
@@ -59,6 +64,10 @@ uint64_t cuda_graph_bytes(const model::ModelSpec& m, uint32_t n_layers_on_rank, 
 // vLLM's default CUDA graph capture sizes for `max_num_seqs`: 1, 2, 4, the multiples of 8 below
 // 256, then the multiples of 16 up to min(2 x max_num_seqs, 512).
 std::vector<uint32_t> vllm_cuda_graph_sizes(uint32_t max_num_seqs);
+
+// The capture sizes of an older release: 1, 2, 4, then multiples of 8 (of 16 above 256 when
+// `step16_above_256`) up to `max_size`.
+std::vector<uint32_t> vllm_cuda_graph_sizes(uint32_t max_size, bool step16_above_256);
 
 // The graphs vLLM captures (FULL_AND_PIECEWISE): one piecewise graph per capture size plus one
 // full decode graph per size up to `max_num_seqs`, times `graph_sets`.

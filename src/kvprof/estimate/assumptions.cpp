@@ -7,6 +7,7 @@
 #include <cctype>
 
 #include "kvprof/estimate/estimate.hpp"
+#include "kvprof/estimate/vllm_version.hpp"
 #include "kvprof/model/gguf.hpp"
 #include "kvprof/util/units.hpp"
 
@@ -71,14 +72,10 @@ std::string_view gpu_origin_name(GpuOrigin origin) {
   return "assumed";
 }
 
-std::string_view modelled_engine_version(EngineKind engine) {
-  switch (engine) {
-    case EngineKind::vllm:
-      return "v0.19";
-    default:
-      break;
-  }
-  return "(no version pinned)";
+std::string modelled_engine_version(const EngineSettings& s) {
+  if (s.engine != EngineKind::vllm) return "(no version pinned)";
+  auto rules = parse_vllm_version(s.engine_version);
+  return std::string(rules ? (*rules)->name : vllm_latest_version().name);
 }
 
 json estimate_assumptions(const Estimate& est, const AssumptionSources& src) {
@@ -113,7 +110,7 @@ json estimate_assumptions(const Estimate& est, const AssumptionSources& src) {
   return {{"gpu", gpu},
           {"model", est.model_id},
           {"engine", engine_name(s.engine)},
-          {"engine_version_modelled", modelled_engine_version(s.engine)},
+          {"engine_version_modelled", modelled_engine_version(s)},
           {"settings", settings}};
 }
 

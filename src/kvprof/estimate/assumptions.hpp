@@ -27,8 +27,9 @@ struct AssumptionSources {
 // origin and memory, the engine and the engine version kvprof models.
 nlohmann::json estimate_assumptions(const Estimate& est, const AssumptionSources& src);
 
-// The engine version whose memory rules the planner follows ("v0.19" for vLLM).
-std::string_view modelled_engine_version(EngineKind engine);
+// The engine version whose memory rules the planner follows for `s` ("v0.19" for vLLM unless
+// --engine-version chose another modelled release).
+std::string modelled_engine_version(const EngineSettings& s);
 
 // One line: "estimate assumed: GPU ... (assumed: no GPU found); vllm as kvprof models v0.19; ...".
 std::string assumptions_text(const nlohmann::json& assumptions);

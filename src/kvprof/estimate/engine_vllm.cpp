@@ -1,31 +1,16 @@
-// The vLLM V1 profile: the budget of vllm_budget.cpp turned into an Estimate with vLLM's log
-// lines, its refusals to start as warnings, and the workload rows.
+// The vLLM profile: the budget of vllm_budget.cpp, under the rules of the release asked for
+// (vllm_version.hpp), turned into an Estimate with that release's log lines, its refusals to
+// start as warnings, and the workload rows.
 #include <fmt/format.h>
 
 #include <algorithm>
 
 #include "kvprof/estimate/engine_common.hpp"
 #include "kvprof/estimate/vllm_budget.hpp"
+#include "kvprof/estimate/vllm_log.hpp"
 #include "kvprof/util/units.hpp"
 
 namespace kvprof::estimate {
-namespace {
-
-std::string gib2(uint64_t bytes) {
-  return fmt::format("{:.2f}", bytes_to_gib(bytes));
-}
-
-std::string with_commas(uint64_t n) {
-  std::string digits = std::to_string(n);
-  std::string out;
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out.push_back(',');
-    out.push_back(digits[i]);
-  }
-  return out;
-}
-
-}  // namespace
 
 Expected<Estimate> estimate_vllm(const EstimateInput& in) {
   const model::ModelSpec& m = in.model;
@@ -33,7 +18,11 @@ Expected<Estimate> estimate_vllm(const EstimateInput& in) {
   est.settings = in.settings;
   EngineSettings& s = est.settings;
   const bool block_size_set = s.block_size.has_value();
-  apply_vllm_defaults(s, m, in.gpu);
+  auto version = parse_vllm_version(s.engine_version);
+  if (!version) return std::unexpected(version.error());
+  const VllmVersionRules& rules = **version;
+  s.engine_version = std::string(rules.name);
+  apply_vllm_defaults(s, m, in.gpu, rules);
   if (auto ok = validate_parallelism(m, s); !ok) return std::unexpected(ok.error());
   if (m.max_position_embeddings > 0 && *s.max_model_len > m.max_position_embeddings) {
     est.warnings.push_back(fmt::format(
@@ -53,7 +42,7 @@ Expected<Estimate> estimate_vllm(const EstimateInput& in) {
 
   const VllmSplitPlan plan =
       vllm_split_plan(m, in.draft ? &*in.draft : nullptr, s, est.compute_dtype, *quant,
-                      block_size_set, vllm_mxfp4_padding(in.gpu));
+                      block_size_set, rules, vllm_mxfp4_padding(in.gpu));
   VllmBatch batch;
   batch.gpu_memory_bytes = in.gpu.memory_bytes;
   batch.gpu_memory_utilization = *s.gpu_memory_utilization;
@@ -76,7 +65,7 @@ Expected<Estimate> estimate_vllm(const EstimateInput& in) {
   MemoryBreakdown& mb = est.per_gpu;
   mb.weights_bytes = weights.total_bytes;
   mb.activation_bytes = b.activation_bytes;
-  mb.non_torch_bytes = plan.non_torch_bytes[0];
+  mb.non_torch_bytes = plan.non_torch_bytes[0] + b.charged_context_bytes;
   mb.kv_cache_bytes = b.kv_cache_bytes;
   mb.cuda_graph_bytes = plan.cuda_graph_bytes;
   mb.draft_bytes = plan.draft_bytes;
@@ -93,30 +82,27 @@ Expected<Estimate> estimate_vllm(const EstimateInput& in) {
   rep.max_model_len = *s.max_model_len;
   rep.max_num_seqs = *s.max_num_seqs;
   rep.max_num_batched_tokens = *s.max_num_batched_tokens;
-  if (!s.enforce_eager) {
-    const uint32_t graph_sets = s.spec_runtime_control && s.num_speculative_tokens > 0 ? 2 : 1;
-    rep.cuda_graphs =
-        vllm_cuda_graph_count(vllm_cuda_graph_sizes(*s.max_num_seqs), *s.max_num_seqs, graph_sets);
-  }
+  const uint32_t graph_sets = s.spec_runtime_control && s.num_speculative_tokens > 0 ? 2 : 1;
+  if (!s.enforce_eager) rep.cuda_graphs = vllm_cuda_graph_count(rules, *s.max_num_seqs, graph_sets);
   rep.memory_fraction = *s.gpu_memory_utilization;
   rep.requested_memory_bytes = b.requested_bytes;
-  const uint64_t non_kv = weights.total_bytes + b.activation_bytes + plan.non_torch_bytes[0];
-  rep.log_lines = {
-      fmt::format("Model loading took {} GiB memory", gib2(weights.total_bytes)),
-      fmt::format(
-          "Memory profiling takes ... Total non KV cache memory: {}GiB; torch peak memory "
-          "increase: {}GiB; non-torch forward increase memory: {}GiB; weights memory: {}GiB.",
-          gib2(non_kv), gib2(b.activation_bytes), gib2(plan.non_torch_bytes[0]),
-          gib2(weights.total_bytes)),
-      fmt::format("Available KV cache memory: {} GiB", gib2(rep.available_kv_cache_bytes)),
-      fmt::format("GPU KV cache size: {} tokens", with_commas(rep.kv_cache_tokens)),
-      fmt::format("Maximum concurrency for {} tokens per request: {:.2f}x",
-                  with_commas(rep.max_model_len), b.kv.max_concurrency),
-  };
-  if (!s.enforce_eager) {
-    rep.log_lines.push_back(fmt::format("Graph capturing finished in ... secs, took {} GiB",
-                                        gib2(mb.cuda_graph_bytes)));
-  }
+  VllmLogFigures lf;
+  lf.gpu_memory_bytes = in.gpu.memory_bytes;
+  lf.gpu_memory_utilization = *s.gpu_memory_utilization;
+  lf.requested_bytes = b.requested_bytes;
+  lf.weights_bytes = weights.total_bytes;
+  lf.activation_bytes = b.activation_bytes;
+  lf.non_torch_bytes = mb.non_torch_bytes;
+  lf.available_kv_bytes = rep.available_kv_cache_bytes;
+  lf.num_gpu_blocks = b.num_blocks;
+  lf.num_cpu_blocks = b.bytes_per_block > 0 ? k_vllm_v0_swap_space_bytes / b.bytes_per_block : 0;
+  lf.kv_cache_tokens = rep.kv_cache_tokens;
+  lf.max_model_len = rep.max_model_len;
+  lf.max_concurrency = b.kv.max_concurrency;
+  lf.cuda_graph_bytes = mb.cuda_graph_bytes;
+  lf.enforce_eager = s.enforce_eager;
+  VllmLogLines log = vllm_log_lines(rules, lf);
+  rep.log_lines = std::move(log.lines);
 
   // vLLM refuses to start when the budget is gone or one max-length request does not fit.
   if (b.binding_available_bytes <= 0 || b.num_blocks == 0) {
@@ -166,17 +152,27 @@ Expected<Estimate> estimate_vllm(const EstimateInput& in) {
   } else if (est.start_failure == "the profile run") {
     lines.resize(1);
   } else if (est.start_failure == "KV cache allocation") {
-    lines.resize(std::min<size_t>(lines.size(), 3));
+    lines.resize(std::min(lines.size(), log.before_kv_check));
   } else if (est.start_failure == "CUDA graph capture" && !s.enforce_eager) {
     lines.back() = "Capturing CUDA graphs ... (runs out of memory here)";
   }
   if (!m.warnings.empty()) est.confidence = "medium";
+  if (!rules.checked.empty()) {
+    est.warnings.push_back(
+        fmt::format("kvprof's rules for vLLM {} are {}", rules.name, rules.checked));
+    if (!rules.checked.starts_with("checked on") || rules.checked.ends_with("rough")) {
+      est.confidence = "low";
+    } else if (est.confidence == "high") {
+      est.confidence = "medium";
+    }
+  }
   if (m.extra_params > 0) {
     est.notes.push_back("vision/audio encoder profiling memory is not modelled separately");
   }
-  est.notes.push_back(
-      "vLLM V1: KV = total x gpu_memory_utilization - weights - profile-run peak - non-torch; "
-      "CUDA graphs are captured after the KV cache, outside that budget");
+  est.notes.push_back(fmt::format(
+      "vLLM {} ({}): KV = total x gpu_memory_utilization - weights - profile-run peak - "
+      "non-torch{}; CUDA graphs are captured after the KV cache, outside that budget",
+      rules.name, rules.releases, rules.charges_cuda_context ? " - CUDA context" : ""));
   return est;
 }
 

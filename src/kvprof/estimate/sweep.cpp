@@ -22,8 +22,11 @@ Expected<VllmSweep> VllmSweep::create(const EstimateInput& base, std::vector<gpu
   }
   auto quant = resolve_quantization(m, base.settings);
   if (!quant) return std::unexpected(quant.error());
+  auto rules = parse_vllm_version(base.settings.engine_version);
+  if (!rules) return std::unexpected(rules.error());
 
   VllmSweep sweep;
+  sweep.m_rules = *rules;
   sweep.m_base = base.settings;
   sweep.m_activation = activation_model(m);
   sweep.m_default_max_model_len = vllm_default_max_model_len(m);
@@ -53,10 +56,10 @@ Expected<VllmSweep> VllmSweep::create(const EstimateInput& base, std::vector<gpu
     const bool valid = validate_parallelism(m, s).has_value();
     sweep.m_split_valid.push_back(valid);
     for (const Mxfp4Padding& padding : paddings) {
-      sweep.m_plans.push_back(valid
-                                  ? vllm_split_plan(m, base.draft ? &*base.draft : nullptr, s,
-                                                    compute_dtype, *quant, block_size_set, padding)
-                                  : VllmSplitPlan{});
+      sweep.m_plans.push_back(valid ? vllm_split_plan(m, base.draft ? &*base.draft : nullptr, s,
+                                                      compute_dtype, *quant, block_size_set,
+                                                      **rules, padding)
+                                    : VllmSplitPlan{});
     }
   }
   sweep.m_gpus = std::move(gpus);
@@ -79,11 +82,11 @@ VllmSweep::Budget VllmSweep::budget(const SweepPoint& p) const {
   batch.max_num_batched_tokens =
       p.max_num_batched_tokens > 0
           ? p.max_num_batched_tokens
-          : s.max_num_batched_tokens.value_or(vllm_default_max_num_batched_tokens(large));
-  batch.max_num_seqs =
-      p.max_num_seqs > 0
-          ? p.max_num_seqs
-          : s.max_num_seqs.value_or(vllm_default_max_num_seqs(large, batch.max_num_batched_tokens));
+          : s.max_num_batched_tokens.value_or(
+                vllm_default_max_num_batched_tokens(*m_rules, large, batch.max_model_len));
+  batch.max_num_seqs = p.max_num_seqs > 0 ? p.max_num_seqs
+                                          : s.max_num_seqs.value_or(vllm_default_max_num_seqs(
+                                                *m_rules, large, batch.max_num_batched_tokens));
   batch.kv_cache_memory_bytes = s.kv_cache_memory_bytes;
   batch.num_gpu_blocks_override = s.num_gpu_blocks_override;
   b.valid = m_split_valid[p.split_index] && valid_memory_fraction(batch.gpu_memory_utilization) &&

@@ -11,6 +11,19 @@
 #include "kvprof/util/units.hpp"
 
 namespace kvprof::estimate {
+namespace {
+
+// Releases without per-kind KV groups give sliding-window and chunked layers a full cache.
+void treat_windows_as_full(KvLayout& layout) {
+  for (auto& l : layout.layers) {
+    if (l.kind == model::AttentionKind::sliding || l.kind == model::AttentionKind::chunked) {
+      l.kind = model::AttentionKind::full;
+      l.window_tokens = 0;
+    }
+  }
+}
+
+}  // namespace
 
 // vLLM's batch defaults for `vllm serve` (engine/arg_utils.py).
 bool vllm_large_gpu(const gpu::GpuSpec& g) {
@@ -29,15 +42,47 @@ uint64_t vllm_default_max_model_len(const model::ModelSpec& m) {
   return m.max_position_embeddings > 0 ? m.max_position_embeddings : 4096;
 }
 
-void apply_vllm_defaults(EngineSettings& s, const model::ModelSpec& m, const gpu::GpuSpec& g) {
+uint32_t vllm_default_max_num_batched_tokens(const VllmVersionRules& r, bool large_gpu,
+                                             uint64_t max_model_len) {
+  if (r.v0_engine) {
+    if (max_model_len > r.v0_unchunked_max_model_len) return r.default_max_num_batched_tokens;
+    return static_cast<uint32_t>(std::max<uint64_t>(max_model_len, 2048));
+  }
+  if (r.large_gpu_batch_defaults) return vllm_default_max_num_batched_tokens(large_gpu);
+  return r.default_max_num_batched_tokens;
+}
+
+uint32_t vllm_default_max_num_seqs(const VllmVersionRules& r, bool large_gpu,
+                                   uint32_t max_num_batched_tokens) {
+  if (r.large_gpu_batch_defaults)
+    return vllm_default_max_num_seqs(large_gpu, max_num_batched_tokens);
+  return std::min(r.default_max_num_seqs, max_num_batched_tokens);
+}
+
+uint32_t vllm_cuda_graph_count(const VllmVersionRules& r, uint32_t max_num_seqs,
+                               uint32_t graph_sets) {
+  if (r.graph_sizes_step16_above_256 && r.graph_sizes_capped_by_seqs && r.full_decode_graphs) {
+    return vllm_cuda_graph_count(vllm_cuda_graph_sizes(max_num_seqs), max_num_seqs, graph_sets);
+  }
+  const uint32_t max_size = r.graph_sizes_capped_by_seqs
+                                ? std::min(r.max_capture_size, max_num_seqs)
+                                : r.max_capture_size;
+  const auto sizes = vllm_cuda_graph_sizes(max_size, r.graph_sizes_step16_above_256);
+  const uint32_t n = r.full_decode_graphs ? vllm_cuda_graph_count(sizes, max_num_seqs, 1)
+                                          : static_cast<uint32_t>(sizes.size());
+  return n * std::max<uint32_t>(graph_sets, 1);
+}
+
+void apply_vllm_defaults(EngineSettings& s, const model::ModelSpec& m, const gpu::GpuSpec& g,
+                         const VllmVersionRules& r) {
   const bool large = vllm_large_gpu(g);
   if (!s.gpu_memory_utilization) s.gpu_memory_utilization = k_vllm_default_gpu_memory_utilization;
   if (!s.max_model_len) s.max_model_len = vllm_default_max_model_len(m);
   if (!s.max_num_batched_tokens) {
-    s.max_num_batched_tokens = vllm_default_max_num_batched_tokens(large);
+    s.max_num_batched_tokens = vllm_default_max_num_batched_tokens(r, large, *s.max_model_len);
   }
   if (!s.max_num_seqs) {
-    s.max_num_seqs = vllm_default_max_num_seqs(large, *s.max_num_batched_tokens);
+    s.max_num_seqs = vllm_default_max_num_seqs(r, large, *s.max_num_batched_tokens);
   }
   if (!s.block_size) s.block_size = k_vllm_default_block_size;
 }
@@ -53,8 +98,9 @@ Mxfp4Padding vllm_mxfp4_padding(const gpu::GpuSpec& g) {
 VllmSplitPlan vllm_split_plan(const model::ModelSpec& m, const model::ModelSpec* draft,
                               const EngineSettings& s, model::DType compute_dtype,
                               const model::Quantization& quant, bool block_size_set,
-                              Mxfp4Padding mxfp4) {
+                              const VllmVersionRules& rules, Mxfp4Padding mxfp4) {
   VllmSplitPlan plan;
+  plan.rules = &rules;
   plan.tp = s.tensor_parallel_size;
   plan.pp = s.pipeline_parallel_size;
   plan.compute_dtype = compute_dtype;
@@ -84,6 +130,7 @@ VllmSplitPlan vllm_split_plan(const model::ModelSpec& m, const model::ModelSpec*
       plan.weights.back().total_bytes += pad;
     }
     KvLayout layout = kv_layout(m, tp, pp, r, s.kv_cache_dtype, compute_dtype);
+    if (!rules.hybrid_kv_groups) treat_windows_as_full(layout);
     const bool last = r + 1 == pp;
     if (draft_layout && last) {
       // The drafter's layers join the last stage's KV spec (ids after the target's).
@@ -94,7 +141,8 @@ VllmSplitPlan vllm_split_plan(const model::ModelSpec& m, const model::ModelSpec*
       }
     }
     plan.layouts.push_back(std::move(layout));
-    plan.non_torch_bytes.push_back(non_torch_bytes(tp, last));
+    plan.non_torch_bytes.push_back(
+        non_torch_bytes(tp, last, rules.non_torch_base_bytes, rules.non_torch_sampler_bytes));
   }
   plan.kv = vllm_kv_geometry(plan.layouts, s.block_size.value_or(k_vllm_default_block_size),
                              block_size_set);
@@ -104,6 +152,10 @@ VllmSplitPlan vllm_split_plan(const model::ModelSpec& m, const model::ModelSpec*
     plan.cuda_graph_bytes = cuda_graph_bytes(m, plan.weights[0].layers_on_rank, tp, graph_sets);
     if (draft && pp == 1) {
       plan.cuda_graph_bytes += cuda_graph_bytes(*draft, draft->n_layer, tp, graph_sets) / 2;
+    }
+    if (rules.cuda_graph_scale != 1.0) {
+      plan.cuda_graph_bytes = static_cast<uint64_t>(static_cast<double>(plan.cuda_graph_bytes) *
+                                                    rules.cuda_graph_scale);
     }
   }
   plan.draft_bytes = pp == 1 ? plan.draft_weights_bytes : 0;
@@ -121,6 +173,10 @@ VllmBudget vllm_budget(const VllmSplitPlan& plan, const ActivationModel& act,
   shape.tp = plan.tp;
   shape.pipeline = plan.pp > 1;
   shape.compute_dtype = plan.compute_dtype;
+  shape.sampler_bytes_per_logit = plan.rules->sampler_bytes_per_logit;
+  // Older releases measured the used memory after profiling, CUDA context included.
+  const uint64_t context = plan.rules->charges_cuda_context ? k_cuda_context_bytes : 0;
+  b.charged_context_bytes = context;
   uint64_t min_blocks = 0;
   for (uint32_t r = 0; r < plan.pp; ++r) {
     const bool last = r + 1 == plan.pp;
@@ -130,7 +186,8 @@ VllmBudget vllm_budget(const VllmSplitPlan& plan, const ActivationModel& act,
     const uint64_t extra = last ? plan.draft_weights_bytes : 0;
     int64_t avail = static_cast<int64_t>(b.requested_bytes) -
                     static_cast<int64_t>(plan.weights[r].total_bytes) - static_cast<int64_t>(peak) -
-                    static_cast<int64_t>(plan.non_torch_bytes[r]) - static_cast<int64_t>(extra);
+                    static_cast<int64_t>(plan.non_torch_bytes[r]) - static_cast<int64_t>(extra) -
+                    static_cast<int64_t>(context);
     if (batch.kv_cache_memory_bytes) avail = static_cast<int64_t>(*batch.kv_cache_memory_bytes);
     const uint64_t blocks = vllm_worker_blocks(plan.kv, r, avail);
     if (r == 0) {

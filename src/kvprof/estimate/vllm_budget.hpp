@@ -11,6 +11,7 @@
 #include "kvprof/estimate/activations.hpp"
 #include "kvprof/estimate/settings.hpp"
 #include "kvprof/estimate/vllm_kv.hpp"
+#include "kvprof/estimate/vllm_version.hpp"
 #include "kvprof/estimate/weights.hpp"
 #include "kvprof/gpu/gpu_catalog.hpp"
 #include "kvprof/model/model_spec.hpp"
@@ -19,6 +20,7 @@ namespace kvprof::estimate {
 
 inline constexpr uint32_t k_vllm_default_block_size = 16;
 inline constexpr double k_vllm_default_gpu_memory_utilization = 0.9;
+inline constexpr uint64_t k_vllm_v0_swap_space_bytes = 4ULL << 30;  // V0 --swap-space default
 
 // True for GPUs vLLM gives its large batch defaults: >= 70 GiB and not an A100.
 bool vllm_large_gpu(const gpu::GpuSpec& g);
@@ -29,14 +31,27 @@ uint32_t vllm_default_max_num_batched_tokens(bool large_gpu);
 // vLLM's default max_num_seqs (1024 on large GPUs, else 256), at most the batched tokens.
 uint32_t vllm_default_max_num_seqs(bool large_gpu, uint32_t max_num_batched_tokens);
 
+// The same defaults under release `r`: V0 batches max(max_model_len, 2048) tokens unchunked up
+// to 32k tokens and chunks above; releases without large-GPU defaults use 2048 / 256.
+uint32_t vllm_default_max_num_batched_tokens(const VllmVersionRules& r, bool large_gpu,
+                                             uint64_t max_model_len);
+uint32_t vllm_default_max_num_seqs(const VllmVersionRules& r, bool large_gpu,
+                                   uint32_t max_num_batched_tokens);
+
+// The CUDA graphs release `r` captures for `max_num_seqs` (per set of draft lengths).
+uint32_t vllm_cuda_graph_count(const VllmVersionRules& r, uint32_t max_num_seqs,
+                               uint32_t graph_sets);
+
 // vLLM's default max_model_len: the model's max_position_embeddings, else 4096.
 uint64_t vllm_default_max_model_len(const model::ModelSpec& m);
 
-// Fills the unset settings of `s` with vLLM's defaults for `m` on `g`.
-void apply_vllm_defaults(EngineSettings& s, const model::ModelSpec& m, const gpu::GpuSpec& g);
+// Fills the unset settings of `s` with vLLM's defaults for `m` on `g` (under release `r`).
+void apply_vllm_defaults(EngineSettings& s, const model::ModelSpec& m, const gpu::GpuSpec& g,
+                         const VllmVersionRules& r = vllm_latest_version());
 
 // What one (model, tensor x pipeline split, dtype, quantization, KV dtype) fixes.
 struct VllmSplitPlan {
+  const VllmVersionRules* rules = &vllm_latest_version();
   uint32_t tp = 1;
   uint32_t pp = 1;
   model::DType compute_dtype = model::DType::bf16;
@@ -51,11 +66,13 @@ struct VllmSplitPlan {
 
 // Plans `m` (with the speculative drafter `draft`, or nullptr) under the parallel sizes, KV
 // dtype, block size and graph settings of `s`, which must have passed validate_parallelism;
-// `block_size_set` says the user chose the block size. Never fails; allocates.
-// `mxfp4` pads MXFP4 experts as vLLM's MoE kernel for the GPU does (vllm_mxfp4_padding).
+// `block_size_set` says the user chose the block size; `r` is the release modelled; `mxfp4` pads
+// MXFP4 experts as vLLM's MoE kernel for the GPU does (vllm_mxfp4_padding). Never fails;
+// allocates.
 VllmSplitPlan vllm_split_plan(const model::ModelSpec& m, const model::ModelSpec* draft,
                               const EngineSettings& s, model::DType compute_dtype,
                               const model::Quantization& quant, bool block_size_set,
+                              const VllmVersionRules& r = vllm_latest_version(),
                               Mxfp4Padding mxfp4 = {});
 
 // How vLLM pads MXFP4 experts on `g`, by the MoE backend it picks there (mxfp4.py,
@@ -81,6 +98,7 @@ struct VllmBudget {
   uint64_t requested_bytes = 0;  // total x gpu_memory_utilization
   uint32_t binding_rank = 0;     // the pipeline rank with the fewest blocks (the first of equals)
   int64_t available_bytes = 0;   // rank 0's KV budget, negative when over
+  uint64_t charged_context_bytes = 0;  // the CUDA context the budget paid (older releases)
   int64_t binding_available_bytes = 0;
   uint64_t activation_bytes = 0;  // rank 0's profile-run peak
   uint64_t binding_activation_bytes = 0;

@@ -170,7 +170,7 @@ std::string version_cause(const Evidence& e, const estimate::Estimate& est,
   }
   return fmt::format("another engine version: kvprof models {} {}{}",
                      estimate::engine_name(est.settings.engine),
-                     modelled_engine_version(est.settings.engine),
+                     modelled_engine_version(est.settings),
                      e.server_version.empty() ? "" : ", the server reports " + e.server_version);
 }
 

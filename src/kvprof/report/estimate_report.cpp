@@ -173,9 +173,14 @@ nlohmann::json estimate_json(const Estimate& e) {
 std::string estimate_text(const Estimate& e) {
   const auto& s = e.settings;
   const auto& mb = e.per_gpu;
-  std::string out = fmt::format("kvprof estimate: {} on {} x {} ({} GiB usable each), engine {}\n",
-                                e.model_id, e.gpus_total, e.gpu.name, gib(e.gpu.memory_bytes),
-                                estimate::engine_name(s.engine));
+  // The release whose rules the plan follows, where one is pinned (vLLM).
+  const std::string engine =
+      s.engine == estimate::EngineKind::vllm
+          ? fmt::format("{} {}", estimate::engine_name(s.engine), s.engine_version)
+          : std::string(estimate::engine_name(s.engine));
+  std::string out =
+      fmt::format("kvprof estimate: {} on {} x {} ({} GiB usable each), engine {}\n", e.model_id,
+                  e.gpus_total, e.gpu.name, gib(e.gpu.memory_bytes), engine);
   out += fmt::format(
       "  tp={} pp={} dp={}  dtype={}  quantization={}  kv-cache-dtype={}  max-model-len={}",
       s.tensor_parallel_size, s.pipeline_parallel_size, s.data_parallel_size,
@@ -211,8 +216,8 @@ std::string estimate_text(const Estimate& e) {
   if (e.kv_heads_replicated) out += "  (KV heads replicated: fewer KV heads than TP ranks)";
   out += "\n\n";
   if (!e.engine_report.log_lines.empty()) {
-    out += fmt::format("{} will log{}:\n", estimate::engine_name(s.engine),
-                       e.start_failure.empty() ? "" : ", before it stops");
+    out +=
+        fmt::format("{} will log{}:\n", engine, e.start_failure.empty() ? "" : ", before it stops");
     for (const auto& line : e.engine_report.log_lines)
       out += "  " + line + "\n";
     out += "\n";

@@ -1,0 +1,34 @@
+// `kvprof estimate --engine-version`: the release named in the text and the JSON, a usage error
+// (exit 2) listing the modelled releases for any other.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "support/run_kvprof.hpp"
+
+namespace {
+
+TEST(CliEstimateVersion, NamesTheModelledReleaseEverywhere) {
+  const auto j = kvprof::test::run_kvprof("estimate --engine-version v0.7.3 --json");
+  ASSERT_EQ(j.rc, 0) << j.out;
+  const auto doc = nlohmann::json::parse(j.out);
+  EXPECT_EQ(doc.at("assumptions").at("engine_version_modelled"), "v0.7");
+  const auto text = kvprof::test::run_kvprof("estimate --engine-version 0.7");
+  ASSERT_EQ(text.rc, 0) << text.out;
+  EXPECT_NE(text.out.find("engine vllm v0.7"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("vllm v0.7 will log"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("# CUDA blocks:"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("as kvprof models v0.7"), std::string::npos) << text.out;
+}
+
+TEST(CliEstimateVersion, UnknownReleaseIsAUsageError) {
+  const auto r = kvprof::test::run_kvprof("estimate --engine-version 0.4.2");
+  EXPECT_EQ(r.rc, 2) << r.out;
+  EXPECT_NE(r.out.find("not a modelled vLLM release"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("v0.19"), std::string::npos) << r.out;
+  const auto other = kvprof::test::run_kvprof("estimate --engine sglang --engine-version 0.7");
+  EXPECT_EQ(other.rc, 2) << other.out;
+}
+
+}  // namespace
