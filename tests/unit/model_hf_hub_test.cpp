@@ -266,23 +266,24 @@ TEST(HfHub, ReadsConfigAndOnlyTheSafetensorsHeadersOfEveryShard) {
 }
 
 TEST(HfHub, TheModelIsTheSameAsFromALocalFolder) {
+  // An id the catalog lacks (a catalog id is read from the catalog, offline and at once).
   FakeHub hub;
-  hub.repos["meta-llama/Llama-3.1-8B"] = llama_repo();
+  hub.repos["someorg/Llama-Derivative-8B"] = llama_repo();
   test::ScopedTempDir cache("kvprof_hub_cache");
   LoadOptions load;
   load.hub = options_for(hub, cache.path);
-  auto from_hub = load_model("meta-llama/Llama-3.1-8B", load);
+  auto from_hub = load_model("someorg/Llama-Derivative-8B", load);
   ASSERT_TRUE(from_hub) << from_hub.error().message;
-  EXPECT_EQ(from_hub->id, "meta-llama/Llama-3.1-8B");
+  EXPECT_EQ(from_hub->id, "someorg/Llama-Derivative-8B");
   EXPECT_EQ(from_hub->origin, ModelSpec::Origin::safetensors);
   EXPECT_NE(from_hub->source.find(k_commit), std::string::npos) << from_hub->source;
   // The same config and tensors in a folder: the same model, the same warnings.
   test::ScopedTempDir folder("kvprof_hub_folder");
-  for (const auto& [name, f] : hub.repos["meta-llama/Llama-3.1-8B"].files) {
+  for (const auto& [name, f] : hub.repos["someorg/Llama-Derivative-8B"].files) {
     std::ofstream(folder.path / name, std::ios::binary) << f.prefix << std::string(0, '\0');
   }
   // Local shards need their data: write sparse files of the full size.
-  for (const auto& [name, f] : hub.repos["meta-llama/Llama-3.1-8B"].files) {
+  for (const auto& [name, f] : hub.repos["someorg/Llama-Derivative-8B"].files) {
     if (name.ends_with(".safetensors")) fs::resize_file(folder.path / name, f.size_bytes);
   }
   auto local = load_model(folder.path.string());
@@ -471,12 +472,12 @@ TEST(HfHub, AVariantOfACatalogModelIsDescribedByItWithANote) {
   LoadOptions load;
   load.hub.cache_dir = cache.path;
   load.hub.offline = true;
-  auto base = load_model("meta-llama/Llama-3.1-8B", load);
+  auto base = load_model("Qwen/Qwen2.5-0.5B", load);  // the catalog has only the Instruct
   ASSERT_TRUE(base) << base.error().message;
-  EXPECT_EQ(base->id, "meta-llama/Llama-3.1-8B-Instruct");
+  EXPECT_EQ(base->id, "Qwen/Qwen2.5-0.5B-Instruct");
   ASSERT_FALSE(base->warnings.empty());
   EXPECT_NE(base->warnings[0].find("described by the built-in catalog's "
-                                   "meta-llama/Llama-3.1-8B-Instruct"),
+                                   "Qwen/Qwen2.5-0.5B-Instruct"),
             std::string::npos)
       << base->warnings[0];
   auto renamed = load_model("meta-llama/Meta-Llama-3.1-8B-Instruct", load);
