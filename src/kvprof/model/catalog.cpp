@@ -109,16 +109,20 @@ const CatalogEntry* find_catalog_variant(std::string_view name_in) {
   return nullptr;
 }
 
+std::vector<std::string> catalog_suggestions(std::string_view name) {
+  std::vector<std::string> names;
+  for (const auto& e : model_catalog()) {
+    names.push_back(e.id);
+    for (const auto& a : e.aliases)
+      names.push_back(a);
+  }
+  return closest_matches(name, names);
+}
+
 Expected<ModelSpec> catalog_model(std::string_view name) {
   const CatalogEntry* entry = find_catalog_entry(name);
   if (entry == nullptr) {
-    std::vector<std::string> names;
-    for (const auto& e : model_catalog()) {
-      names.push_back(e.id);
-      for (const auto& a : e.aliases)
-        names.push_back(a);
-    }
-    const auto hints = closest_matches(name, names);
+    const auto hints = catalog_suggestions(name);
     std::string msg = fmt::format("unknown model '{}'", name);
     if (!hints.empty()) msg += fmt::format("; did you mean {}?", fmt::join(hints, ", "));
     msg += " (see `kvprof models`, or give a config.json, model folder or .gguf path)";

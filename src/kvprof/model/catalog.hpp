@@ -39,6 +39,9 @@ std::vector<const CatalogEntry*> search_catalog(std::string_view text);
 // Llama-3.1-*); nullptr when none. Variants share the architecture, so the entry's facts hold.
 const CatalogEntry* find_catalog_variant(std::string_view name);
 
+// The catalog ids and aliases closest to `name` (the "did you mean" of errors).
+std::vector<std::string> catalog_suggestions(std::string_view name);
+
 // The ModelSpec of a catalog model; not_found with "did you mean" hints when absent.
 Expected<ModelSpec> catalog_model(std::string_view name);
 

@@ -4,6 +4,7 @@
 #include "kvprof/model/resolve.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -225,11 +226,9 @@ Expected<ModelSpec> hub_model(const std::string& ref, const LoadOptions& options
     }
   }
   std::string message = files.error().message + "; the built-in catalog does not have it either";
-  auto catalog = catalog_model(ref);
-  const std::string m = catalog ? std::string() : catalog.error().message;
-  const auto at = m.find("did you mean");
-  message += at != std::string::npos ? ": " + m.substr(at, m.find('?', at) + 1 - at)
-                                     : " (see `kvprof models`)";
+  const auto hints = catalog_suggestions(ref);
+  message += hints.empty() ? std::string(" (see `kvprof models`)")
+                           : fmt::format(": did you mean {}?", fmt::join(hints, ", "));
   return fail(files.error().kind, message);
 }
 
