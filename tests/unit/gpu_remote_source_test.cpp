@@ -55,6 +55,21 @@ TEST(LabelSelector, RejectsMalformedSelectorsWithTheReason) {
   EXPECT_FALSE(parse_label_selector(std::string(2000, 'a')));
 }
 
+TEST(LabelSelector, RefusesRepetitionCountsPrometheusRefuses) {
+  // std::regex expands a{n} into n copies (and overflows on a huge n); Prometheus's RE2 caps n
+  // at 1000, and so does kvprof.
+  for (const char* bad : {R"({gpu=~"0{1111111111111111111}"})", R"({gpu=~"a{2,1001}"})",
+                          R"({gpu!~"(ab){1001}"})"}) {
+    auto m = parse_label_selector(bad);
+    ASSERT_FALSE(m) << bad;
+    EXPECT_EQ(m.error().kind, ErrorKind::input);
+    EXPECT_NE(m.error().message.find("repetition count above 1000"), std::string::npos)
+        << m.error().message;
+  }
+  EXPECT_TRUE(parse_label_selector(R"({gpu=~"[0-7]{1,1000}"})"));
+  EXPECT_TRUE(parse_label_selector(R"({gpu=~"\\{99999}"})"));  // an escaped brace is a literal
+}
+
 TEST(LabelSelector, MatchesLikePrometheus) {
   const std::map<std::string, std::string> labels{{"Hostname", "node1"}, {"gpu", "1"}};
   const auto sel = [](const char* s) { return *parse_label_selector(s); };

@@ -6,7 +6,9 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdint>
 #include <cmath>
+#include <optional>
 #include <regex>
 #include <tuple>
 
@@ -21,6 +23,37 @@ constexpr double k_max_mib = 1ULL << 40;  // a petabyte of GPU memory: anything 
 bool is_name_char(char c, bool first) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
          (!first && c >= '0' && c <= '9');
+}
+
+// Why a label regex is refused before it reaches std::regex, whose compiler expands
+// repetitions (`a{1000000}`) and overflows on huge counts. Prometheus (RE2) caps a count at
+// 1000 and kvprof caps a pattern at 1 KiB, the same way.
+std::optional<std::string> regex_problem(std::string_view pattern) {
+  constexpr size_t k_max_regex_bytes = 1024;
+  constexpr uint64_t k_max_regex_repeat = 1000;
+  if (pattern.size() > k_max_regex_bytes) {
+    return fmt::format("longer than {} bytes", k_max_regex_bytes);
+  }
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    if (pattern[i] == '\\') {
+      ++i;  // an escaped character is a literal
+      continue;
+    }
+    if (pattern[i] != '{') continue;
+    uint64_t count = 0;
+    for (size_t j = i + 1; j < pattern.size() && pattern[j] != '}'; ++j) {
+      const char c = pattern[j];
+      if (c == ',') {
+        count = 0;
+      } else if (c >= '0' && c <= '9') {
+        count = count * 10 + static_cast<uint64_t>(c - '0');
+        if (count > k_max_regex_repeat) return fmt::format("a repetition count above {}", k_max_regex_repeat);
+      } else {
+        break;  // not a repetition: std::regex decides what it is
+      }
+    }
+  }
+  return std::nullopt;
 }
 
 Expected<LabelMatcher> parse_matcher(std::string_view& s) {
@@ -62,6 +95,10 @@ Expected<LabelMatcher> parse_matcher(std::string_view& s) {
     }
   }
   if (m.op == LabelMatcher::Op::regex || m.op == LabelMatcher::Op::not_regex) {
+    if (const auto problem = regex_problem(m.value)) {
+      return fail(ErrorKind::input, fmt::format("'{}' (label '{}') is not accepted: {}", m.value,
+                                                m.name, *problem));
+    }
     try {
       std::regex check(m.value);
     } catch (const std::regex_error&) {

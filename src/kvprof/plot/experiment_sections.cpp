@@ -306,8 +306,8 @@ std::vector<fs::path> experiment_run_dirs(const std::string& kind, const json& d
   const auto add = [&](const std::string& p) {
     if (p.empty()) return;
     fs::path path(p);
-    if (path.is_relative() && !fs::exists(path)) path = dir / path;
-    std::error_code ec;
+    std::error_code ec;  // a path the file system refuses (too long, bad bytes) is absent
+    if (path.is_relative() && !fs::exists(path, ec)) path = dir / path;
     if (fs::is_regular_file(path / "summary.json", ec) &&
         std::ranges::find(dirs, path) == dirs.end()) {
       dirs.push_back(path);

@@ -77,10 +77,12 @@ std::optional<fs::path> run_file(const fs::path& dir, const json& summary,
     const std::string name = str(at(summary, "files"), role);
     // Only plain names inside the run folder.
     if (!name.empty() && name.find('/') == std::string::npos && name != "." && name != "..") {
-      if (fs::exists(dir / name)) return dir / name;
+      std::error_code ec;  // a name too long for the file system is just absent
+      if (fs::exists(dir / name, ec)) return dir / name;
     }
   }
-  if (fs::exists(dir / fallback)) return dir / fallback;
+  std::error_code ec;
+  if (fs::exists(dir / fallback, ec)) return dir / fallback;
   return std::nullopt;
 }
 
