@@ -48,7 +48,8 @@ struct HttpResult {
 // One request on a fresh connection to 127.0.0.1:`port` (Connection: close); status 0 when the
 // connection failed. Chunked bodies are returned as sent (framing included).
 inline HttpResult http_request(uint16_t port, const std::string& method, const std::string& path,
-                               const std::string& body = {}) {
+                               const std::string& body = {},
+                               const std::string& extra_headers = {}) {
   HttpResult r;
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};
@@ -60,6 +61,7 @@ inline HttpResult http_request(uint16_t port, const std::string& method, const s
     return r;
   }
   std::string req = method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n";
+  req += extra_headers;  // "Name: value\r\n" lines
   if (method == "POST") {
     req +=
         "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";

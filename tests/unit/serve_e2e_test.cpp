@@ -161,6 +161,25 @@ TEST_F(ServeE2E, ProfileEndpointReadsKvUsageFromSlots) {
   EXPECT_NE(all.find(",slots"), std::string::npos);
 }
 
+TEST_F(ServeE2E, ApiKeyGuardsTheOpenAiEndpointsAsLlamaServerDoes) {
+  KVPROF_REQUIRE_LLAMA_OR_SKIP(lib_dir);
+  ASSERT_TRUE(s_ok);
+  ServeProcess serve(args(*lib_dir, {"-c", "256", "--api-key", "s3cret"}));
+  ASSERT_NE(serve.port(), 0) << serve.first_line();
+  const uint16_t port = serve.port();
+  const std::string body = R"({"prompt":"w0 w1","max_tokens":2})";
+  auto refused = http_request(port, "POST", "/v1/completions", body);
+  EXPECT_EQ(refused.status, 401);
+  EXPECT_EQ(json::parse(refused.body)["error"]["message"], "Invalid API Key") << refused.body;
+  EXPECT_EQ(http_request(port, "GET", "/v1/models", "", "Authorization: Bearer wrong\r\n").status,
+            401);
+  EXPECT_EQ(http_request(port, "GET", "/health").status, 200);  // health stays open
+  auto answered =
+      http_request(port, "POST", "/v1/completions", body, "Authorization: Bearer s3cret\r\n");
+  EXPECT_EQ(answered.status, 200) << answered.body;
+  EXPECT_EQ(json::parse(answered.body)["usage"]["completion_tokens"], 2) << answered.body;
+}
+
 TEST_F(ServeE2E, BadInputsAreOneLineErrors) {
   KVPROF_REQUIRE_LLAMA_OR_SKIP(lib_dir);
   ASSERT_TRUE(s_ok);

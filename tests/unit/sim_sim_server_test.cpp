@@ -1,6 +1,6 @@
-// Tests for src/kvprof/sim/sim_server.cpp and sim_http.cpp: the simulated server over real
-// loopback sockets with a raw HTTP/1.1 client: SSE shape, usage, errors, metrics, faults,
-// concurrency, and the live-state file.
+// Tests for src/kvprof/sim/sim_server.cpp and sim_backend.cpp behind serve/server: the simulated
+// server over real loopback sockets with a raw HTTP/1.1 client: SSE shape, usage, errors, metrics,
+// faults, concurrency, and the live-state file.
 #include "kvprof/sim/sim_server.hpp"
 
 #include <arpa/inet.h>

@@ -98,6 +98,9 @@ void register_serve_command(CLI::App& app) {
   cmd->add_option("--host", o->server.host, "Address to bind")->capture_default_str();
   cmd->add_option("--port", o->server.port, "Port; 0 picks a free one (printed on stdout)")
       ->capture_default_str();
+  cmd->add_option("--api-key", o->server.api_key,
+                  "Clients must send 'Authorization: Bearer KEY' to /v1/ (401 otherwise)")
+      ->envname("LLAMA_API_KEY");
   cmd->add_option("-c,--ctx-size", e.n_ctx, "KV cells of the context, shared by the slots")
       ->capture_default_str();
   cmd->add_option("--parallel", e.n_seq_max, "Slots (-np): requests decoded together")

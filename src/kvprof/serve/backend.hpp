@@ -21,6 +21,17 @@ struct GenerateRequest {
   bool ignore_eos = false;
 };
 
+// The generation endpoints: OpenAI's completions and chat completions, llama-server's native
+// /completion.
+enum class Endpoint { completions, chat, native_completion };
+
+// A generation request as read from its body.
+struct ParsedRequest {
+  GenerateRequest generate;
+  bool stream = false;
+  bool include_usage = false;
+};
+
 // One step's output for one request, delivered in order; the last has finished = true.
 struct GenerateEvent {
   std::vector<int32_t> tokens;  // newly generated tokens
@@ -67,6 +78,11 @@ class Backend {
   // The tokens of `text`; input error when the engine cannot tokenize it.
   [[nodiscard]] virtual Expected<std::vector<int32_t>> tokenize(std::string_view text,
                                                                 bool add_special) const = 0;
+  // Reads a generation request's body for `endpoint`: input error (HTTP 400) for a malformed
+  // one, not_found (HTTP 404) for one the engine does not serve (another model's name). The
+  // default reads it as llama-server does (serve/request.hpp).
+  [[nodiscard]] virtual Expected<ParsedRequest> read_request(std::string_view body,
+                                                             Endpoint endpoint) const;
   // The prompt text of a conversation: the engine's chat template applied, the assistant's turn
   // opened; input error when it cannot be formatted. Without a template: plain_chat_join.
   [[nodiscard]] virtual Expected<std::string> chat_prompt(
@@ -86,6 +102,25 @@ class Backend {
   // The engine's own GET endpoints (/health, /v1/models, /metrics, /slots, /props, ...);
   // nullopt when `path` is not one.
   [[nodiscard]] virtual std::optional<HttpReply> get(std::string_view path) const = 0;
+  // The engine's own POST endpoints other than generation (e.g. vLLM's /tokenize); nullopt when
+  // `path` is not one, and the front end's llama-server-shaped /tokenize, /detokenize and
+  // /apply-template answer.
+  [[nodiscard]] virtual std::optional<HttpReply> post(std::string_view path,
+                                                      std::string_view body) const {
+    (void)path;
+    (void)body;
+    return std::nullopt;
+  }
+  // The headers every answer carries ("Name: value\r\n" lines), naming the server.
+  [[nodiscard]] virtual std::string server_headers() const { return "Server: kvprof-serve\r\n"; }
+  // The engine's answer when the front end refuses a request itself: 401 (no or wrong API key),
+  // 404 (no such path) or 405 (a path that takes another method).
+  [[nodiscard]] virtual HttpReply refusal(int status) const {
+    const char* message = status == 401   ? "Invalid API Key"
+                          : status == 405 ? "Method Not Allowed"
+                                          : "File Not Found";
+    return {status, "application/json; charset=utf-8", error_body(status, message)};
+  }
   // The engine's error body for `status` with `message`.
   [[nodiscard]] virtual std::string error_body(int status, std::string_view message) const = 0;
   // Stops the engine; submitted requests get no more events. Idempotent.

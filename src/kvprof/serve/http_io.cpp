@@ -1,7 +1,7 @@
 // HTTP/1.1 response framing shared by the serve and serve-sim front ends.
 
 // GCC 12 at -O2 reports a false "mismatched new/delete" when it inlines Asio 1.74's coroutine
-// frame allocator (see sim_http.cpp).
+// frame allocator (see server_http.cpp).
 #pragma GCC diagnostic ignored "-Wmismatched-new-delete"
 
 #include "kvprof/serve/http_io.hpp"  // first: it includes <utility> before Asio

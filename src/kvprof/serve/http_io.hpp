@@ -1,5 +1,5 @@
-// Private to the HTTP front ends (serve/server_http.cpp, sim/sim_http.cpp): the bits of HTTP/1.1
-// both write by hand on an Asio socket — status line and headers, chunked framing, a whole write.
+// Private to the HTTP front end (serve/server_http.cpp, server_generate.cpp): the bits of HTTP/1.1
+// it writes by hand on an Asio socket — status line and headers, chunked framing, a whole write.
 // Asio types stay out of public headers.
 #pragma once
 

@@ -143,4 +143,8 @@ Expected<ParsedRequest> parse_request(std::string_view body, Endpoint endpoint,
                          [&] { return parse_request_unchecked(body, endpoint, backend); });
 }
 
+Expected<ParsedRequest> Backend::read_request(std::string_view body, Endpoint endpoint) const {
+  return parse_request(body, endpoint, *this);
+}
+
 }  // namespace kvprof::serve

@@ -14,14 +14,6 @@
 
 namespace kvprof::serve {
 
-enum class Endpoint { completions, chat, native_completion };
-
-struct ParsedRequest {
-  GenerateRequest generate;
-  bool stream = false;
-  bool include_usage = false;
-};
-
 // Parses `body` for `endpoint`, tokenizing text with `backend`; input error (HTTP 400) with
 // llama-server's wording for a missing or malformed field.
 Expected<ParsedRequest> parse_request(std::string_view body, Endpoint endpoint,

@@ -2,8 +2,8 @@
 // thread serves HTTP/1.1 keep-alive connections (Boost.Beast); the backend's engine thread hands
 // it events, which it streams as SSE. Endpoints: POST /v1/completions, /v1/chat/completions,
 // /completion (llama-server's native one), /tokenize, /detokenize; every GET the backend serves
-// (/health, /v1/models, /props, /slots, /metrics). A client that goes away mid-stream frees its
-// request (Backend::cancel).
+// (/health, /v1/models, /props, /slots, /metrics) and engine-specific POST. A client that goes
+// away mid-stream frees its request (Backend::cancel). Optional: an API key, injected faults.
 #pragma once
 
 #include <cstdint>
@@ -11,20 +11,24 @@
 #include <string>
 
 #include "kvprof/serve/backend.hpp"
+#include "kvprof/serve/fault.hpp"
 #include "kvprof/util/error.hpp"
 
 namespace kvprof::serve {
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
-  uint16_t port = 0;  // 0: a free port
+  uint16_t port = 0;    // 0: a free port
+  std::string api_key;  // when set, /v1/ endpoints need "Authorization: Bearer <key>" (401)
+  FaultOptions faults;  // injected faults (tests of a client's error handling)
 };
 
 struct ServerStats {
   uint64_t http_requests_total = 0;
   uint64_t completion_requests_total = 0;
   uint64_t rejected_total = 0;         // answered 4xx
-  uint64_t streams_aborted_total = 0;  // client went away
+  uint64_t streams_aborted_total = 0;  // client went away, or a reset fault closed it
+  uint64_t faults_injected_total = 0;
 };
 
 class Server {

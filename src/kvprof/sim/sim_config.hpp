@@ -9,36 +9,17 @@
 #include <string_view>
 #include <vector>
 
+#include "kvprof/serve/fault.hpp"
 #include "kvprof/sim/sim_jitter.hpp"
 #include "kvprof/util/error.hpp"
 
 namespace kvprof::sim {
 
-// What a fault does to one completion request.
-enum class FaultKind {
-  none,
-  reset,             // close the connection (TCP RST) after `after_tokens` tokens
-  status_500,        // answer 500 before generating
-  status_503,        // answer 503 before generating
-  status_429,        // answer 429 with Retry-After: `seconds` (rounded up)
-  stall,             // stop sending for `seconds` after `after_tokens` tokens, then go on
-  malformed_sse,     // after `after_tokens` tokens send a broken JSON event and a garbage line
-  slow_first_token,  // wait `seconds` before the first token is sent
-};
-
-struct FaultSpec {
-  FaultKind kind = FaultKind::none;
-  uint32_t after_tokens = 2;  // reset, stall, malformed_sse: tokens sent before the fault
-  double seconds = 1.0;       // stall length, first-token delay, Retry-After
-};
-
-// Parses a fault as written in --fault-kind or the X-Kvprof-Fault header: a kind ("reset",
-// "500", "503", "429", "stall", "malformed", "slow_first_token") followed by optional
-// ";after=N" and ";seconds=S" (";retry_after=S" for 429); input error otherwise.
-Expected<FaultSpec> parse_fault_spec(std::string_view text);
-
-// The canonical name of a fault kind ("reset", "500", ...; "none").
-std::string fault_kind_name(FaultKind kind);
+// Faults (serve/fault.hpp) are the front end's; the simulator's flags configure them.
+using serve::fault_kind_name;
+using serve::FaultKind;
+using serve::FaultSpec;
+using serve::parse_fault_spec;
 
 // How the KV pool shows in the simulated memory: all blocks at startup (what vLLM does), or
 // only the blocks in use (handy to watch the cache fill in tests and plots).

@@ -1,6 +1,7 @@
-// SimServer: the SIMULATED OpenAI-compatible vLLM server on a loopback port. One io_context
-// thread serves HTTP/1.1 keep-alive connections (Boost.Beast); one engine thread runs the step
-// loop of sim::Engine and streams tokens back. Every answer says it is simulated (header
+// SimServer: the SIMULATED OpenAI-compatible vLLM server on a loopback port: SimBackend behind
+// the shared front end (serve::Server). One io_context thread serves HTTP/1.1 keep-alive
+// connections (Boost.Beast); one engine thread runs the step loop of sim::Engine and streams
+// tokens back. Every answer says it is simulated (header
 // X-Kvprof-Simulated: 1, owned_by "kvprof-sim", /version). Usable in-process by tests and by
 // `kvprof profile`, or as `kvprof serve-sim`.
 //
