@@ -4,16 +4,18 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 #include <string>
 
+#include "kvprof/estimate/tensors.hpp"
 #include "kvprof/util/strings.hpp"
 
 namespace kvprof::model {
 namespace {
 
-TEST(ModelCatalog, HasAtLeastOneHundredTwentyEntries) {
-  EXPECT_GE(model_catalog().size(), 120U);
+TEST(ModelCatalog, HasAtLeastOneHundredTwentySixEntries) {
+  EXPECT_GE(model_catalog().size(), 126U);
 }
 
 TEST(ModelCatalog, IdsAndAliasesAreUniqueIgnoringCase) {
@@ -100,6 +102,30 @@ TEST(ModelCatalog, EveryEntryParsesToAModel) {
     EXPECT_GT(spec->vocab_size, 0U) << e.id;
     EXPECT_EQ(spec->id, e.id);
   }
+}
+
+// A mistyped dimension in a config (a hidden or intermediate size, a vocabulary) moves the
+// parameter count kvprof derives from it away from the publisher's figure. The tolerance allows
+// for publishers who state a rounded size (Qwen3-VL-8B is listed as 8B); quantized checkpoints
+// are left out (their published counts follow the packed tensors).
+TEST(ModelCatalog, DenseConfigsCountTheParametersTheirPublisherStates) {
+  constexpr double k_tolerance = 0.10;
+  size_t checked = 0;
+  for (const auto& e : model_catalog()) {
+    const auto has = [&](const char* tag) {
+      return std::find(e.tags.begin(), e.tags.end(), tag) != e.tags.end();
+    };
+    if (!has("dense") || has("quantized")) continue;
+    const auto spec = catalog_model(e.id);
+    ASSERT_TRUE(spec.has_value()) << e.id;
+    const double counted =
+        static_cast<double>(estimate::count_params(estimate::decoder_tensors(*spec)));
+    const double published = e.params_b * 1e9;
+    EXPECT_NEAR(counted / published, 1.0, k_tolerance)
+        << e.id << ": counted " << counted / 1e9 << "B, catalog says " << e.params_b << "B";
+    ++checked;
+  }
+  EXPECT_GE(checked, 80U);
 }
 
 TEST(ModelCatalog, LookupIgnoresCaseAndAcceptsAliasesAndBareNames) {
