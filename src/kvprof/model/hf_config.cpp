@@ -276,7 +276,7 @@ Expected<void> read_structure(const json& t, ModelSpec& m) {
 
 bool default_tied(std::string_view type) {
   return one_of(type, {"gemma", "gemma2", "gemma3", "gemma3_text", "gpt2", "opt", "gpt_bigcode",
-                       "bloom", "falcon", "gpt_neo", "starcoder2", "cohere", "cohere2"});
+                       "bloom", "falcon", "gpt_neo", "starcoder2", "cohere", "cohere2", "smollm3"});
 }
 
 Expected<void> read_checkpoint(const json& outer, const json& t, bool nested, ModelSpec& m) {
