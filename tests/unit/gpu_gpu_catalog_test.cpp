@@ -210,6 +210,27 @@ TEST(GpuCatalog, EntriesAreComplete) {
   }
 }
 
+// How a node's GPUs talk decides whether a TP group holds NCCL's NVLS and symmetric-memory
+// buffers: SXM parts are on NVLink, cards (NVL bridges included) on PCIe.
+TEST(GpuCatalog, EveryGpuSaysHowItIsConnected) {
+  for (const auto& g : gpu_catalog()) {
+    EXPECT_TRUE(g.interconnect == "nvlink" || g.interconnect == "pcie" ||
+                g.interconnect == "infinity-fabric")
+        << g.id << ": " << g.interconnect;
+    if (g.id.find("SXM") != std::string::npos) {
+      EXPECT_EQ(g.interconnect, "nvlink") << g.id;
+    }
+    if (g.id.find("PCIE") != std::string::npos || g.id.starts_with("RTX")) {
+      EXPECT_TRUE(g.pcie()) << g.id;
+    }
+  }
+  for (const char* card : {"L40S", "4090", "A10", "L4", "T4", "H100-NVL", "rtx-pro-6000"})
+    EXPECT_TRUE(find_gpu(card)->pcie()) << card;
+  for (const char* sxm : {"H100", "H200", "B200", "A100-80GB", "H20"})
+    EXPECT_EQ(find_gpu(sxm)->interconnect, "nvlink") << sxm;
+  EXPECT_FALSE(custom_gpu(24ULL << 30).pcie());  // unknown: planned as before
+}
+
 TEST(GpuCatalog, NamesAndAliasesAreUniqueAcrossEntries) {
   std::map<std::string, std::string> owner;
   for (const auto& g : gpu_catalog()) {

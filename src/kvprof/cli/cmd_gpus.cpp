@@ -28,8 +28,8 @@ void register_gpus_command(CLI::App& app) {
   add_output_options(cmd, *out);
   cmd->callback([out] {
     nlohmann::json json = {{"schema_version", 1}, {"gpus", nlohmann::json::array()}};
-    report::Table table(
-        {"gpu", "name (as the driver reports)", "usable", "bandwidth", "bf16", "fp8", "aliases"});
+    report::Table table({"gpu", "name (as the driver reports)", "usable", "bandwidth", "bf16",
+                         "fp8", "link", "aliases"});
     for (const auto& g : gpu::gpu_catalog()) {
       json["gpus"].push_back({{"id", g.id},
                               {"name", g.name},
@@ -37,16 +37,18 @@ void register_gpus_command(CLI::App& app) {
                               {"vendor", g.vendor},
                               {"arch", g.arch},
                               {"compute_capability", g.compute_capability},
+                              {"interconnect", g.interconnect},
                               {"memory_bytes", g.memory_bytes},
                               {"memory_nominal_bytes", g.memory_nominal_bytes},
                               {"bandwidth_gb_s", g.bandwidth_gb_s},
                               {"tflops_bf16", g.tflops_bf16},
                               {"tflops_fp8", g.tflops_fp8},
                               {"source", g.source}});
-      table.add_row(
-          {g.id, g.name, format_bytes(g.memory_bytes), fmt::format("{:.0f} GB/s", g.bandwidth_gb_s),
-           fmt::format("{:.0f} TF", g.tflops_bf16),
-           g.tflops_fp8 > 0 ? fmt::format("{:.0f} TF", g.tflops_fp8) : "-", alias_cell(g.aliases)});
+      table.add_row({g.id, g.name, format_bytes(g.memory_bytes),
+                     fmt::format("{:.0f} GB/s", g.bandwidth_gb_s),
+                     fmt::format("{:.0f} TF", g.tflops_bf16),
+                     g.tflops_fp8 > 0 ? fmt::format("{:.0f} TF", g.tflops_fp8) : "-",
+                     g.interconnect, alias_cell(g.aliases)});
     }
     emit(*out, json,
          table.render() + "usable = total memory as CUDA/NVML report it (GiB = 2^30)\n");

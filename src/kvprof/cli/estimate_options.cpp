@@ -6,7 +6,7 @@
 #include <utility>
 
 #include "kvprof/cli/suggest.hpp"
-#include "kvprof/estimate/vllm_version.hpp"
+#include "kvprof/estimate/engine_version.hpp"
 #include "kvprof/model/resolve.hpp"
 #include "kvprof/util/strings.hpp"
 #include "kvprof/util/units.hpp"
@@ -54,11 +54,7 @@ estimate::EstimateInput build_estimate_input(const EstimateOptions& o) {
   auto& s = in.settings;
   s.engine = value_or_fatal(estimate::parse_engine(o.engine));
   if (!o.engine_version.empty()) {
-    if (s.engine != estimate::EngineKind::vllm) {
-      throw Fatal({ErrorKind::usage, "--engine-version applies to --engine vllm only"});
-    }
-    s.engine_version =
-        std::string(value_or_fatal(estimate::parse_vllm_version(o.engine_version))->name);
+    s.engine_version = value_or_fatal(estimate::parse_engine_version(s.engine, o.engine_version));
   }
   s.tensor_parallel_size = o.tp;
   s.pipeline_parallel_size = o.pp;
@@ -72,6 +68,7 @@ estimate::EstimateInput build_estimate_input(const EstimateOptions& o) {
   }
   s.max_num_seqs = o.max_num_seqs;
   s.max_num_batched_tokens = o.max_num_batched_tokens;
+  s.cuda_graph_max_bs = o.cuda_graph_max_bs;
   s.block_size = o.block_size;
   if (to_lower(o.dtype) != "auto") {
     auto d = model::parse_dtype(o.dtype);
@@ -152,10 +149,7 @@ void add_estimate_options(CLI::App* cmd, EstimateOptions& o) {
   cmd->add_option("--gpu-mem", o.gpu_mem, "Usable memory of a GPU not in the catalog, e.g. 24GiB");
   cmd->add_option("--engine", o.engine, "vllm | sglang | trtllm | llamacpp | hf")
       ->capture_default_str();
-  cmd->add_option("--engine-version", o.engine_version,
-                  "vLLM release whose memory rules to follow: 0.6, 0.7 (V0), 0.8 (also 0.9), "
-                  "0.10, 0.11, 0.19 or latest (default); a patch release (v0.7.3) takes its "
-                  "minor's rules")
+  cmd->add_option("--engine-version", o.engine_version, estimate::engine_versions_help())
       ->envname("KVPROF_ENGINE_VERSION");
   auto* par = cmd->add_option_group("parallelism");
   par->add_option("--tensor-parallel-size,--tp,--tp-size,--tp_size", o.tp,
@@ -195,6 +189,8 @@ void add_estimate_options(CLI::App* cmd, EstimateOptions& o) {
   eng->add_option("--kv-cache-dtype", o.kv_cache_dtype,
                   "auto | fp16 | bf16 | fp8 | fp8_e5m2 | q8_0 | q4_0")
       ->capture_default_str();
+  eng->add_option("--cuda-graph-max-bs", o.cuda_graph_max_bs,
+                  "SGLang: largest CUDA-graph batch size (default: the release's, by GPU memory)");
   eng->add_flag("--enforce-eager,--disable-cuda-graph", o.enforce_eager,
                 "No CUDA graphs (SGLang --disable-cuda-graph)");
   eng->add_option("--kv-cache-memory", o.kv_cache_memory, "vLLM: fixed KV cache size, e.g. 20GiB");

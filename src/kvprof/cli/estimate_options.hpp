@@ -22,7 +22,7 @@ struct EstimateOptions {
   std::string gpu;
   std::string gpu_mem;
   std::string engine = "vllm";
-  std::string engine_version;  // vLLM release ("" = the newest modelled)
+  std::string engine_version;  // vLLM, SGLang or TensorRT-LLM release ("" = the newest)
   std::string hf_token;        // the Hub's token for gated repos (never written anywhere)
   bool offline = false;        // the local Hugging Face cache only
   std::string revision;        // the Hub revision (branch, tag or commit)
@@ -34,6 +34,7 @@ struct EstimateOptions {
   std::string max_model_len;
   std::optional<uint32_t> max_num_seqs;
   std::optional<uint32_t> max_num_batched_tokens;
+  std::optional<uint32_t> cuda_graph_max_bs;
   std::optional<uint32_t> block_size;
   std::string dtype = "auto";
   std::string quantization;

@@ -87,12 +87,15 @@ uint64_t non_torch_bytes(uint32_t tp, bool last_pp_rank) {
   return non_torch_bytes(tp, last_pp_rank, k_base, k_sampler);
 }
 
+uint64_t tp_comm_bytes(uint32_t tp) {
+  constexpr uint64_t k_tp = 1894ULL << 20;  // NCCL + custom all-reduce IPC buffers
+  if (tp <= 1) return 0;
+  return k_tp + (static_cast<uint64_t>(std::log2(tp)) - 1) * (32ULL << 20);
+}
+
 uint64_t non_torch_bytes(uint32_t tp, bool last_pp_rank, uint64_t base_bytes,
                          uint64_t sampler_bytes) {
-  constexpr uint64_t k_tp = 1894ULL << 20;  // NCCL + custom all-reduce IPC buffers
-  uint64_t bytes = base_bytes + (last_pp_rank ? sampler_bytes : 0);
-  if (tp > 1) bytes += k_tp + (static_cast<uint64_t>(std::log2(tp)) - 1) * (32ULL << 20);
-  return bytes;
+  return base_bytes + (last_pp_rank ? sampler_bytes : 0) + tp_comm_bytes(tp);
 }
 
 uint64_t cuda_graph_bytes(const model::ModelSpec& m, uint32_t n_layers_on_rank, uint32_t tp,

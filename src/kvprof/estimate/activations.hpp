@@ -48,8 +48,14 @@ ActivationBreakdown profile_run_peak(const ActivationModel& a, const ProfileRunS
 ActivationBreakdown profile_run_peak(const model::ModelSpec& m, const ProfileRunShape& shape);
 
 // vLLM's "non-torch forward increase memory" for one rank: cuBLAS/sampler workspaces, plus the
-// NCCL and custom all-reduce buffers when tp > 1.
+// NCCL and custom all-reduce buffers when tp > 1 (tp_comm_bytes).
 uint64_t non_torch_bytes(uint32_t tp, bool last_pp_rank);
+
+// The communication buffers of a TP group on NVLink/NVSwitch GPUs (NCCL's NVLS and the
+// symmetric-memory all-reduce, calibrated on H100 SXM startups); 0 for tp 1. GPUs on PCIe hold
+// almost none of it: NVLS needs NVSwitch and vLLM turns its custom all-reduce off above two PCIe
+// GPUs (a v0.10.2 startup on 8 L40S printed 0.18 GiB of non-torch memory in all).
+uint64_t tp_comm_bytes(uint32_t tp);
 
 // Same with the release's own cuBLAS (`base_bytes`) and sampler (`sampler_bytes`) workspaces.
 uint64_t non_torch_bytes(uint32_t tp, bool last_pp_rank, uint64_t base_bytes,

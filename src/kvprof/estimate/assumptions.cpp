@@ -7,7 +7,6 @@
 #include <cctype>
 
 #include "kvprof/estimate/estimate.hpp"
-#include "kvprof/estimate/vllm_version.hpp"
 #include "kvprof/model/gguf.hpp"
 #include "kvprof/util/units.hpp"
 
@@ -70,12 +69,6 @@ std::string_view gpu_origin_name(GpuOrigin origin) {
       break;
   }
   return "assumed";
-}
-
-std::string modelled_engine_version(const EngineSettings& s) {
-  if (s.engine != EngineKind::vllm) return "(no version pinned)";
-  auto rules = parse_vllm_version(s.engine_version);
-  return std::string(rules ? (*rules)->name : vllm_latest_version().name);
 }
 
 json estimate_assumptions(const Estimate& est, const AssumptionSources& src) {

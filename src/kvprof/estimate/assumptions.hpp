@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kvprof/estimate/engine_version.hpp"
 #include "kvprof/estimate/result.hpp"
 
 namespace kvprof::estimate {
@@ -26,10 +27,6 @@ struct AssumptionSources {
 // The settings the plan used, each {"value", "origin"} ("given" or "default"), its GPU with
 // origin and memory, the engine and the engine version kvprof models.
 nlohmann::json estimate_assumptions(const Estimate& est, const AssumptionSources& src);
-
-// The engine version whose memory rules the planner follows for `s` ("v0.19" for vLLM unless
-// --engine-version chose another modelled release).
-std::string modelled_engine_version(const EngineSettings& s);
 
 // One line: "estimate assumed: GPU ... (assumed: no GPU found); vllm as kvprof models v0.19; ...".
 std::string assumptions_text(const nlohmann::json& assumptions);

@@ -51,6 +51,7 @@ Expected<Estimate> estimate_vllm(const EstimateInput& in) {
   batch.max_num_batched_tokens = *s.max_num_batched_tokens;
   batch.kv_cache_memory_bytes = s.kv_cache_memory_bytes;
   batch.num_gpu_blocks_override = s.num_gpu_blocks_override;
+  batch.pcie = in.gpu.pcie();
   const VllmBudget b = vllm_budget(plan, activation_model(m), batch);
 
   // Rank 0 is what vLLM's log shows for memory; the binding rank has the fewest blocks.
@@ -65,7 +66,7 @@ Expected<Estimate> estimate_vllm(const EstimateInput& in) {
   MemoryBreakdown& mb = est.per_gpu;
   mb.weights_bytes = weights.total_bytes;
   mb.activation_bytes = b.activation_bytes;
-  mb.non_torch_bytes = plan.non_torch_bytes[0] + b.charged_context_bytes;
+  mb.non_torch_bytes = b.non_torch_bytes + b.charged_context_bytes;
   mb.kv_cache_bytes = b.kv_cache_bytes;
   mb.cuda_graph_bytes = plan.cuda_graph_bytes;
   mb.draft_bytes = plan.draft_bytes;
@@ -111,8 +112,8 @@ Expected<Estimate> estimate_vllm(const EstimateInput& in) {
         "x {}): vLLM fails with 'No available memory for the cache blocks'",
         pp > 1 ? fmt::format("pipeline rank {}", binding) : "the GPU",
         format_bytes(plan.weights[binding].total_bytes), format_bytes(b.binding_activation_bytes),
-        format_bytes(plan.non_torch_bytes[binding]), *s.gpu_memory_utilization,
-        format_bytes(in.gpu.memory_bytes)));
+        format_bytes(plan.non_torch_bytes[binding] - (batch.pcie ? plan.tp_comm_bytes : 0)),
+        *s.gpu_memory_utilization, format_bytes(in.gpu.memory_bytes)));
   } else if (!b.starts) {
     uint64_t lo = 0;
     uint64_t hi = *s.max_model_len;

@@ -47,7 +47,8 @@ struct EngineSettings {
   bool enforce_eager = false;
   std::optional<uint64_t> kv_cache_memory_bytes;  // vLLM --kv-cache-memory
   std::optional<uint32_t> num_gpu_blocks_override;
-  std::string engine_version;  // vLLM release whose rules apply ("0.7", "v0.10.1"; "" = latest)
+  std::string engine_version;  // release whose rules apply ("0.7", "v0.10.1"; "" = latest)
+  std::optional<uint32_t> cuda_graph_max_bs;  // SGLang --cuda-graph-max-bs
   // llama.cpp
   std::optional<uint32_t> n_gpu_layers;  // -ngl (default: all)
   bool flash_attn = true;                // -fa

@@ -35,7 +35,8 @@ Expected<VllmSweep> VllmSweep::create(const EstimateInput& base, std::vector<gpu
   // MXFP4 experts are padded per GPU family: one plan per split and padding that occurs.
   std::vector<Mxfp4Padding> paddings;
   for (const auto& g : gpus) {
-    sweep.m_gpu_large.push_back(vllm_large_gpu(g));
+    sweep.m_gpu_large.push_back(vllm_large_gpu(g, **rules));
+    sweep.m_gpu_pcie.push_back(g.pcie());
     const Mxfp4Padding p =
         quant->method == model::QuantMethod::mxfp4 ? vllm_mxfp4_padding(g) : Mxfp4Padding{};
     auto it = std::find_if(paddings.begin(), paddings.end(), [&](const Mxfp4Padding& q) {
@@ -89,6 +90,7 @@ VllmSweep::Budget VllmSweep::budget(const SweepPoint& p) const {
                                                 *m_rules, large, batch.max_num_batched_tokens));
   batch.kv_cache_memory_bytes = s.kv_cache_memory_bytes;
   batch.num_gpu_blocks_override = s.num_gpu_blocks_override;
+  batch.pcie = m_gpu_pcie[p.gpu_index];
   b.valid = m_split_valid[p.split_index] && valid_memory_fraction(batch.gpu_memory_utilization) &&
             batch.max_model_len > 0;
   if (!b.valid) return b;

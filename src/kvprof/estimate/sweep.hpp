@@ -98,6 +98,7 @@ class VllmSweep {
 
   std::vector<gpu::GpuSpec> m_gpus;
   std::vector<bool> m_gpu_large;
+  std::vector<bool> m_gpu_pcie;  // per GPU: PCIe, so no large TP communication buffers
   std::vector<SweepSplit> m_splits;
   std::vector<size_t> m_gpu_padding;  // per GPU: its MXFP4 padding's index
   size_t m_paddings = 1;              // distinct paddings; plans are [split * m_paddings + padding]

@@ -134,24 +134,27 @@ void add_mlp(std::vector<LogicalTensor>& out, const ModelSpec& m, int32_t layer,
   }
   const auto& e = m.moe;
   const uint64_t inter = e.expert_intermediate_size;
+  // Experts follow the model's MLP: gated (gate + up) or a plain up projection (Nemotron-H's
+  // relu2 experts).
+  const uint64_t up_rows = m.mlp_matrices >= 3 ? 2 : 1;
   add(out, p + "gate", TensorRole::router, Shard::replicated, e.n_expert, h, layer, false);
   if (e.router_bias) {
     add(out, p + "gate.bias", TensorRole::router, Shard::replicated, e.n_expert, 1, layer, false);
   }
-  add(out, p + "experts.gate_up_proj", TensorRole::expert, Shard::column, 2 * inter, h, layer, true,
-      e.n_expert);
+  add(out, p + "experts.gate_up_proj", TensorRole::expert, Shard::column, up_rows * inter, h, layer,
+      true, e.n_expert);
   add(out, p + "experts.down_proj", TensorRole::expert, Shard::row, h, inter, layer, true,
       e.n_expert);
   if (e.expert_bias) {
-    add(out, p + "experts.bias", TensorRole::expert, Shard::column, 2 * inter + h, 1, layer, false,
-        e.n_expert);
+    add(out, p + "experts.bias", TensorRole::expert, Shard::column, up_rows * inter + h, 1, layer,
+        false, e.n_expert);
   }
   if (e.n_shared_expert > 0) {
     const uint64_t per_expert =
         e.shared_expert_intermediate_size > 0 ? e.shared_expert_intermediate_size : inter;
     const uint64_t shared = static_cast<uint64_t>(e.n_shared_expert) * per_expert;
     add(out, p + "shared_experts.gate_up_proj", TensorRole::shared_expert, Shard::column,
-        2 * shared, h, layer, true);
+        up_rows * shared, h, layer, true);
     add(out, p + "shared_experts.down_proj", TensorRole::shared_expert, Shard::row, h, shared,
         layer, true);
     if (e.shared_expert_gate) {

@@ -26,16 +26,19 @@ void treat_windows_as_full(KvLayout& layout) {
 }  // namespace
 
 // vLLM's batch defaults for `vllm serve` (engine/arg_utils.py).
-bool vllm_large_gpu(const gpu::GpuSpec& g) {
-  return g.memory_bytes >= 70 * k_gib && to_lower(g.name).find("a100") == std::string::npos;
-}
-
-uint32_t vllm_default_max_num_batched_tokens(bool large_gpu) {
-  return large_gpu ? 8192 : 2048;
-}
-
-uint32_t vllm_default_max_num_seqs(bool large_gpu, uint32_t max_num_batched_tokens) {
-  return std::min<uint32_t>(large_gpu ? 1024 : 256, max_num_batched_tokens);
+bool vllm_large_gpu(const gpu::GpuSpec& g, const VllmVersionRules& r) {
+  const std::string name = to_lower(g.name);
+  switch (r.batch_defaults) {
+    case VllmBatchDefaults::fixed:
+      return false;
+    case VllmBatchDefaults::h100_by_name:
+      return name.find("h100") != std::string::npos || name.find("h200") != std::string::npos;
+    case VllmBatchDefaults::by_memory:
+      return g.memory_bytes >= 70 * k_gib;
+    case VllmBatchDefaults::by_memory_not_a100:
+      break;
+  }
+  return g.memory_bytes >= 70 * k_gib && name.find("a100") == std::string::npos;
 }
 
 uint64_t vllm_default_max_model_len(const model::ModelSpec& m) {
@@ -48,15 +51,18 @@ uint32_t vllm_default_max_num_batched_tokens(const VllmVersionRules& r, bool lar
     if (max_model_len > r.v0_unchunked_max_model_len) return r.default_max_num_batched_tokens;
     return static_cast<uint32_t>(std::max<uint64_t>(max_model_len, 2048));
   }
-  if (r.large_gpu_batch_defaults) return vllm_default_max_num_batched_tokens(large_gpu);
-  return r.default_max_num_batched_tokens;
+  if (r.batch_defaults == VllmBatchDefaults::fixed) return r.default_max_num_batched_tokens;
+  return large_gpu ? 8192 : 2048;
 }
 
 uint32_t vllm_default_max_num_seqs(const VllmVersionRules& r, bool large_gpu,
                                    uint32_t max_num_batched_tokens) {
-  if (r.large_gpu_batch_defaults)
-    return vllm_default_max_num_seqs(large_gpu, max_num_batched_tokens);
-  return std::min(r.default_max_num_seqs, max_num_batched_tokens);
+  uint32_t seqs = r.default_max_num_seqs;
+  if (r.batch_defaults == VllmBatchDefaults::h100_by_name ||
+      (large_gpu && r.batch_defaults != VllmBatchDefaults::fixed)) {
+    seqs = 1024;
+  }
+  return std::min(seqs, max_num_batched_tokens);
 }
 
 uint32_t vllm_cuda_graph_count(const VllmVersionRules& r, uint32_t max_num_seqs,
@@ -75,7 +81,7 @@ uint32_t vllm_cuda_graph_count(const VllmVersionRules& r, uint32_t max_num_seqs,
 
 void apply_vllm_defaults(EngineSettings& s, const model::ModelSpec& m, const gpu::GpuSpec& g,
                          const VllmVersionRules& r) {
-  const bool large = vllm_large_gpu(g);
+  const bool large = vllm_large_gpu(g, r);
   if (!s.gpu_memory_utilization) s.gpu_memory_utilization = k_vllm_default_gpu_memory_utilization;
   if (!s.max_model_len) s.max_model_len = vllm_default_max_model_len(m);
   if (!s.max_num_batched_tokens) {
@@ -144,6 +150,7 @@ VllmSplitPlan vllm_split_plan(const model::ModelSpec& m, const model::ModelSpec*
     plan.non_torch_bytes.push_back(
         non_torch_bytes(tp, last, rules.non_torch_base_bytes, rules.non_torch_sampler_bytes));
   }
+  plan.tp_comm_bytes = tp_comm_bytes(tp);
   plan.kv = vllm_kv_geometry(plan.layouts, s.block_size.value_or(k_vllm_default_block_size),
                              block_size_set);
 
@@ -184,15 +191,17 @@ VllmBudget vllm_budget(const VllmSplitPlan& plan, const ActivationModel& act,
     shape.last_pp_rank = last;
     const uint64_t peak = profile_run_peak(act, shape).peak_bytes;
     const uint64_t extra = last ? plan.draft_weights_bytes : 0;
+    const uint64_t non_torch = plan.non_torch_bytes[r] - (batch.pcie ? plan.tp_comm_bytes : 0);
     int64_t avail = static_cast<int64_t>(b.requested_bytes) -
                     static_cast<int64_t>(plan.weights[r].total_bytes) - static_cast<int64_t>(peak) -
-                    static_cast<int64_t>(plan.non_torch_bytes[r]) - static_cast<int64_t>(extra) -
+                    static_cast<int64_t>(non_torch) - static_cast<int64_t>(extra) -
                     static_cast<int64_t>(context);
     if (batch.kv_cache_memory_bytes) avail = static_cast<int64_t>(*batch.kv_cache_memory_bytes);
     const uint64_t blocks = vllm_worker_blocks(plan.kv, r, avail);
     if (r == 0) {
       b.available_bytes = avail;
       b.activation_bytes = peak;
+      b.non_torch_bytes = non_torch;
     }
     if (r == 0 || blocks < min_blocks) {
       min_blocks = blocks;
@@ -215,7 +224,7 @@ VllmBudget vllm_budget(const VllmSplitPlan& plan, const ActivationModel& act,
   // Known from the geometry even when no block fits, so a workload's need is always computed.
   b.bytes_per_block =
       plan.kv.block_bytes_per_worker.empty() ? 0 : plan.kv.block_bytes_per_worker[0];
-  b.total_bytes = plan.weights[0].total_bytes + b.activation_bytes + plan.non_torch_bytes[0] +
+  b.total_bytes = plan.weights[0].total_bytes + b.activation_bytes + b.non_torch_bytes +
                   b.kv_cache_bytes + plan.cuda_graph_bytes + k_cuda_context_bytes +
                   plan.draft_bytes;
   // vLLM refuses to start when the budget is gone or one max-length request does not fit.

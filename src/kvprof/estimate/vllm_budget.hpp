@@ -22,17 +22,14 @@ inline constexpr uint32_t k_vllm_default_block_size = 16;
 inline constexpr double k_vllm_default_gpu_memory_utilization = 0.9;
 inline constexpr uint64_t k_vllm_v0_swap_space_bytes = 4ULL << 30;  // V0 --swap-space default
 
-// True for GPUs vLLM gives its large batch defaults: >= 70 GiB and not an A100.
-bool vllm_large_gpu(const gpu::GpuSpec& g);
+// True for GPUs release `r` gives its large batch defaults: >= 70 GiB and not an A100 from
+// v0.9.0, >= 70 GiB in v0.8.5, named H100/H200 in v0.8.0 - v0.8.4; never in V0.
+bool vllm_large_gpu(const gpu::GpuSpec& g, const VllmVersionRules& r);
 
-// vLLM's default max_num_batched_tokens for `vllm serve` (8192 on large GPUs, else 2048).
-uint32_t vllm_default_max_num_batched_tokens(bool large_gpu);
-
-// vLLM's default max_num_seqs (1024 on large GPUs, else 256), at most the batched tokens.
-uint32_t vllm_default_max_num_seqs(bool large_gpu, uint32_t max_num_batched_tokens);
-
-// The same defaults under release `r`: V0 batches max(max_model_len, 2048) tokens unchunked up
-// to 32k tokens and chunks above; releases without large-GPU defaults use 2048 / 256.
+// vLLM's defaults for `vllm serve` under release `r`: V0 batches max(max_model_len, 2048) tokens
+// unchunked up to 32k tokens and chunks above; V1 takes 8192 tokens on large GPUs, else 2048,
+// and 1024 sequences on large GPUs (on every GPU in v0.8.0 - v0.8.4), else 256, at most the
+// batched tokens.
 uint32_t vllm_default_max_num_batched_tokens(const VllmVersionRules& r, bool large_gpu,
                                              uint64_t max_model_len);
 uint32_t vllm_default_max_num_seqs(const VllmVersionRules& r, bool large_gpu,
@@ -57,7 +54,8 @@ struct VllmSplitPlan {
   model::DType compute_dtype = model::DType::bf16;
   std::vector<WeightBreakdown> weights;   // per pipeline rank
   std::vector<KvLayout> layouts;          // per pipeline rank (the last one with the drafter's)
-  std::vector<uint64_t> non_torch_bytes;  // per pipeline rank
+  std::vector<uint64_t> non_torch_bytes;  // per pipeline rank, on NVLink GPUs
+  uint64_t tp_comm_bytes = 0;             // of those, the TP group's buffers (none on PCIe)
   VllmKvGeometry kv;
   uint64_t draft_weights_bytes = 0;  // the drafter's weights, charged to the last rank's budget
   uint64_t draft_bytes = 0;          // the drafter's weights in rank 0's total (pp == 1)
@@ -91,6 +89,7 @@ struct VllmBatch {
   uint32_t max_num_batched_tokens = 0;
   std::optional<uint64_t> kv_cache_memory_bytes;  // --kv-cache-memory replaces the budget
   std::optional<uint32_t> num_gpu_blocks_override;
+  bool pcie = false;  // the GPUs talk over PCIe: no large TP communication buffers
 };
 
 // Rank 0's figures (what vLLM logs) and the binding rank's budget.
@@ -101,6 +100,7 @@ struct VllmBudget {
   uint64_t charged_context_bytes = 0;  // the CUDA context the budget paid (older releases)
   int64_t binding_available_bytes = 0;
   uint64_t activation_bytes = 0;  // rank 0's profile-run peak
+  uint64_t non_torch_bytes = 0;   // rank 0's non-torch memory on this GPU (not the context)
   uint64_t binding_activation_bytes = 0;
   uint64_t num_blocks = 0;  // num_gpu_blocks
   VllmKvFigures kv;

@@ -21,6 +21,14 @@ enum class VllmLogStyle : uint8_t {
   v1,        // V1 with the debug "Total non KV cache memory" report (v0.10 and later)
 };
 
+// How `vllm serve` fills in max_num_batched_tokens and max_num_seqs (engine/arg_utils.py).
+enum class VllmBatchDefaults : uint8_t {
+  fixed,               // V0: the release's own figures (unchunked up to 32k, else chunked)
+  h100_by_name,        // v0.8.0 - v0.8.4: 8192 tokens on GPUs named H100/H200, 1024 seqs on all
+  by_memory,           // v0.8.5: 8192 tokens and 1024 seqs on GPUs of 70 GiB or more
+  by_memory_not_a100,  // v0.9.0 on: the same, A100s excepted
+};
+
 struct VllmVersionRules {
   std::string_view name;      // "v0.7": what outputs name as the modelled version
   std::string_view releases;  // "v0.7.0 - v0.7.3": the releases the rules hold for
@@ -28,13 +36,13 @@ struct VllmVersionRules {
   // The KV budget also pays the CUDA context and anything else on the GPU: vLLM took the used
   // memory after profiling (total - free) rather than the increase over a baseline snapshot.
   bool charges_cuda_context = false;
-  bool hybrid_kv_groups = true;          // sliding-window layers form their own KV group
-  bool large_gpu_batch_defaults = true;  // 8192 tokens / 1024 seqs on >= 70 GiB GPUs but A100
+  bool hybrid_kv_groups = true;  // sliding-window layers form their own KV group
+  VllmBatchDefaults batch_defaults = VllmBatchDefaults::by_memory_not_a100;
   uint32_t default_max_num_batched_tokens = 2048;  // V1 serve on other GPUs; V0 chunked prefill
-  uint32_t default_max_num_seqs = 256;
-  uint32_t v0_unchunked_max_model_len = 32768;  // V0: chunked prefill above this length only
-  double sampler_bytes_per_logit = 12.5;        // dummy sampler temporaries per (request, vocab)
-  uint64_t non_torch_base_bytes = 72ULL << 20;  // cuBLAS handles and workspaces
+  uint32_t default_max_num_seqs = 256;             // V0; V1 on GPUs that are not large
+  uint32_t v0_unchunked_max_model_len = 32768;     // V0: chunked prefill above this length only
+  double sampler_bytes_per_logit = 12.5;           // dummy sampler temporaries per (request, vocab)
+  uint64_t non_torch_base_bytes = 72ULL << 20;     // cuBLAS handles and workspaces
   uint64_t non_torch_sampler_bytes = 184ULL << 20;  // sampling kernels' workspaces (last rank)
   uint32_t max_capture_size = 512;                  // largest CUDA graph batch size
   bool full_decode_graphs = true;            // FULL_AND_PIECEWISE: a full graph per decode size
@@ -53,11 +61,12 @@ std::span<const VllmVersionRules> vllm_versions();
 // The newest modelled release (v0.19).
 const VllmVersionRules& vllm_latest_version();
 
-// The rules for "0.7", "v0.7.3", "0.10.1", "latest" or "" (= latest). A usage error naming the
-// supported versions for anything else (V0 before v0.6, or a release not modelled).
+// The rules for "0.7", "v0.7.3", "0.10.1", "0.8.5.post1", "latest" or "" (= latest): the row
+// whose releases cover it. A usage error naming the supported versions for anything else (V0
+// before v0.6, or a release not modelled).
 Expected<const VllmVersionRules*> parse_vllm_version(std::string_view text);
 
-// "v0.6, v0.7, v0.8, v0.10, v0.11, v0.19 (latest)": for help and error messages.
+// "v0.6 (v0.6.0 - v0.6.4, V0 engine), ...; latest = v0.19": for help and error messages.
 std::string vllm_supported_versions();
 
 }  // namespace kvprof::estimate

@@ -49,6 +49,7 @@ std::vector<GpuSpec> load_catalog() {
     spec.tflops_bf16 = g.value("tflops_bf16", 0.0);
     spec.tflops_fp8 = g.value("tflops_fp8", 0.0);
     spec.price_hint = g.value("price_hint", 0.0);
+    spec.interconnect = g.value("interconnect", std::string("nvlink"));
     spec.source = g.value("source", "");
     out.push_back(std::move(spec));
   }

@@ -18,6 +18,10 @@ struct GpuSpec {
   std::string vendor;               // "nvidia" or "amd"
   std::string arch;                 // "ampere", "ada", "hopper", "blackwell", "cdna3"
   uint32_t compute_capability = 0;  // 80, 89, 90, 100, 120 (0 for AMD)
+  // How GPUs of a node talk: "nvlink" (SXM parts on NVLink/NVSwitch, where NCCL's NVLS and the
+  // engines' symmetric-memory all-reduce hold large buffers), "pcie" (cards, NVL bridges
+  // included) or "infinity-fabric" (AMD OAM parts).
+  std::string interconnect = "nvlink";
   uint64_t memory_bytes = 0;  // usable total the driver reports (CUDA total, NVML total - reserved)
   uint64_t memory_nominal_bytes = 0;  // marketed capacity (80 GB = 80e9 or 80 GiB as marketed)
   double bandwidth_gb_s = 0;          // peak memory bandwidth, GB/s
@@ -27,6 +31,7 @@ struct GpuSpec {
   std::string source;     // where the figures come from
 
   [[nodiscard]] bool supports_fp8() const { return tflops_fp8 > 0; }
+  [[nodiscard]] bool pcie() const { return interconnect == "pcie"; }
 };
 
 // The catalog, parsed once from the embedded data/gpus.json; throws Fatal(internal) if the

@@ -30,7 +30,7 @@ constexpr size_t k_max_config_bytes = 16 * k_mib;
 constexpr size_t k_max_json_depth = 128;
 
 // model_types whose structure kvprof models; others parse as Llama-like with a warning.
-constexpr std::array<std::string_view, 58> k_known_types{"llama",
+constexpr std::array<std::string_view, 59> k_known_types{"llama",
                                                          "mistral",
                                                          "mixtral",
                                                          "qwen2",
@@ -79,6 +79,7 @@ constexpr std::array<std::string_view, 58> k_known_types{"llama",
                                                          "glm4",
                                                          "glm4_moe",
                                                          "mllama",
+                                                         "mllama_text_model",
                                                          "mistral3",
                                                          "smollm3",
                                                          "ernie4_5",
@@ -362,10 +363,15 @@ Expected<ModelSpec> parse_hf_config(const json& config, std::string_view source)
         m.warnings.begin(),
         fmt::format("unknown architecture {}; assuming a dense Llama-like decoder", what));
   }
-  if (m.model_type == "mllama") {
+  if (m.model_type == "mllama" || m.model_type == "mllama_text_model") {
     m.warnings.push_back("mllama cross-attention layers are counted as self-attention layers");
   }
   if (const json* v = find_field(config, {"vision_config"}); v != nullptr && v->is_object()) {
+    // Read as SGLang reads them: getattr(vision_config, ..., 24 / 1024).
+    HF_TRY(vision_layers, get_uint(*v, {"num_hidden_layers"}, hf::k_max_layers));
+    HF_TRY(vision_hidden, get_uint(*v, {"hidden_size"}, hf::k_max_dim));
+    m.vision_layers = static_cast<uint32_t>(vision_layers.value_or(24));
+    m.vision_hidden_size = static_cast<uint32_t>(vision_hidden.value_or(1024));
     m.extra_params = hf::estimate_vision_params(*v, config, m.hidden_size);
     if (m.extra_params > 0) {
       m.warnings.push_back(

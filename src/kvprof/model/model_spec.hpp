@@ -146,6 +146,10 @@ struct ModelSpec {
   // Parameters outside the text decoder (vision tower, projector, audio encoder), not counted
   // by the decoder formulas. Taken from the catalog or estimated from vision_config.
   uint64_t extra_params = 0;
+  // The vision tower's depth and width as its vision_config states them (SGLang lowers its
+  // static memory fraction by them); 0 without a vision_config.
+  uint32_t vision_layers = 0;
+  uint32_t vision_hidden_size = 0;
 
   // Checkpoint.
   DType dtype = DType::bf16;  // torch_dtype / dtype of unquantized weights

@@ -173,11 +173,11 @@ nlohmann::json estimate_json(const Estimate& e) {
 std::string estimate_text(const Estimate& e) {
   const auto& s = e.settings;
   const auto& mb = e.per_gpu;
-  // The release whose rules the plan follows, where one is pinned (vLLM).
+  // The release whose rules the plan follows, where one is pinned (vLLM, SGLang, TensorRT-LLM).
   const std::string engine =
-      s.engine == estimate::EngineKind::vllm
-          ? fmt::format("{} {}", estimate::engine_name(s.engine), s.engine_version)
-          : std::string(estimate::engine_name(s.engine));
+      s.engine_version.empty()
+          ? std::string(estimate::engine_name(s.engine))
+          : fmt::format("{} {}", estimate::engine_name(s.engine), s.engine_version);
   std::string out =
       fmt::format("kvprof estimate: {} on {} x {} ({} GiB usable each), engine {}\n", e.model_id,
                   e.gpus_total, e.gpu.name, gib(e.gpu.memory_bytes), engine);

@@ -1,5 +1,5 @@
-// Runs the estimator over recorded vLLM startups and measures per-figure error.
-#include "kvprof/analysis/vllm_accuracy.hpp"
+// Runs the estimator over recorded engine startups and measures per-figure error.
+#include "kvprof/analysis/startup_accuracy.hpp"
 
 #include <fmt/format.h>
 
@@ -40,11 +40,18 @@ RecordResult run_one(const nlohmann::json& r) {
   in.gpu = *gpu;
   if (auto gib = number(r, "gpu_total_memory_gib")) in.gpu.memory_bytes = gib_to_bytes(*gib);
   auto& s = in.settings;
-  s.engine = estimate::EngineKind::vllm;
+  const auto engine = estimate::parse_engine(r.value("engine", std::string("vllm")));
+  if (!engine) {
+    out.error = engine.error().message;
+    return out;
+  }
+  s.engine = *engine;
   s.tensor_parallel_size = r.value("tensor_parallel_size", 1U);
   s.pipeline_parallel_size = r.value("pipeline_parallel_size", 1U);
   s.data_parallel_size = r.value("data_parallel_size", 1U);
-  if (auto v = number(r, "gpu_memory_utilization")) s.gpu_memory_utilization = *v;
+  const bool fraction_given = r.value("gpu_memory_utilization_given", true);
+  const auto fraction = number(r, "gpu_memory_utilization");
+  if (fraction && fraction_given) s.gpu_memory_utilization = *fraction;
   if (auto v = number(r, "max_model_len")) s.max_model_len = static_cast<uint64_t>(*v);
   if (auto v = number(r, "block_size")) s.block_size = static_cast<uint32_t>(*v);
   if (r.contains("dtype") && r.at("dtype").is_string()) {
@@ -71,6 +78,9 @@ RecordResult run_one(const nlohmann::json& r) {
   auto add = [&](const char* key, double predicted) {
     if (auto actual = number(r, key)) out.figures.push_back({key, *actual, predicted});
   };
+  if (fraction && !fraction_given) {
+    out.figures.push_back({"memory_fraction", *fraction, rep.memory_fraction});
+  }
   add("weights_gib", bytes_to_gib(mb.weights_bytes));
   add("activation_peak_gib", bytes_to_gib(mb.activation_bytes));
   add("non_torch_gib", bytes_to_gib(mb.non_torch_bytes));
@@ -104,7 +114,7 @@ double FigureError::error_pct() const {
   return std::abs(predicted - actual) / std::abs(actual) * 100.0;
 }
 
-Expected<std::vector<RecordResult>> run_vllm_accuracy(const std::filesystem::path& jsonl) {
+Expected<std::vector<RecordResult>> run_startup_accuracy(const std::filesystem::path& jsonl) {
   std::ifstream in(jsonl);
   if (!in) return fail(ErrorKind::io, fmt::format("cannot read '{}'", jsonl.string()));
   std::vector<RecordResult> out;

@@ -1,6 +1,6 @@
 // The vLLM profile against 29 real vLLM v0.19 H100 startups (tests/fixtures, from
 // shared/data): the error budgets of the estimate issue.
-#include "kvprof/analysis/vllm_accuracy.hpp"
+#include "kvprof/analysis/startup_accuracy.hpp"
 
 #include <gtest/gtest.h>
 
@@ -12,7 +12,7 @@ namespace {
 class VllmAccuracy : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    auto r = run_vllm_accuracy(KVPROF_FIXTURES_DIR "/vllm_startup_public.jsonl");
+    auto r = run_startup_accuracy(KVPROF_FIXTURES_DIR "/vllm_startup_public.jsonl");
     ASSERT_TRUE(r.has_value()) << r.error().message;
     s_results = new std::vector<RecordResult>(std::move(*r));
     s_summary = new std::vector<FigureSummary>(summarize(*s_results));
@@ -62,7 +62,7 @@ TEST(VllmAccuracyInput, MalformedLineIsAnInputError) {
     std::ofstream out(path);
     out << "{\"id\": \"x\"}\nnot json\n";
   }
-  auto r = run_vllm_accuracy(path);
+  auto r = run_startup_accuracy(path);
   ASSERT_FALSE(r.has_value());
   EXPECT_EQ(r.error().kind, ErrorKind::input);
   EXPECT_NE(r.error().message.find(":2:"), std::string::npos);
@@ -70,7 +70,7 @@ TEST(VllmAccuracyInput, MalformedLineIsAnInputError) {
 }
 
 TEST(VllmAccuracyInput, MissingFileIsAnIoError) {
-  auto r = run_vllm_accuracy("/nonexistent/records.jsonl");
+  auto r = run_startup_accuracy("/nonexistent/records.jsonl");
   ASSERT_FALSE(r.has_value());
   EXPECT_EQ(r.error().kind, ErrorKind::io);
 }

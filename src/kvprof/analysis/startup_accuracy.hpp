@@ -1,5 +1,6 @@
-// Accuracy of the vLLM profile against real startup logs: each record holds vLLM's settings
-// and the figures it printed; the estimator runs on the settings and the errors are compared.
+// Accuracy of the engine profiles against real startup logs: each record holds an engine's
+// settings (vLLM, SGLang or TensorRT-LLM, its "engine" field) and the figures it printed; the
+// estimator runs on the settings and the errors are compared.
 #pragma once
 
 #include <cstdint>
@@ -36,10 +37,13 @@ struct FigureSummary {
   std::string worst_record;
 };
 
-// Runs the vLLM profile on every record of a vllm_startup_public.jsonl file (one JSON object a
-// line), under the release a record names in "engine_version_modelled" (else the newest). Returns
-// an io/input error when the file cannot be read or a line is not JSON.
-Expected<std::vector<RecordResult>> run_vllm_accuracy(const std::filesystem::path& jsonl);
+// Runs the record's engine profile on every record of a startup file (one JSON object a line,
+// e.g. vllm_startup_public.jsonl), under the release a record names in
+// "engine_version_modelled" (else the newest). A record whose "gpu_memory_utilization_given" is
+// false leaves the fraction to the release's default rule and is checked on it
+// ("memory_fraction"). Returns an io/input error when the file cannot be read or a line is not
+// JSON.
+Expected<std::vector<RecordResult>> run_startup_accuracy(const std::filesystem::path& jsonl);
 
 // Median / p90 / max error per figure over `results` (records that failed are skipped).
 std::vector<FigureSummary> summarize(const std::vector<RecordResult>& results);
