@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "kvprof/estimate/kv.hpp"
+#include "kvprof/estimate/llamacpp_graph.hpp"
 #include "kvprof/estimate/tensors.hpp"
 #include "kvprof/model/gguf.hpp"
 
@@ -266,6 +267,19 @@ void place_compute(const ModelSpec& m, const LlamaCppSettings& s, LlamaCppPlan& 
     const Stage st = biggest({output, attention, ffn});
     plan.compute.host_bytes = n_tok * st.bytes_per_token;
     plan.compute_stage = st.name;
+    // On the CPU the whole graph is one allocation: replay ggml's allocator over it.
+    LlamaGraphShape g;
+    g.n_tokens = plan.n_ubatch;
+    g.n_stream = n_stream;
+    g.n_kv = plan.kv_cells / n_stream;
+    g.n_kv_swa = plan.kv_cells_swa / n_stream;
+    g.flash_attn = s.flash_attn;
+    g.type_k = s.type_k;
+    g.type_v = s.type_v;
+    if (const auto bytes = llamacpp_cpu_compute_bytes(m, g)) {
+      plan.compute.host_bytes = *bytes;
+      plan.compute_stage = "graph";
+    }
     // A running server computes logits only for the last token of each sequence, so the pages
     // of the other rows are never touched: RAM holds the biggest other stage, or the logits of
     // n_seq_max outputs.

@@ -1,8 +1,10 @@
 // Where llama.cpp puts each buffer and how big it is, the way libllama sizes them: model weights
 // per device (token embeddings and layers that are not offloaded stay on the host; mapped,
 // read or repacked), the KV cache per device, the compute buffers of the worst-case graph, the
-// output buffer, and the host RAM the process needs. Exact for weights and KV; the compute
-// buffer follows the largest stage of the graph (logits, attention scores, MLP).
+// output buffer, and the host RAM the process needs. Exact for weights and KV; the CPU compute
+// buffer is exact too for the architectures with a node-by-node graph (llamacpp_graph.hpp),
+// ggml's allocator replayed over it; elsewhere (other architectures, offloaded layers) it
+// follows the largest stage of the graph (logits, attention scores, MLP).
 #pragma once
 
 #include <cstdint>
