@@ -230,6 +230,90 @@ TEST(HfConfig, Qwen3NextLinearAttentionEveryFourth) {
     EXPECT_TRUE(l.moe);
 }
 
+// Qwen3.5 / Qwen3.6: Qwen3-Next's hybrid (gated delta net + gated full attention) under the VLM
+// wrapper's text_config; the MoE sizes have no dense MLP, so a missing intermediate_size is no
+// warning.
+TEST(HfConfig, Qwen35HybridUnderTextConfig) {
+  json text = {{"model_type", "qwen3_5_moe_text"},
+               {"hidden_size", 2048},
+               {"num_attention_heads", 16},
+               {"num_key_value_heads", 2},
+               {"head_dim", 256},
+               {"vocab_size", 248320},
+               {"num_hidden_layers", 8},
+               {"max_position_embeddings", 262144},
+               {"attn_output_gate", true},
+               {"linear_num_value_heads", 32},
+               {"linear_num_key_heads", 16},
+               {"linear_key_head_dim", 128},
+               {"linear_value_head_dim", 128},
+               {"linear_conv_kernel_dim", 4},
+               {"num_experts", 256},
+               {"num_experts_per_tok", 8},
+               {"moe_intermediate_size", 512},
+               {"shared_expert_intermediate_size", 512},
+               {"dtype", "bfloat16"}};
+  text["layer_types"] = json::array();
+  for (int i = 0; i < 8; ++i)
+    text["layer_types"].push_back(i % 4 == 3 ? "full_attention" : "linear_attention");
+  const json c = {{"model_type", "qwen3_5_moe"},
+                  {"architectures", {"Qwen3_5MoeForConditionalGeneration"}},
+                  {"text_config", text}};
+  const auto m = parse_hf_config(c, "t").value();
+  EXPECT_EQ(m.model_type, "qwen3_5_moe_text");
+  EXPECT_EQ(m.count_layers(AttentionKind::full), 2U);
+  EXPECT_EQ(m.count_layers(AttentionKind::linear), 6U);
+  EXPECT_EQ(m.ssm.kind, SsmSpec::Kind::gated_delta_net);
+  EXPECT_TRUE(m.attn_output_gate);
+  EXPECT_TRUE(m.qk_norm);
+  EXPECT_TRUE(m.moe.shared_expert_gate);
+  EXPECT_EQ(m.moe.n_expert, 256U);
+  for (const auto& w : m.warnings)
+    EXPECT_EQ(w.find("intermediate_size absent"), std::string::npos) << w;
+  EXPECT_FALSE(has_warning(m, "unknown architecture"));
+  // Without layer_types the full-attention layers come every full_attention_interval.
+  json dense = text;
+  dense["model_type"] = "qwen3_5_text";
+  dense.erase("layer_types");
+  dense["full_attention_interval"] = 4;
+  dense["intermediate_size"] = 6144;
+  for (const char* k : {"num_experts", "num_experts_per_tok", "moe_intermediate_size",
+                        "shared_expert_intermediate_size"})
+    dense.erase(k);
+  const auto d = parse_hf_config(dense, "t").value();
+  EXPECT_EQ(d.layers[3].attention, AttentionKind::full);
+  EXPECT_EQ(d.layers[2].attention, AttentionKind::linear);
+  EXPECT_FALSE(d.is_moe());
+}
+
+// MiniMax-M2: every layer routes to 256 experts of intermediate_size, with a routing bias.
+TEST(HfConfig, MiniMaxM2RoutedExperts) {
+  const json c = {{"model_type", "minimax_m2"},
+                  {"architectures", {"MiniMaxM2ForCausalLM"}},
+                  {"hidden_size", 3072},
+                  {"num_attention_heads", 48},
+                  {"num_key_value_heads", 8},
+                  {"head_dim", 128},
+                  {"rotary_dim", 64},
+                  {"intermediate_size", 1536},
+                  {"num_local_experts", 256},
+                  {"num_experts_per_tok", 8},
+                  {"use_routing_bias", true},
+                  {"use_qk_norm", true},
+                  {"num_hidden_layers", 62},
+                  {"vocab_size", 200064},
+                  {"max_position_embeddings", 204800},
+                  {"dtype", "bfloat16"}};
+  const auto m = parse_hf_config(c, "t").value();
+  EXPECT_EQ(m.moe.n_expert, 256U);
+  EXPECT_EQ(m.moe.n_expert_used, 8U);
+  EXPECT_EQ(m.moe.expert_intermediate_size, 1536U);
+  EXPECT_TRUE(m.moe.router_bias);
+  EXPECT_TRUE(m.qk_norm);
+  EXPECT_EQ(m.rotary_dim, 64U);
+  EXPECT_FALSE(has_warning(m, "unknown architecture"));
+}
+
 TEST(HfConfig, JambaMambaMoeSchedule) {
   const auto m = load("jamba-mini-1.6.json");
   EXPECT_EQ(m.count_layers(AttentionKind::full), 4U);

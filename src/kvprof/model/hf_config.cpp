@@ -30,7 +30,7 @@ constexpr size_t k_max_config_bytes = 16 * k_mib;
 constexpr size_t k_max_json_depth = 128;
 
 // model_types whose structure kvprof models; others parse as Llama-like with a warning.
-constexpr std::array<std::string_view, 59> k_known_types{"llama",
+constexpr std::array<std::string_view, 64> k_known_types{"llama",
                                                          "mistral",
                                                          "mixtral",
                                                          "qwen2",
@@ -38,6 +38,10 @@ constexpr std::array<std::string_view, 59> k_known_types{"llama",
                                                          "qwen3",
                                                          "qwen3_moe",
                                                          "qwen3_next",
+                                                         "qwen3_5",
+                                                         "qwen3_5_text",
+                                                         "qwen3_5_moe",
+                                                         "qwen3_5_moe_text",
                                                          "qwen2_vl",
                                                          "qwen2_5_vl",
                                                          "qwen3_vl",
@@ -88,7 +92,8 @@ constexpr std::array<std::string_view, 59> k_known_types{"llama",
                                                          "stablelm",
                                                          "internlm2",
                                                          "seed_oss",
-                                                         "exaone4"};
+                                                         "exaone4",
+                                                         "minimax_m2"};
 
 bool one_of(std::string_view v, std::initializer_list<std::string_view> set) {
   return std::find(set.begin(), set.end(), v) != set.end();
@@ -236,7 +241,8 @@ Expected<void> read_structure(const json& t, ModelSpec& m) {
              (type == "gpt_neox" && parallel_residual.value_or(true))) {
     m.parallel_attn_mlp = true;  // two norms, one residual add
   }
-  if (one_of(type, {"qwen3", "qwen3_moe", "qwen3_next", "qwen3_vl", "qwen3_vl_text", "qwen3_vl_moe",
+  if (one_of(type, {"qwen3", "qwen3_moe", "qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe",
+                    "qwen3_5_moe_text", "qwen3_vl", "qwen3_vl_text", "qwen3_vl_moe",
                     "qwen3_vl_moe_text", "gemma3", "gemma3_text", "olmo2", "olmoe"})) {
     m.qk_norm = true;
   }
@@ -245,7 +251,7 @@ Expected<void> read_structure(const json& t, ModelSpec& m) {
     if (b && type != "llama4" && type != "llama4_text") m.qk_norm = *b;  // Llama 4: weightless L2
   }
   HF_TRY(gate, get_bool(t, "attn_output_gate"));
-  m.attn_output_gate = gate.value_or(type == "qwen3_next");
+  m.attn_output_gate = gate.value_or(type == "qwen3_next" || type.starts_with("qwen3_5"));
 
   // Positions.
   m.learned_positions = one_of(type, {"gpt2", "opt", "gpt_bigcode", "gpt_neo"});
@@ -352,6 +358,14 @@ Expected<ModelSpec> parse_hf_config(const json& config, std::string_view source)
   if (auto r = read_dims(t, m); !r) return std::unexpected(r.error());
   if (auto r = read_structure(t, m); !r) return std::unexpected(r.error());
   if (auto r = hf::build_layers(t, m); !r) return std::unexpected(r.error());
+  // A model whose every layer routes to experts has no dense MLP to size (Qwen3.5 MoE): the
+  // guessed intermediate size is never used, so it is no reason for doubt.
+  const bool all_moe = m.is_moe() && !m.layers.empty() &&
+                       std::all_of(m.layers.begin(), m.layers.end(), [](const auto& l) {
+                         return l.moe || l.attention == AttentionKind::mamba;
+                       });
+  if (all_moe)
+    std::erase(m.warnings, std::string("intermediate_size absent; assuming 4 * hidden_size"));
   if (auto r = read_checkpoint(config, t, nested != nullptr, m); !r)
     return std::unexpected(r.error());
 

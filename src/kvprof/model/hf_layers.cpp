@@ -201,7 +201,8 @@ Expected<void> fill_attention_kinds(const json& t, ModelSpec& m) {
       if (i >= n) return field_error("attn_layer_indices", "names a layer past num_hidden_layers");
       m.layers[i].attention = full;
     }
-  } else if (type_in(m, {"qwen3_next"})) {
+  } else if (type_in(
+                 m, {"qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text"})) {
     HF_TRY(interval, get_uint(t, {"full_attention_interval"}, k_max_layers));
     const uint64_t k = interval.value_or(4);
     if (k == 0) return field_error("full_attention_interval", "must be positive");
@@ -304,7 +305,8 @@ Expected<void> fill_moe(const json& t, ModelSpec& m) {
   } else if (qwen_shared.value_or(0) > 0) {
     e.n_shared_expert = 1;
     e.shared_expert_intermediate_size = u32(*qwen_shared);
-    e.shared_expert_gate = type_in(m, {"qwen2_moe", "qwen3_next"});
+    e.shared_expert_gate =
+        type_in(m, {"qwen2_moe", "qwen3_next", "qwen3_5_moe", "qwen3_5_moe_text"});
   } else if (type_in(m, {"llama4", "llama4_text"})) {
     e.n_shared_expert = 1;
     e.shared_expert_intermediate_size = e.expert_intermediate_size;
@@ -318,6 +320,8 @@ Expected<void> fill_moe(const json& t, ModelSpec& m) {
   }
   HF_TRY(topk_method, get_string(t, "topk_method"));
   if (topk_method.value_or("") == "noaux_tc") e.router_bias = true;  // e_score_correction_bias
+  HF_TRY(routing_bias, get_bool(t, "use_routing_bias"));             // MiniMax-M2
+  if (routing_bias.value_or(false)) e.router_bias = true;
 
   // Which layers route to experts.
   const uint32_t n = m.n_layer;
