@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <charconv>
 #include <utility>
 
 #include "kvprof/cli/suggest.hpp"
@@ -88,6 +89,20 @@ estimate::EstimateInput build_estimate_input(const EstimateOptions& o) {
   }
   s.num_gpu_blocks_override = o.num_gpu_blocks_override;
   s.n_gpu_layers = o.n_gpu_layers;
+  for (const auto& part : split_list({o.tensor_split})) {
+    double share = 0;
+    const auto [p, ec] = std::from_chars(part.data(), part.data() + part.size(), share);
+    if (ec != std::errc{} || p != part.data() + part.size() || !(share >= 0)) {
+      throw Fatal({ErrorKind::usage,
+                   fmt::format("-ts: '{}' is not a share (use numbers >= 0, e.g. -ts 3,1)", part)});
+    }
+    s.tensor_split.push_back(share);
+  }
+  if (!s.tensor_split.empty() && s.engine != estimate::EngineKind::llamacpp) {
+    throw Fatal({ErrorKind::usage,
+                 "-ts splits layers over GPUs in llama.cpp (--engine llamacpp); "
+                 "vLLM, SGLang and TensorRT-LLM use -tp/-pp"});
+  }
   const std::string fa = to_lower(o.flash_attn);
   if (fa != "on" && fa != "off" && fa != "auto" && fa != "1" && fa != "0") {
     throw Fatal(
@@ -198,6 +213,9 @@ void add_estimate_options(CLI::App* cmd, EstimateOptions& o) {
                   "vLLM: force the block count");
   eng->add_option("--n-gpu-layers,--ngl", o.n_gpu_layers,
                   "llama.cpp -ngl: layers offloaded to the GPU");
+  eng->add_option("--tensor-split,--ts", o.tensor_split,
+                  "llama.cpp -ts: each GPU's share of the offloaded layers, e.g. 3,1 (two GPUs of "
+                  "--gpu; all 0 or absent: an even split)");
   eng->add_option("--flash-attn,--fa", o.flash_attn,
                   "llama.cpp -fa: on | off | auto (a bare -fa is on)")
       ->capture_default_str();
@@ -249,6 +267,7 @@ std::vector<std::string> normalize_short_flags(std::vector<std::string> args) {
       {"-pp", "--pipeline-parallel-size"},
       {"-dp", "--data-parallel-size"},
       {"-ngl", "--n-gpu-layers"},
+      {"-ts", "--tensor-split"},
       {"-np", "--parallel"},
       {"-fa", "--flash-attn"},
       {"-ub", "--ubatch-size"},

@@ -51,8 +51,23 @@ struct Budget {
   uint64_t host_bytes = 0;  // RAM
 };
 
+// What one GPU needs: its buffers and, when it runs anything, the CUDA context.
+uint64_t gpu_need(const LlamaCppDevice& d) {
+  return d.total_bytes() + (d.layers > 0 || d.output ? k_cuda_context_bytes : 0);
+}
+
+// The GPU that needs the most (the one that decides whether the split fits); nullptr without.
+const LlamaCppDevice* busiest_gpu(const LlamaCppPlan& p) {
+  const LlamaCppDevice* best = nullptr;
+  for (const auto& d : p.gpus) {
+    if (best == nullptr || gpu_need(d) > gpu_need(*best)) best = &d;
+  }
+  return best;
+}
+
 uint64_t gpu_need(const LlamaCppPlan& p) {
-  return p.gpu_total_bytes + (p.gpu_layers > 0 || p.output_on_gpu ? k_cuda_context_bytes : 0);
+  const LlamaCppDevice* d = busiest_gpu(p);
+  return d == nullptr ? 0 : gpu_need(*d);
 }
 
 bool fits(const LlamaCppPlan& p, const Budget& b) {
@@ -74,16 +89,20 @@ std::vector<std::string> log_lines(const LlamaCppPlan& p, const LlamaCppSettings
   buffer("load_tensors", "CPU_Mapped", "model", p.model_mapped_bytes);
   buffer("load_tensors", "CPU", "model", p.model_host_bytes);
   buffer("load_tensors", "CPU_REPACK", "model", p.model_repack_bytes);
-  buffer("load_tensors", "CUDA0", "model", p.model_gpu_bytes);
+  const auto per_gpu = [&](const char* who, const char* what, uint64_t LlamaCppDevice::*bytes) {
+    for (size_t i = 0; i < p.gpus.size(); ++i)
+      buffer(who, fmt::format("CUDA{}", i).c_str(), what, p.gpus[i].*bytes);
+  };
+  per_gpu("load_tensors", "model", &LlamaCppDevice::model_bytes);
   buffer("llama_context", "CPU", "output", p.output_bytes);
   buffer("llama_kv_cache", "CPU", "KV", p.kv.host_bytes);
-  buffer("llama_kv_cache", "CUDA0", "KV", p.kv.gpu_bytes);
+  per_gpu("llama_kv_cache", "KV", &LlamaCppDevice::kv_bytes);
   out.push_back(
       fmt::format("llama_kv_cache: size = {:8.2f} MiB ({:6} cells, {:3} layers, {}/{} "
                   "seqs)",
                   mib(p.kv.host_bytes + p.kv.gpu_bytes), p.kv_cells, n_layer, s.n_seq_max,
                   s.kv_unified ? 1 : s.n_seq_max));
-  buffer("sched_reserve", "CUDA0", "compute", p.compute.gpu_bytes);
+  per_gpu("sched_reserve", "compute", &LlamaCppDevice::compute_bytes);
   buffer("sched_reserve", "CPU", "compute", p.compute.host_bytes);
   return out;
 }
@@ -139,6 +158,7 @@ Expected<LlamaCppSettings> llamacpp_settings(const EngineSettings& s) {
   ps.use_mmap = s.use_mmap;
   ps.swa_full = s.swa_full;
   ps.kv_unified = s.kv_unified;
+  ps.tensor_split = s.tensor_split;
   return ps;
 }
 
@@ -158,7 +178,8 @@ Expected<Estimate> estimate_llamacpp(const EstimateInput& in) {
   auto& s = est.settings;
   if (s.tensor_parallel_size * s.pipeline_parallel_size * s.data_parallel_size != 1) {
     return fail(ErrorKind::usage,
-                "llama.cpp splits layers with -ngl and --tensor-split, not -tp/-pp/-dp");
+                "llama.cpp splits layers over GPUs with -ngl and -ts (--tensor-split 1,1), not "
+                "-tp/-pp/-dp");
   }
   if (!s.max_model_len) s.max_model_len = 4096;  // llama-server --ctx-size
   auto quant = resolve_quantization(m, s);
@@ -230,10 +251,13 @@ Expected<Estimate> estimate_llamacpp(const EstimateInput& in) {
 
   MemoryBreakdown& mb = est.per_gpu;
   if (ps.has_gpu) {
-    mb.weights_bytes = p.model_gpu_bytes;
-    mb.kv_cache_bytes = p.kv.gpu_bytes;
-    mb.activation_bytes = p.compute.gpu_bytes;
-    mb.cuda_context_bytes = gpu_need(p) - p.gpu_total_bytes;
+    // Per GPU: the one that needs the most.
+    const LlamaCppDevice& d = *busiest_gpu(p);
+    est.gpus_total = static_cast<uint32_t>(p.gpus.size());
+    mb.weights_bytes = d.model_bytes;
+    mb.kv_cache_bytes = d.kv_bytes;
+    mb.activation_bytes = d.compute_bytes;
+    mb.cuda_context_bytes = gpu_need(d) - d.total_bytes();
   } else {
     // A CPU deployment: the host is the device, its RAM the budget.
     est.gpu.memory_bytes = budget.host_bytes;
@@ -283,8 +307,18 @@ Expected<Estimate> estimate_llamacpp(const EstimateInput& in) {
     est.notes.push_back(fmt::format("{} layers stay in host memory", m.n_layer - p.gpu_layers));
   }
   est.notes.push_back(
-      "llama.cpp: weights and KV as libllama sizes its buffers (exact from a GGUF); compute "
-      "buffer from the largest stage of the worst-case graph (logits, attention, MLP)");
+      p.compute_stage == "graph"
+          ? "llama.cpp: weights and KV as libllama sizes its buffers (exact from a GGUF); the "
+            "compute buffer is ggml's allocator replayed over llama.cpp's own graph"
+          : "llama.cpp: weights and KV as libllama sizes its buffers (exact from a GGUF); compute "
+            "buffer from the largest stage of the worst-case graph (logits, attention, MLP)");
+  if (p.gpus.size() > 1) {
+    est.notes.push_back(fmt::format(
+        "layers split over {} GPUs by llama.cpp's rule (-ts); each GPU's compute buffer is "
+        "estimated from its own stages, and pipeline parallelism's extra input copies are not "
+        "modelled",
+        p.gpus.size()));
+  }
   est.llamacpp = sum;
   return est;
 }

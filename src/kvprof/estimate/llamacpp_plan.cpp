@@ -114,9 +114,15 @@ bool repacked(const PlacedTensor& t, const LlamaCppSettings& s) {
   return t.type == k_type_q4_0 || t.type == k_type_q4_k || t.type == k_type_iq4_nl;
 }
 
+// The GPU of layer `il` (-1: host).
+int32_t gpu_of(const LlamaCppPlan& plan, int64_t il) {
+  return il >= 0 && static_cast<size_t>(il) < plan.layer_gpu.size()
+             ? plan.layer_gpu[static_cast<size_t>(il)]
+             : -1;
+}
+
 void place_weights(const ModelSpec& m, const LlamaCppSettings& s, LlamaCppPlan& plan) {
   const auto tensors = placed_tensors(m);
-  const int64_t first_gpu_layer = static_cast<int64_t>(m.n_layer) - plan.gpu_layers;
   uint64_t span_begin = std::numeric_limits<uint64_t>::max();
   uint64_t span_end = 0;
   uint64_t host_bytes = 0;
@@ -125,10 +131,12 @@ void place_weights(const ModelSpec& m, const LlamaCppSettings& s, LlamaCppPlan& 
   for (const auto& t : tensors) {
     if (t.slot == Slot::token_embd) token_embd_bytes += t.bytes;
     if (t.slot == Slot::output && t.dims >= 2) has_output_matrix = true;
-    const bool on_gpu = (t.slot == Slot::layer && t.layer >= first_gpu_layer) ||
-                        (t.slot == Slot::output && plan.output_on_gpu);
-    if (on_gpu) {
+    const int32_t gpu = t.slot == Slot::layer    ? gpu_of(plan, t.layer)
+                        : t.slot == Slot::output ? plan.output_gpu
+                                                 : -1;
+    if (gpu >= 0) {
       plan.model_gpu_bytes += t.bytes;
+      plan.gpus[static_cast<size_t>(gpu)].model_bytes += t.bytes;
       continue;
     }
     plan.model_host_resident_bytes += t.bytes;
@@ -141,7 +149,10 @@ void place_weights(const ModelSpec& m, const LlamaCppSettings& s, LlamaCppPlan& 
     span_end = std::max(span_end, t.offset + t.bytes);
   }
   // Tied embeddings: the output layer on the GPU is a copy of the token embeddings.
-  if (plan.output_on_gpu && !has_output_matrix) plan.model_gpu_bytes += token_embd_bytes;
+  if (plan.output_on_gpu && !has_output_matrix) {
+    plan.model_gpu_bytes += token_embd_bytes;
+    plan.gpus[static_cast<size_t>(plan.output_gpu)].model_bytes += token_embd_bytes;
+  }
   if (s.use_mmap) {
     plan.model_mapped_bytes = span_end > span_begin ? span_end - span_begin : 0;
   } else {
@@ -186,7 +197,6 @@ void place_kv(const ModelSpec& m, const LlamaCppSettings& s, LlamaCppPlan& plan)
   plan.kv_cells_swa = swa_per_stream * n_stream;
   // Recurrent layers keep one state per sequence (f32 conv + ssm state).
   const KvLayout layout = kv_layout(m, 1, 1, 0, KvCacheDtype::f32, model::DType::f32);
-  const int64_t first_gpu_layer = static_cast<int64_t>(m.n_layer) - plan.gpu_layers;
   for (uint32_t il = 0; il < m.n_layer && il < m.layers.size(); ++il) {
     const AttentionKind kind = m.layers[il].attention;
     uint64_t bytes = 0;
@@ -201,7 +211,12 @@ void place_kv(const ModelSpec& m, const LlamaCppSettings& s, LlamaCppPlan& plan)
         if (l.layer == il) bytes = l.state_bytes * n_seq;
       }
     }
-    (il >= first_gpu_layer ? plan.kv.gpu_bytes : plan.kv.host_bytes) += bytes;
+    if (const int32_t gpu = gpu_of(plan, il); gpu >= 0) {
+      plan.kv.gpu_bytes += bytes;
+      plan.gpus[static_cast<size_t>(gpu)].kv_bytes += bytes;
+    } else {
+      plan.kv.host_bytes += bytes;
+    }
   }
 }
 
@@ -292,11 +307,19 @@ void place_compute(const ModelSpec& m, const LlamaCppSettings& s, LlamaCppPlan& 
   }
   // Offloaded: each device sizes its buffer for the stages it runs; the host keeps the graph
   // inputs (token embeddings are looked up there) when it runs nothing else.
-  const Stage gpu_stage = plan.output_on_gpu
-                              ? (layers_on_gpu ? biggest({output, attention, ffn}) : output)
-                              : biggest({attention, ffn});
-  plan.compute.gpu_bytes = n_tok * gpu_stage.bytes_per_token;
-  plan.compute_stage = gpu_stage.name;
+  uint64_t largest = 0;
+  for (size_t d = 0; d < plan.gpus.size(); ++d) {
+    LlamaCppDevice& dev = plan.gpus[d];
+    if (dev.layers == 0 && !dev.output) continue;
+    const Stage st = dev.output ? (dev.layers > 0 ? biggest({output, attention, ffn}) : output)
+                                : biggest({attention, ffn});
+    dev.compute_bytes = n_tok * st.bytes_per_token;
+    plan.compute.gpu_bytes += dev.compute_bytes;
+    if (dev.compute_bytes > largest) {
+      largest = dev.compute_bytes;
+      plan.compute_stage = st.name;
+    }
+  }
   if (layers_on_host || !plan.output_on_gpu) {
     const Stage host_stage = plan.output_on_gpu ? biggest({attention, ffn})
                              : layers_on_host   ? biggest({output, attention, ffn})
@@ -328,6 +351,33 @@ Expected<uint32_t> parse_cache_type(std::string_view name) {
                           name));
 }
 
+std::vector<int32_t> llamacpp_layer_split(uint32_t n_layer, uint32_t n_gpu_layers,
+                                          const std::vector<double>& split) {
+  const size_t n_dev = std::max<size_t>(1, split.size());
+  // Cumulative shares, normalized (llama.cpp computes them in float).
+  std::vector<float> bounds(n_dev, 1.0F);
+  const bool all_zero =
+      split.empty() || std::all_of(split.begin(), split.end(), [](double x) { return x == 0; });
+  float sum = 0;
+  for (size_t i = 0; i < n_dev; ++i) {
+    sum += all_zero ? 1.0F : static_cast<float>(split[i]);
+    bounds[i] = sum;
+  }
+  for (auto& b : bounds)
+    b /= sum;
+  const int64_t first = std::max<int64_t>(int64_t{n_layer} - n_gpu_layers, 0);
+  const int64_t active = std::min<int64_t>(n_gpu_layers, int64_t{n_layer} + 1);
+  std::vector<int32_t> out(size_t{n_layer} + 1, -1);
+  for (int64_t il = 0; il <= n_layer; ++il) {
+    if (il < first || il - first >= active) continue;
+    const float at = static_cast<float>(il - first) / static_cast<float>(active);
+    const auto it = std::upper_bound(bounds.begin(), bounds.end(), at);
+    out[static_cast<size_t>(il)] = static_cast<int32_t>(
+        std::min<ptrdiff_t>(it - bounds.begin(), static_cast<ptrdiff_t>(n_dev) - 1));
+  }
+  return out;
+}
+
 uint64_t ggml_row_bytes(uint32_t type, uint64_t n) {
   return model::ggml_tensor_bytes(type, n).value_or(0);
 }
@@ -354,6 +404,24 @@ Expected<LlamaCppPlan> plan_llamacpp(const ModelSpec& m, const LlamaCppSettings&
                                             : static_cast<uint32_t>(s.n_gpu_layers);
   plan.gpu_layers = std::min(ngl, n_layer);
   plan.output_on_gpu = ngl > n_layer;
+  if (s.has_gpu) {
+    for (const double share : s.tensor_split) {
+      if (!(share >= 0) || share > 1e9) {
+        return fail(ErrorKind::usage, "-ts: each GPU's share must be a number >= 0");
+      }
+    }
+    if (s.tensor_split.size() > 16) return fail(ErrorKind::usage, "-ts: at most 16 GPUs");
+    plan.layer_gpu = llamacpp_layer_split(n_layer, ngl, s.tensor_split);
+    plan.output_gpu = plan.layer_gpu.back();
+    plan.layer_gpu.pop_back();
+    plan.gpus.resize(std::max<size_t>(1, s.tensor_split.size()));
+    for (const int32_t g : plan.layer_gpu) {
+      if (g >= 0) plan.gpus[static_cast<size_t>(g)].layers += 1;
+    }
+    if (plan.output_gpu >= 0) plan.gpus[static_cast<size_t>(plan.output_gpu)].output = true;
+  } else {
+    plan.layer_gpu.assign(n_layer, -1);
+  }
   plan.n_ubatch = std::min({s.n_ubatch, s.n_batch, s.n_ctx});
   place_weights(m, s, plan);
   place_kv(m, s, plan);

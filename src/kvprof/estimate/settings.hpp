@@ -51,6 +51,7 @@ struct EngineSettings {
   std::optional<uint32_t> cuda_graph_max_bs;  // SGLang --cuda-graph-max-bs
   // llama.cpp
   std::optional<uint32_t> n_gpu_layers;  // -ngl (default: all)
+  std::vector<double> tensor_split;      // -ts: each GPU's share of the layers (empty: one GPU)
   bool flash_attn = true;                // -fa
   uint32_t n_parallel = 1;               // -np slots
   uint32_t n_ubatch = 512;
