@@ -52,7 +52,8 @@ json llamacpp_settings_json(const Estimate& est, const AssumptionSources& src) {
                                    ps->has_gpu ? "all (-1)" : "none without a GPU")},
           {"mmap", setting(ps->use_mmap, src, "no-mmap", "")},
           {"swa_full", setting(ps->swa_full, src, "swa-full", "")},
-          {"kv_unified", setting(ps->kv_unified, src, "no-kv-unified", "")}};
+          {"kv_unified", setting(ps->kv_unified, src, "no-kv-unified", "")},
+          {"tensor_split", setting(json(ps->tensor_split), src, "tensor-split", "one GPU")}};
 }
 
 }  // namespace
