@@ -30,6 +30,7 @@ TEST_P(EngineVersionAccuracy, RecordsWithinBudget) {
   for (const auto& r : *results) {
     ASSERT_TRUE(r.error.empty()) << r.id << ": " << r.error;
     bool has_kv = false;
+    bool has_fraction = false;
     for (const auto& f : r.figures) {
       const double pct = f.error_pct();
       const auto said = [&] {
@@ -43,28 +44,32 @@ TEST_P(EngineVersionAccuracy, RecordsWithinBudget) {
       } else if (f.figure == "memory_fraction") {
         // The engine reads nvidia-smi's total, a little above the usable memory kvprof holds.
         EXPECT_LE(pct, 0.5) << said();
-      } else if (f.figure == "kv_cache_tokens" || (f.figure == "kv_cache_gib" && !has_kv)) {
+        has_fraction = true;
+      } else if (f.figure == "kv_cache_tokens" || f.figure == "num_gpu_blocks" ||
+                 (f.figure == "kv_cache_gib" && !has_kv)) {
         EXPECT_LE(pct, b.max_kv_pct) << said();
         has_kv = true;
       }
     }
-    EXPECT_TRUE(has_kv) << r.id << " prints no KV cache figure";
+    // A startup whose KV pool was capped by a flag still shows the default fraction it chose.
+    EXPECT_TRUE(has_kv || has_fraction) << r.id << " prints no KV cache figure";
   }
 }
 
 INSTANTIATE_TEST_SUITE_P(
     Releases, EngineVersionAccuracy,
-    ::testing::Values(Budget{"vllm_versions/v0.6.jsonl", 1}, Budget{"vllm_versions/v0.7.jsonl", 2},
-                      Budget{"vllm_versions/v0.8.jsonl", 1}, Budget{"vllm_versions/v0.10.jsonl", 3},
-                      Budget{"vllm_versions/v0.11.jsonl", 1},
-                      Budget{"vllm_versions/v0.15.jsonl", 2},
-                      Budget{"vllm_versions/v0.17-v0.18.jsonl", 2},
-                      // The one MI300X startup is 6.8% off: ROCm's memory in use before the
-                      // weights load is not modelled (docs/benchmarks.md).
-                      Budget{"sglang_versions/v0.4.jsonl", 3, 7.0},
-                      Budget{"sglang_versions/v0.4.9.post3.jsonl", 2},
-                      Budget{"sglang_versions/v0.5.3.jsonl", 1},
-                      Budget{"trtllm_versions/1.x.jsonl", 2}),
+    ::testing::Values(
+        Budget{"vllm_versions/v0.6.jsonl", 3}, Budget{"vllm_versions/v0.7.jsonl", 2},
+        Budget{"vllm_versions/v0.8.jsonl", 1}, Budget{"vllm_versions/v0.8.5.jsonl", 3},
+        Budget{"vllm_versions/v0.10.jsonl", 3}, Budget{"vllm_versions/v0.11.jsonl", 1},
+        Budget{"vllm_versions/v0.15.jsonl", 2}, Budget{"vllm_versions/v0.17-v0.19.jsonl", 3},
+        Budget{"sglang_versions/v0.3.jsonl", 3},
+        // The one MI300X startup is 6.8% off: ROCm's memory in use before the
+        // weights load is not modelled (docs/benchmarks.md).
+        Budget{"sglang_versions/v0.4.jsonl", 4, 7.0}, Budget{"sglang_versions/v0.4.6.jsonl", 1},
+        Budget{"sglang_versions/v0.4.7.post1.jsonl", 1},
+        Budget{"sglang_versions/v0.4.9.post3.jsonl", 2}, Budget{"sglang_versions/v0.5.3.jsonl", 1},
+        Budget{"trtllm_versions/1.x.jsonl", 2}),
     [](const ::testing::TestParamInfo<Budget>& p) {
       std::string n = p.param.file;
       for (auto& c : n)
@@ -81,7 +86,8 @@ std::vector<double> kv_errors(std::initializer_list<const char*> files) {
     if (!results) continue;
     for (const auto& r : *results) {
       for (const auto& f : r.figures) {
-        if (f.figure == "kv_cache_tokens" || f.figure == "kv_cache_gib") {
+        if (f.figure == "kv_cache_tokens" || f.figure == "kv_cache_gib" ||
+            f.figure == "num_gpu_blocks") {
           out.push_back(f.error_pct());
           break;
         }
@@ -93,19 +99,20 @@ std::vector<double> kv_errors(std::initializer_list<const char*> files) {
 }
 
 TEST(EngineVersionAccuracy, MedianKvErrorPerEngineWithinThreePercent) {
-  const auto vllm =
-      kv_errors({"vllm_versions/v0.6.jsonl", "vllm_versions/v0.7.jsonl", "vllm_versions/v0.8.jsonl",
-                 "vllm_versions/v0.10.jsonl", "vllm_versions/v0.11.jsonl",
-                 "vllm_versions/v0.15.jsonl", "vllm_versions/v0.17-v0.18.jsonl"});
-  const auto sglang = kv_errors({"sglang_versions/v0.4.jsonl", "sglang_versions/v0.4.9.post3.jsonl",
-                                 "sglang_versions/v0.5.3.jsonl"});
+  const auto vllm = kv_errors({"vllm_versions/v0.6.jsonl", "vllm_versions/v0.7.jsonl",
+                               "vllm_versions/v0.8.jsonl", "vllm_versions/v0.8.5.jsonl",
+                               "vllm_versions/v0.10.jsonl", "vllm_versions/v0.11.jsonl",
+                               "vllm_versions/v0.15.jsonl", "vllm_versions/v0.17-v0.19.jsonl"});
+  const auto sglang =
+      kv_errors({"sglang_versions/v0.3.jsonl", "sglang_versions/v0.4.jsonl",
+                 "sglang_versions/v0.4.9.post3.jsonl", "sglang_versions/v0.5.3.jsonl"});
   const auto trtllm = kv_errors({"trtllm_versions/1.x.jsonl"});
   for (const auto* errors : {&vllm, &sglang, &trtllm}) {
     ASSERT_FALSE(errors->empty());
     EXPECT_LE((*errors)[(errors->size() - 1) / 2], 3.0);
   }
-  EXPECT_EQ(vllm.size(), 12U);
-  EXPECT_EQ(sglang.size(), 6U);
+  EXPECT_EQ(vllm.size(), 18U);
+  EXPECT_EQ(sglang.size(), 10U);
 }
 
 }  // namespace

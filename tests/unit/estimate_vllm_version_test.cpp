@@ -27,23 +27,29 @@ TEST(VllmVersion, ParsesReleasesToTheRowThatCoversThem) {
   EXPECT_EQ(name_of("v0.7.3"), "v0.7");
   EXPECT_EQ(name_of("0.8.4"), "v0.8");
   EXPECT_EQ(name_of("0.8.5.post1"), "v0.8.5");
-  EXPECT_EQ(name_of("0.9.1"), "v0.9");
-  EXPECT_EQ(name_of("0.9.2"), "v0.10");  // #19312 stopped charging the CUDA context
+  EXPECT_EQ(name_of("0.9.0"), "v0.9");
+  EXPECT_EQ(name_of("0.9.1"), "v0.10");  // #19312 stopped charging the CUDA context
   EXPECT_EQ(name_of("0.10"), "v0.10");
   EXPECT_EQ(name_of("V0.11.0rc1"), "v0.11");
+  EXPECT_EQ(name_of("0.11.1"), "v0.15");  // #26016: capture sizes in steps of 16 above 256
+  EXPECT_EQ(name_of("0.12"), "v0.15");
+  EXPECT_EQ(name_of("0.14.1"), "v0.15");
   EXPECT_EQ(name_of("0.15.1"), "v0.15");
   EXPECT_EQ(name_of("0.16.0"), "v0.15");
   EXPECT_EQ(name_of("0.17.0"), "v0.19");
   EXPECT_EQ(name_of("0.19.0"), "v0.19");
+  EXPECT_EQ(name_of("0.20.0"), "v0.20");  // #38284: the graphs' estimate inside the budget
+  EXPECT_EQ(name_of("v0.32.1"), "v0.20");
   for (const auto& v : vllm_versions())
     EXPECT_EQ(name_of(v.name), v.name);  // every row's own name reads back
-  EXPECT_EQ(name_of("latest"), "v0.19");
-  EXPECT_EQ(name_of(""), "v0.19");
+  EXPECT_EQ(name_of("latest"), "v0.20");
+  EXPECT_EQ(name_of(""), "v0.19");  // the default: the newest release checked on startups
   EXPECT_EQ(&vllm_latest_version(), &vllm_versions().back());
+  EXPECT_EQ(&vllm_default_version(), &*parse_vllm_version("0.19").value());
 }
 
 TEST(VllmVersion, UnmodelledReleaseIsAUsageErrorListingTheSupportedOnes) {
-  for (const char* bad : {"0.5.4", "0.12", "0.14.1", "0.20", "1.0", "abc", "0.", "v", "0.7x"}) {
+  for (const char* bad : {"0.5.4", "0.100", "1.0", "abc", "0.", "v", "0.7x"}) {
     auto r = parse_vllm_version(bad);
     ASSERT_FALSE(r.has_value()) << bad;
     EXPECT_EQ(r.error().kind, ErrorKind::usage);
@@ -105,6 +111,46 @@ TEST_F(VllmVersionPlan, TheDummySamplerCostsMorePerLogitBeforeV017) {
   EXPECT_LT(v15.engine_report.kv_cache_tokens, v19.engine_report.kv_cache_tokens);
 }
 
+TEST_F(VllmVersionPlan, FromV020TheKvBudgetPaysForTheEstimatedCudaGraphs) {
+  // Same batch and utilization: v0.20 takes the graphs' estimate out of the KV budget that v0.19
+  // left them outside of, and says so in the lines it prints.
+  EstimateInput in;
+  in.model = *model::catalog_model("llama-3.1-8b");
+  in.gpu = *gpu::find_gpu("H100");
+  in.settings.max_model_len = 8192;
+  in.settings.gpu_memory_utilization = 0.9;
+  in.settings.engine_version = "0.19";
+  const auto v19 = estimate(in).value();
+  in.settings.engine_version = "0.20";
+  const auto v20 = estimate(in).value();
+  ASSERT_GT(v20.per_gpu.cuda_graph_bytes, 256ULL << 20);
+  EXPECT_EQ(v20.per_gpu.cuda_graph_bytes, v19.per_gpu.cuda_graph_bytes);
+  EXPECT_EQ(v19.engine_report.available_kv_cache_bytes - v20.engine_report.available_kv_cache_bytes,
+            v20.per_gpu.cuda_graph_bytes);
+  EXPECT_LT(v20.engine_report.num_gpu_blocks, v19.engine_report.num_gpu_blocks);
+  const auto& lines = v20.engine_report.log_lines;
+  EXPECT_TRUE(std::any_of(lines.begin(), lines.end(), [](const std::string& l) {
+    return l.starts_with("Estimated CUDA graph memory: ") &&
+           l.find("GiB total") != std::string::npos;
+  }));
+  EXPECT_TRUE(std::any_of(lines.begin(), lines.end(), [](const std::string& l) {
+    return l.starts_with("CUDA graph memory profiling is enabled") &&
+           l.find("--gpu-memory-utilization=0.9000 is equivalent to") != std::string::npos;
+  }));
+  // Unset, the utilization is v0.20's new default of 0.92.
+  in.settings.gpu_memory_utilization.reset();
+  EXPECT_DOUBLE_EQ(estimate(in).value().engine_report.memory_fraction, 0.92);
+  in.settings.engine_version = "0.19";
+  EXPECT_DOUBLE_EQ(estimate(in).value().engine_report.memory_fraction, 0.9);
+  // Without graphs there is nothing to estimate.
+  in.settings.engine_version = "0.20";
+  in.settings.enforce_eager = true;
+  const auto eager = estimate(in).value();
+  EXPECT_EQ(eager.per_gpu.cuda_graph_bytes, 0U);
+  for (const auto& l : eager.engine_report.log_lines)
+    EXPECT_FALSE(l.starts_with("Estimated CUDA graph memory")) << l;
+}
+
 TEST_F(VllmVersionPlan, GpusOnPcieHoldNoLargeTensorParallelBuffers) {
   // NCCL's NVLS and the symmetric-memory all-reduce need NVLink: a TP group of PCIe cards keeps
   // only the cuBLAS and sampler workspaces (8 x L40S on v0.10.2: 0.18 GiB of non-torch memory).
@@ -124,7 +170,7 @@ TEST_F(VllmVersionPlan, GpusOnPcieHoldNoLargeTensorParallelBuffers) {
 TEST_F(VllmVersionPlan, AnOlderReleaseSaysHowFarItsRulesWereCheckedAndLowersTheConfidence) {
   for (const auto& v : vllm_versions()) {
     const auto est = plan(v.name.substr(1), "llama-3.1-8b", 8192);
-    const bool latest = &v == &vllm_latest_version();
+    const bool latest = &v == &vllm_default_version();
     const auto said = std::find_if(est.warnings.begin(), est.warnings.end(), [&](const auto& w) {
       return w.find("kvprof's rules for vLLM " + std::string(v.name) + " are") != std::string::npos;
     });

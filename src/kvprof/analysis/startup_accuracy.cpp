@@ -54,6 +54,12 @@ RecordResult run_one(const nlohmann::json& r) {
   if (fraction && fraction_given) s.gpu_memory_utilization = *fraction;
   if (auto v = number(r, "max_model_len")) s.max_model_len = static_cast<uint64_t>(*v);
   if (auto v = number(r, "block_size")) s.block_size = static_cast<uint32_t>(*v);
+  // The batch the engine printed where it is not the server's default (vLLM's offline LLM
+  // class profiles 8192 tokens on small GPUs).
+  if (auto v = number(r, "max_num_batched_tokens")) {
+    s.max_num_batched_tokens = static_cast<uint32_t>(*v);
+  }
+  if (auto v = number(r, "max_num_seqs")) s.max_num_seqs = static_cast<uint32_t>(*v);
   if (r.contains("dtype") && r.at("dtype").is_string()) {
     s.dtype = model::parse_dtype(r.at("dtype").get<std::string>());
   }

@@ -59,18 +59,18 @@ std::string modelled_engine_version(const EngineSettings& s) {
   }
   auto v = parse_engine_version(s.engine, s.engine_version);
   if (v) return *v;
-  return s.engine == EngineKind::vllm     ? std::string(vllm_latest_version().name)
+  return s.engine == EngineKind::vllm     ? std::string(vllm_default_version().name)
          : s.engine == EngineKind::sglang ? std::string(sglang_latest_version().name)
                                           : std::string(k_trtllm_version);
 }
 
 std::string engine_versions_help() {
   return fmt::format(
-      "Release whose memory rules to follow (default: the newest modelled). vLLM: 0.6 "
-      "(v0.6.0-v0.6.4), 0.7 (v0.6.5-v0.7.x, V0), 0.8 (v0.8.x-v0.9.1), 0.10 (v0.9.2-v0.10.x), "
-      "0.11, 0.19; SGLang: {}; TensorRT-LLM: 1.x. A patch release (v0.7.3, 0.4.7.post1) takes "
-      "the rules of the row that covers it",
-      sglang_supported_versions());
+      "Release whose memory rules to follow (default: vLLM v0.19, the newest checked against "
+      "public startups; SGLang and TensorRT-LLM: the newest modelled). vLLM: {}. SGLang: {}. "
+      "TensorRT-LLM: 1.x. A patch release (v0.7.3, 0.4.7.post1) takes the rules of the row that "
+      "covers it",
+      vllm_supported_versions(), sglang_supported_versions());
 }
 
 }  // namespace kvprof::estimate

@@ -108,11 +108,14 @@ Expected<Estimate> estimate_vllm(const EstimateInput& in) {
   // vLLM refuses to start when the budget is gone or one max-length request does not fit.
   if (b.binding_available_bytes <= 0 || b.num_blocks == 0) {
     est.warnings.push_back(fmt::format(
-        "no memory left for the KV cache on {} (weights {} + activations {} + non-torch {} > {} "
-        "x {}): vLLM fails with 'No available memory for the cache blocks'",
+        "no memory left for the KV cache on {} (weights {} + activations {} + non-torch {}{} > "
+        "{} x {}): vLLM fails with 'No available memory for the cache blocks'",
         pp > 1 ? fmt::format("pipeline rank {}", binding) : "the GPU",
         format_bytes(plan.weights[binding].total_bytes), format_bytes(b.binding_activation_bytes),
         format_bytes(plan.non_torch_bytes[binding] - (batch.pcie ? plan.tp_comm_bytes : 0)),
+        b.charged_cuda_graph_bytes > 0
+            ? fmt::format(" + CUDA graphs {}", format_bytes(b.charged_cuda_graph_bytes))
+            : "",
         *s.gpu_memory_utilization, format_bytes(in.gpu.memory_bytes)));
   } else if (!b.starts) {
     uint64_t lo = 0;
@@ -172,8 +175,11 @@ Expected<Estimate> estimate_vllm(const EstimateInput& in) {
   }
   est.notes.push_back(fmt::format(
       "vLLM {} ({}): KV = total x gpu_memory_utilization - weights - profile-run peak - "
-      "non-torch{}; CUDA graphs are captured after the KV cache, outside that budget",
-      rules.name, rules.releases, rules.charges_cuda_context ? " - CUDA context" : ""));
+      "non-torch{}{}",
+      rules.name, rules.releases, rules.charges_cuda_context ? " - CUDA context" : "",
+      rules.budget_holds_cuda_graphs
+          ? " - the CUDA graphs its profiling estimates (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS)"
+          : "; CUDA graphs are captured after the KV cache, outside that budget"));
   return est;
 }
 

@@ -77,7 +77,7 @@ VllmSweep::Budget VllmSweep::budget(const SweepPoint& p) const {
   batch.gpu_memory_utilization =
       p.gpu_memory_utilization > 0
           ? p.gpu_memory_utilization
-          : s.gpu_memory_utilization.value_or(k_vllm_default_gpu_memory_utilization);
+          : s.gpu_memory_utilization.value_or(m_rules->default_gpu_memory_utilization);
   batch.max_model_len =
       p.max_model_len > 0 ? p.max_model_len : s.max_model_len.value_or(m_default_max_model_len);
   batch.max_num_batched_tokens =

@@ -107,7 +107,7 @@ class VllmSweep {
   ActivationModel m_activation;
   EngineSettings m_base;  // the base settings, vLLM's non-batch defaults not filled in
   uint64_t m_default_max_model_len = 0;
-  const VllmVersionRules* m_rules = &vllm_latest_version();
+  const VllmVersionRules* m_rules = &vllm_default_version();
 };
 
 template <class Visit>

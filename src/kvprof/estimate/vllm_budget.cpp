@@ -82,7 +82,7 @@ uint32_t vllm_cuda_graph_count(const VllmVersionRules& r, uint32_t max_num_seqs,
 void apply_vllm_defaults(EngineSettings& s, const model::ModelSpec& m, const gpu::GpuSpec& g,
                          const VllmVersionRules& r) {
   const bool large = vllm_large_gpu(g, r);
-  if (!s.gpu_memory_utilization) s.gpu_memory_utilization = k_vllm_default_gpu_memory_utilization;
+  if (!s.gpu_memory_utilization) s.gpu_memory_utilization = r.default_gpu_memory_utilization;
   if (!s.max_model_len) s.max_model_len = vllm_default_max_model_len(m);
   if (!s.max_num_batched_tokens) {
     s.max_num_batched_tokens = vllm_default_max_num_batched_tokens(r, large, *s.max_model_len);
@@ -184,6 +184,9 @@ VllmBudget vllm_budget(const VllmSplitPlan& plan, const ActivationModel& act,
   // Older releases measured the used memory after profiling, CUDA context included.
   const uint64_t context = plan.rules->charges_cuda_context ? k_cuda_context_bytes : 0;
   b.charged_context_bytes = context;
+  // From v0.20 the profiling's dummy capture estimates the graphs and the budget pays for them.
+  const uint64_t graphs = plan.rules->budget_holds_cuda_graphs ? plan.cuda_graph_bytes : 0;
+  b.charged_cuda_graph_bytes = graphs;
   uint64_t min_blocks = 0;
   for (uint32_t r = 0; r < plan.pp; ++r) {
     const bool last = r + 1 == plan.pp;
@@ -195,7 +198,7 @@ VllmBudget vllm_budget(const VllmSplitPlan& plan, const ActivationModel& act,
     int64_t avail = static_cast<int64_t>(b.requested_bytes) -
                     static_cast<int64_t>(plan.weights[r].total_bytes) - static_cast<int64_t>(peak) -
                     static_cast<int64_t>(non_torch) - static_cast<int64_t>(extra) -
-                    static_cast<int64_t>(context);
+                    static_cast<int64_t>(context) - static_cast<int64_t>(graphs);
     if (batch.kv_cache_memory_bytes) avail = static_cast<int64_t>(*batch.kv_cache_memory_bytes);
     const uint64_t blocks = vllm_worker_blocks(plan.kv, r, avail);
     if (r == 0) {

@@ -44,11 +44,11 @@ uint64_t vllm_default_max_model_len(const model::ModelSpec& m);
 
 // Fills the unset settings of `s` with vLLM's defaults for `m` on `g` (under release `r`).
 void apply_vllm_defaults(EngineSettings& s, const model::ModelSpec& m, const gpu::GpuSpec& g,
-                         const VllmVersionRules& r = vllm_latest_version());
+                         const VllmVersionRules& r = vllm_default_version());
 
 // What one (model, tensor x pipeline split, dtype, quantization, KV dtype) fixes.
 struct VllmSplitPlan {
-  const VllmVersionRules* rules = &vllm_latest_version();
+  const VllmVersionRules* rules = &vllm_default_version();
   uint32_t tp = 1;
   uint32_t pp = 1;
   model::DType compute_dtype = model::DType::bf16;
@@ -70,7 +70,7 @@ struct VllmSplitPlan {
 VllmSplitPlan vllm_split_plan(const model::ModelSpec& m, const model::ModelSpec* draft,
                               const EngineSettings& s, model::DType compute_dtype,
                               const model::Quantization& quant, bool block_size_set,
-                              const VllmVersionRules& r = vllm_latest_version(),
+                              const VllmVersionRules& r = vllm_default_version(),
                               Mxfp4Padding mxfp4 = {});
 
 // How vLLM pads MXFP4 experts on `g`, by the MoE backend it picks there (mxfp4.py,
@@ -97,7 +97,8 @@ struct VllmBudget {
   uint64_t requested_bytes = 0;  // total x gpu_memory_utilization
   uint32_t binding_rank = 0;     // the pipeline rank with the fewest blocks (the first of equals)
   int64_t available_bytes = 0;   // rank 0's KV budget, negative when over
-  uint64_t charged_context_bytes = 0;  // the CUDA context the budget paid (older releases)
+  uint64_t charged_context_bytes = 0;     // the CUDA context the budget paid (older releases)
+  uint64_t charged_cuda_graph_bytes = 0;  // the graphs' estimate the budget paid (v0.20 on)
   int64_t binding_available_bytes = 0;
   uint64_t activation_bytes = 0;  // rank 0's profile-run peak
   uint64_t non_torch_bytes = 0;   // rank 0's non-torch memory on this GPU (not the context)

@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "kvprof/util/units.hpp"
 
 namespace kvprof::estimate {
@@ -77,6 +79,20 @@ VllmLogLines vllm_log_lines(const VllmVersionRules& r, const VllmLogFigures& f) 
         "Memory profiling takes ... Total non KV cache memory: {}GiB; torch peak memory "
         "increase: {}GiB; non-torch forward increase memory: {}GiB; weights memory: {}GiB.",
         gib2(non_kv), gib2(f.activation_bytes), gib2(f.non_torch_bytes), gib2(f.weights_bytes)));
+    if (r.budget_holds_cuda_graphs && !f.enforce_eager && f.gpu_memory_bytes > 0) {
+      const double share =
+          static_cast<double>(f.cuda_graph_bytes) / static_cast<double>(f.gpu_memory_bytes);
+      l.push_back(
+          fmt::format("Estimated CUDA graph memory: {} GiB total", gib2(f.cuda_graph_bytes)));
+      l.push_back(fmt::format(
+          "CUDA graph memory profiling is enabled (default since v0.21.0). The current "
+          "--gpu-memory-utilization={:.4f} is equivalent to --gpu-memory-utilization={:.4f} "
+          "without CUDA graph memory profiling. To maintain the same effective KV cache size as "
+          "before, increase --gpu-memory-utilization to {:.4f}. To disable, set "
+          "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0.",
+          f.gpu_memory_utilization, f.gpu_memory_utilization - share,
+          std::min(f.gpu_memory_utilization + share, 1.0)));
+    }
     l.push_back(fmt::format("Available KV cache memory: {} GiB", gib2(f.available_kv_bytes)));
     out.before_kv_check = l.size();
     l.push_back(fmt::format("GPU KV cache size: {} tokens", with_commas(f.kv_cache_tokens)));

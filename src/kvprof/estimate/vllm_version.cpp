@@ -60,28 +60,31 @@ constexpr VllmVersionRules v1_rules(std::string_view name, std::string_view rele
   return r;
 }
 
-constexpr std::array<VllmVersionRules, 9> k_versions = [] {
-  std::array<VllmVersionRules, 9> v{};
+constexpr std::array<VllmVersionRules, 10> k_versions = [] {
+  std::array<VllmVersionRules, 10> v{};
   v[0] = v0_rules("v0.6", "v0.6.0 - v0.6.4 (V0 engine)", true, 512, VllmLogStyle::v0_6);
   v[1] = v0_rules("v0.7", "v0.6.5 - v0.7.x (V0 engine)", false, 2048, VllmLogStyle::v0_7);
   v[2] = v1_rules("v0.8", "v0.8.0 - v0.8.4 (V1 engine)", true, VllmBatchDefaults::h100_by_name);
   v[3] = v1_rules("v0.8.5", "v0.8.5 (V1 engine)", true, VllmBatchDefaults::by_memory);
-  v[4] =
-      v1_rules("v0.9", "v0.9.0 - v0.9.1 (V1 engine)", true, VllmBatchDefaults::by_memory_not_a100);
-  v[5] = v1_rules("v0.10", "v0.9.2 - v0.10.x (V1 engine)", false,
+  v[4] = v1_rules("v0.9", "v0.9.0 (V1 engine)", true, VllmBatchDefaults::by_memory_not_a100);
+  v[5] = v1_rules("v0.10", "v0.9.1 - v0.10.x (V1 engine)", false,
                   VllmBatchDefaults::by_memory_not_a100);
   v[5].graph_sizes_capped_by_seqs = true;  // #20628 (v0.10.0): sizes up to 2 x max_num_seqs
-  v[6] = v1_rules("v0.11", "v0.11.x (V1 engine)", false, VllmBatchDefaults::by_memory_not_a100);
+  v[6] = v1_rules("v0.11", "v0.11.0 (V1 engine)", false, VllmBatchDefaults::by_memory_not_a100);
   v[6].full_decode_graphs = true;  // #25444: FULL_AND_PIECEWISE by default
   v[6].graph_sizes_capped_by_seqs = true;
+  // #26016 (v0.11.1 or v0.11.2): capture sizes in steps of 16 above 256; no budget rule changes
+  // again until v0.17.
   v[7] = VllmVersionRules{};
   v[7].name = "v0.15";
-  v[7].releases = "v0.15.x - v0.16.x (V1 engine)";
+  v[7].releases = "v0.11.1 - v0.16.x (V1 engine)";
   v[7].sampler_bytes_per_logit = k_sampler_bytes_v0_15;
-  v[0].checked = "checked on 1 public startup (KV cache within 3%)";
+  v[0].checked = "checked on 3 public startups (KV cache within 3%)";
   v[1].checked = "checked on 2 public startups (KV cache within 2.3%)";
   v[2].checked = "checked on 1 public startup (KV cache within 3.4%)";
-  v[3].checked = "read from vLLM's source on v0.8.5's release date; not checked against a startup";
+  v[3].checked =
+      "checked on 3 public startups of v0.8.5.post1 (KV cache within 2.4%; two GPUs inferred "
+      "from the figures)";
   v[4].checked = "read from vLLM's source on v0.9.0's release date; not checked against a startup";
   v[5].checked = "checked on 3 public startups of v0.10.1 and v0.10.2";
   v[6].checked = "checked on 1 public startup of v0.11.0";
@@ -89,11 +92,22 @@ constexpr std::array<VllmVersionRules, 9> k_versions = [] {
   v[8] = VllmVersionRules{};
   v[8].name = "v0.19";
   v[8].releases = "v0.17.x - v0.19.x (V1 engine)";
+  // #38284 (in v0.20.0): the estimated CUDA graph memory comes out of the KV budget and the
+  // default gpu_memory_utilization rises to 0.92.
+  v[9] = VllmVersionRules{};
+  v[9].name = "v0.20";
+  v[9].releases = "v0.20.x and later (V1 engine; Model Runner V2 not modelled)";
+  v[9].budget_holds_cuda_graphs = true;
+  v[9].default_gpu_memory_utilization = 0.92;
+  v[9].checked =
+      "read from vLLM's source and two v0.20.0 startups of a quantized hybrid model; not checked "
+      "against a dense model's startup";
   return v;
 }();
 
-// The row of `patch` release 0.`minor`.`patch`: rows split v0.6 at v0.6.5, v0.8 at v0.8.5 and
-// v0.9 at v0.9.2.
+// The row of `patch` release 0.`minor`.`patch`: rows split v0.6 at v0.6.5, v0.8 at v0.8.5,
+// v0.9 at v0.9.1 (a v0.9.1 log prints #19312's "Available KV cache memory") and v0.11 at
+// v0.11.1.
 const VllmVersionRules* row_for(uint32_t minor, uint32_t patch) {
   switch (minor) {
     case 6:
@@ -103,11 +117,14 @@ const VllmVersionRules* row_for(uint32_t minor, uint32_t patch) {
     case 8:
       return &k_versions[patch < 5 ? 2 : 3];
     case 9:
-      return &k_versions[patch < 2 ? 4 : 5];
+      return &k_versions[patch < 1 ? 4 : 5];
     case 10:
       return &k_versions[5];
     case 11:
-      return &k_versions[6];
+      return &k_versions[patch == 0 ? 6 : 7];
+    case 12:
+    case 13:
+    case 14:
     case 15:
     case 16:
       return &k_versions[7];
@@ -116,7 +133,7 @@ const VllmVersionRules* row_for(uint32_t minor, uint32_t patch) {
     case 19:
       return &k_versions[8];
     default:
-      return nullptr;
+      return minor >= 20 && minor < 100 ? &k_versions[9] : nullptr;
   }
 }
 
@@ -130,18 +147,24 @@ const VllmVersionRules& vllm_latest_version() {
   return k_versions.back();
 }
 
+const VllmVersionRules& vllm_default_version() {
+  return k_versions[8];
+}
+
 std::string vllm_supported_versions() {
   std::string out;
   for (const auto& r : k_versions) {
     if (!out.empty()) out += ", ";
     out += fmt::format("{} ({})", r.name, r.releases);
   }
-  return out + "; latest = " + std::string(vllm_latest_version().name);
+  return out + fmt::format("; default {}, latest = {}", vllm_default_version().name,
+                           vllm_latest_version().name);
 }
 
 Expected<const VllmVersionRules*> parse_vllm_version(std::string_view text) {
   const std::string t = to_lower(trim(text));
-  if (t.empty() || t == "latest") return &vllm_latest_version();
+  if (t.empty()) return &vllm_default_version();
+  if (t == "latest") return &vllm_latest_version();
   std::string_view v = t;
   if (v.front() == 'v') v.remove_prefix(1);
   auto bad = [&] {

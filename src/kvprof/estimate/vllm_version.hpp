@@ -49,6 +49,11 @@ struct VllmVersionRules {
   bool graph_sizes_step16_above_256 = true;  // 8-token steps to 256, then 16 (else 8 to the end)
   bool graph_sizes_capped_by_seqs = true;    // largest size min(2 x max_num_seqs, max)
   double cuda_graph_scale = 1.0;             // graph pool relative to the v0.19 calibration
+  // v0.20 on: a dummy capture during profiling estimates the CUDA graphs, and the KV budget pays
+  // for them (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1 by default); before, graphs were
+  // captured after the KV cache, outside the budget.
+  bool budget_holds_cuda_graphs = false;
+  double default_gpu_memory_utilization = 0.9;  // 0.92 from v0.20
   VllmLogStyle log_style = VllmLogStyle::v1;
   // How far the rules were checked against public startups of the release (said with every
   // estimate of an older release); empty for the calibrated newest one.
@@ -58,15 +63,19 @@ struct VllmVersionRules {
 // Every modelled release, oldest first; the last is the newest ("latest").
 std::span<const VllmVersionRules> vllm_versions();
 
-// The newest modelled release (v0.19).
+// The newest modelled release ("latest": v0.20, for v0.20 and later).
 const VllmVersionRules& vllm_latest_version();
 
-// The rules for "0.7", "v0.7.3", "0.10.1", "0.8.5.post1", "latest" or "" (= latest): the row
-// whose releases cover it. A usage error naming the supported versions for anything else (V0
+// The release planned when none is named (v0.19): the newest one checked against public
+// startups to within the error budgets.
+const VllmVersionRules& vllm_default_version();
+
+// The rules for "0.7", "v0.7.3", "0.10.1", "0.8.5.post1", "latest" or "" (= the default): the
+// row whose releases cover it. A usage error naming the supported versions for anything else (V0
 // before v0.6, or a release not modelled).
 Expected<const VllmVersionRules*> parse_vllm_version(std::string_view text);
 
-// "v0.6 (v0.6.0 - v0.6.4, V0 engine), ...; latest = v0.19": for help and error messages.
+// "v0.6 (v0.6.0 - v0.6.4, V0 engine), ...; default v0.19": for help and error messages.
 std::string vllm_supported_versions();
 
 }  // namespace kvprof::estimate
