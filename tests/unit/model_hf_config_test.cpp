@@ -597,6 +597,25 @@ TEST(HfConfig, ContradictoryFieldsAreNamed) {
   expect_input_error(c, "tie_word_embeddings");
 }
 
+TEST(HfConfig, QwenVlTextConfigsOfNewerTransformersAreQwenVl) {
+  // transformers 4.5x writes Qwen2.5-VL's text model as "qwen2_5_vl_text": the same decoder,
+  // q/k/v biases included.
+  auto c = fixture_json("llama-3.1-8b.json");
+  c["model_type"] = "qwen2_5_vl";
+  c.erase("attention_bias");  // Qwen2 configs do not say it: their q/k/v always have biases
+  c["architectures"] = json::array({"Qwen2_5_VLForConditionalGeneration"});
+  json text = c;
+  text["model_type"] = "qwen2_5_vl_text";
+  c["text_config"] = text;
+  const auto m = parse_hf_config(c, "vl.json").value();
+  EXPECT_EQ(m.model_type, "qwen2_5_vl");
+  EXPECT_TRUE(m.attention_bias);
+  EXPECT_FALSE(has_warning(m, "unknown architecture"));
+  text["model_type"] = "qwen2_vl_text";
+  c["text_config"] = text;
+  EXPECT_EQ(parse_hf_config(c, "vl.json").value().model_type, "qwen2_vl");
+}
+
 TEST(HfConfig, UnknownQuantMethodIsNamed) {
   auto c = fixture_json("llama-3.1-8b.json");
   c["quantization_config"] = {{"quant_method", "hqq-turbo"}, {"bits", 3}};

@@ -345,6 +345,10 @@ Expected<ModelSpec> parse_hf_config(const json& config, std::string_view source)
   HF_TRY(text_type, get_string(t, "model_type"));
   HF_TRY(outer_type, get_string(config, "model_type"));
   m.model_type = text_type.value_or(outer_type.value_or(""));
+  // Newer transformers name Qwen2-VL's and Qwen2.5-VL's text model "<type>_text" (same layers).
+  for (const std::string_view vl : {"qwen2_vl", "qwen2_5_vl"}) {
+    if (m.model_type == fmt::format("{}_text", vl)) m.model_type = std::string(vl);
+  }
   for (const json* c : {&config, &t}) {
     if (const json* a = find_field(*c, {"architectures"});
         a != nullptr && a->is_array() && !a->empty() && a->front().is_string()) {
