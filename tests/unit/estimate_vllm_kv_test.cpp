@@ -35,6 +35,28 @@ TEST(EstimateKv, MlaKeepsOneLatentPerTokenOnEveryRank) {
   EXPECT_EQ(l.kv_bytes_per_token, 61U * (512 + 64) * 2);
 }
 
+TEST(EstimateKv, SparseAttentionAddsTheIndexerKeysAndPacksFp8AsFp8DsMla) {
+  // DeepSeek-V3.2 (vLLM's kv_cache_interface.py / the indexer's cache spec): the latent in bf16
+  // (576 x 2) or as fp8_ds_mla (512 fp8 + 4 fp32 scales + 64 bf16 rope = 656 bytes), and the
+  // indexer's 128 fp8 keys + one fp32 scale (132 bytes) on every layer, whatever the cache dtype.
+  const auto ds = test::catalog_spec("deepseek-ai/DeepSeek-V3.2");
+  EXPECT_EQ(kv_layout(ds, 8, 1, 0, KvCacheDtype::auto_, model::DType::bf16).kv_bytes_per_token,
+            61U * (1152 + 132));
+  EXPECT_EQ(kv_layout(ds, 8, 1, 0, KvCacheDtype::fp8_e4m3, model::DType::bf16).kv_bytes_per_token,
+            61U * (656 + 132));
+  // GLM-5.1: 78 layers of the same cache.
+  const auto glm = test::catalog_spec("zai-org/GLM-5.1");
+  EXPECT_EQ(kv_layout(glm, 8, 1, 0, KvCacheDtype::fp8_e4m3, model::DType::bf16).kv_bytes_per_token,
+            61'464U);
+  // Layers without an indexer (GLM-5.2's index_topk_freq) keep only the latent.
+  auto shared = glm;
+  for (size_t i = 0; i < shared.layers.size(); ++i)
+    shared.layers[i].indexer = i % 4 == 0;
+  EXPECT_EQ(
+      kv_layout(shared, 8, 1, 0, KvCacheDtype::fp8_e4m3, model::DType::bf16).kv_bytes_per_token,
+      78U * 656 + 20U * 132);
+}
+
 TEST(EstimateKv, UniformModelBlocksAndConcurrencyAsVllmLogs) {
   // CodeLlama-7b, 61.66 GiB available, block 16: vLLM logged 7,891 blocks = 126,256 tokens and
   // 15.41x for 8,192 tokens. Blocks are floor(available / (page x layers)).

@@ -151,6 +151,14 @@ TEST_F(VllmVersionPlan, FromV020TheKvBudgetPaysForTheEstimatedCudaGraphs) {
     EXPECT_FALSE(l.starts_with("Estimated CUDA graph memory")) << l;
 }
 
+TEST_F(VllmVersionPlan, SparseAttentionTakesBlocksOf64) {
+  // FlashMLA-sparse and the DSA indexer support only 64-token blocks.
+  const auto est = plan("0.19", "deepseek-v3.2", 163840, std::nullopt, std::nullopt, "H200");
+  EXPECT_EQ(est.engine_report.block_size, 64U);
+  EXPECT_EQ(est.engine_report.kv_cache_tokens % 64, 0U);
+  EXPECT_EQ(plan("0.19", "deepseek-v3", 8192).engine_report.block_size, 16U);
+}
+
 TEST_F(VllmVersionPlan, GpusOnPcieHoldNoLargeTensorParallelBuffers) {
   // NCCL's NVLS and the symmetric-memory all-reduce need NVLink: a TP group of PCIe cards keeps
   // only the cuBLAS and sampler workspaces (8 x L40S on v0.10.2: 0.18 GiB of non-torch memory).

@@ -21,6 +21,24 @@ TEST(EstimateWeights, Llama31_8BParameterCountIsExact) {
   EXPECT_EQ(w.total_bytes, 2 * 8'030'261'248ULL);
 }
 
+TEST(EstimateWeights, SparseAttentionModelsCountTheirIndexersExactly) {
+  // The checkpoints' tensor tables (DeepSeek-V3.2: 685,396,921,376 parameters with the MTP layer
+  // and the fp8 scales; GLM-5.1: 753,864,139,008 with the MTP layer) less what vLLM does not load
+  // for the main model: the MTP layer and the scale tensors.
+  WeightOptions o;
+  o.rope_cache = false;
+  EXPECT_EQ(weights_per_rank(test::catalog_spec("deepseek-ai/DeepSeek-V3.2"), o).params_total,
+            671'877'944'064ULL);
+  EXPECT_EQ(weights_per_rank(test::catalog_spec("zai-org/GLM-5.1"), o).params_total,
+            743'911'218'432ULL);
+  // Each layer's indexer: wq_b (index heads x dim x q_lora_rank), wk, weights_proj, k_norm.
+  const auto glm = test::catalog_spec("zai-org/GLM-5.1");
+  auto without = glm;
+  without.dsa = {};
+  EXPECT_EQ(weights_per_rank(glm, o).params_total - weights_per_rank(without, o).params_total,
+            78ULL * (4096 * 2048 + 128 * 6144 + 32 * 6144 + 2 * 128));
+}
+
 TEST(EstimateWeights, RopeCacheIsMaxPositionsTimesRotaryDim) {
   const auto m = test::catalog_spec("meta-llama/Llama-3.1-8B-Instruct");
   WeightOptions with;

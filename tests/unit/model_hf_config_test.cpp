@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -614,6 +615,35 @@ TEST(HfConfig, QwenVlTextConfigsOfNewerTransformersAreQwenVl) {
   text["model_type"] = "qwen2_vl_text";
   c["text_config"] = text;
   EXPECT_EQ(parse_hf_config(c, "vl.json").value().model_type, "qwen2_vl");
+}
+
+TEST(HfConfig, SparseAttentionIndexersFollowTheirLayerPattern) {
+  std::ifstream in(std::string(KVPROF_SOURCE_DIR) + "/data/models.json");
+  const auto doc = json::parse(in);
+  json glm;
+  for (const auto& e : doc.at("models"))
+    if (e.at("id") == "zai-org/GLM-5.1") glm = e.at("config");
+  ASSERT_TRUE(glm.is_object());
+  auto m = parse_hf_config(glm, "glm.json").value();
+  EXPECT_EQ(m.dsa.index_n_heads, 32U);
+  EXPECT_EQ(m.dsa.index_head_dim, 128U);
+  EXPECT_EQ(m.dsa.index_topk, 2048U);
+  EXPECT_EQ(std::count_if(m.layers.begin(), m.layers.end(), [](auto& l) { return l.indexer; }), 78);
+  EXPECT_FALSE(has_warning(m, "unknown architecture"));
+  // GLM-5.2's IndexCache: one layer in 4 indexes, from offset 3 (21 of 78 layers).
+  glm["index_topk_freq"] = 4;
+  glm["index_skip_topk_offset"] = 3;
+  m = parse_hf_config(glm, "glm.json").value();
+  EXPECT_EQ(std::count_if(m.layers.begin(), m.layers.end(), [](auto& l) { return l.indexer; }), 21);
+  EXPECT_TRUE(m.layers[0].indexer && m.layers[1].indexer && m.layers[2].indexer);
+  EXPECT_FALSE(m.layers[3].indexer);
+  // An explicit pattern or per-layer types win.
+  glm["index_topk_pattern"] = std::string(77, 'S') + "F";
+  m = parse_hf_config(glm, "glm.json").value();
+  EXPECT_TRUE(m.layers[77].indexer);
+  EXPECT_FALSE(m.layers[0].indexer);
+  glm["index_topk_pattern"] = "FS";
+  expect_input_error(glm, "index_topk_pattern");
 }
 
 TEST(HfConfig, UnknownQuantMethodIsNamed) {

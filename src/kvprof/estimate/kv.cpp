@@ -29,6 +29,20 @@ uint64_t kv_element_bytes_x32(KvCacheDtype kv, model::DType compute_dtype) {
   return 64;
 }
 
+uint64_t dsa_bytes_per_token(const model::ModelSpec& m, const model::LayerSpec& layer,
+                             uint64_t elem_x32) {
+  const uint64_t latent = m.mla.kv_lora_rank;
+  const uint64_t rope = m.mla.qk_rope_head_dim;
+  // An fp8 cache is vLLM's and SGLang's "fp8_ds_mla": the latent in fp8 with a 4-byte scale per
+  // 128 values and the rope part in bf16 (656 bytes for DeepSeek-V3.2).
+  uint64_t bytes =
+      elem_x32 == 32 ? latent + latent / 128 * 4 + rope * 2 : (latent + rope) * elem_x32 / 32;
+  // The indexer's keys: fp8 with an fp32 scale per 128 values, whatever the cache dtype.
+  const uint64_t index_dim = m.dsa.index_head_dim;
+  if (layer.indexer) bytes += index_dim + (index_dim + 127) / 128 * 4;
+  return bytes;
+}
+
 KvLayout kv_layout(const model::ModelSpec& m, uint32_t tp, uint32_t pp, uint32_t pp_rank,
                    KvCacheDtype kv, model::DType compute_dtype) {
   KvLayout out;
@@ -56,6 +70,7 @@ KvLayout kv_layout(const model::ModelSpec& m, uint32_t tp, uint32_t pp, uint32_t
         // The latent and rope key are shared by all heads, so every TP rank keeps them whole.
         l.bytes_per_token =
             static_cast<uint64_t>(m.mla.kv_lora_rank + m.mla.qk_rope_head_dim) * elem_x32 / 32;
+        if (m.dsa.enabled()) l.bytes_per_token = dsa_bytes_per_token(m, spec, elem_x32);
         break;
       case AttentionKind::mamba:
       case AttentionKind::linear: {

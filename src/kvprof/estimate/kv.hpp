@@ -13,6 +13,11 @@ namespace kvprof::estimate {
 // Bytes per KV element times 32 (q8_0 and q4_0 are 34 and 18 bytes per 32 elements).
 uint64_t kv_element_bytes_x32(KvCacheDtype kv, model::DType compute_dtype);
 
+// One DSA layer's cache per token (DeepSeek-V3.2, GLM-5): the MLA latent (fp8_ds_mla when the
+// element is fp8) plus, where the layer has an indexer, the indexer's fp8 keys with their scales.
+uint64_t dsa_bytes_per_token(const model::ModelSpec& m, const model::LayerSpec& layer,
+                             uint64_t elem_x32);
+
 // One layer's cache on one rank.
 struct KvLayerSpec {
   uint32_t layer = 0;

@@ -41,6 +41,19 @@ void add_attention(std::vector<LogicalTensor>& out, const ModelSpec& m, int32_t 
         layer, true);
     add(out, p + "o_proj", TensorRole::attention, Shard::row, h,
         static_cast<uint64_t>(m.n_head) * a.v_head_dim, layer, true);
+    const auto l = static_cast<size_t>(layer);
+    if (m.dsa.enabled() && l < m.layers.size() && m.layers[l].indexer) {
+      // The indexer is replicated on every TP rank; vLLM keeps wk and weights_proj unquantized.
+      const auto& d = m.dsa;
+      add(out, p + "indexer.wq_b", TensorRole::attention, Shard::replicated,
+          static_cast<uint64_t>(d.index_n_heads) * d.index_head_dim, a.q_lora_rank, layer, true);
+      add(out, p + "indexer.wk", TensorRole::attention, Shard::replicated, d.index_head_dim, h,
+          layer, false);
+      add(out, p + "indexer.weights_proj", TensorRole::attention, Shard::replicated,
+          d.index_n_heads, h, layer, false);
+      add(out, p + "indexer.k_norm", TensorRole::norm, Shard::replicated, d.index_head_dim, 2,
+          layer, false);
+    }
     return;
   }
   const uint64_t q_out =

@@ -90,7 +90,8 @@ void apply_vllm_defaults(EngineSettings& s, const model::ModelSpec& m, const gpu
   if (!s.max_num_seqs) {
     s.max_num_seqs = vllm_default_max_num_seqs(r, large, *s.max_num_batched_tokens);
   }
-  if (!s.block_size) s.block_size = k_vllm_default_block_size;
+  // DeepSeek sparse attention's kernels (FlashMLA-sparse, the indexer) take blocks of 64 only.
+  if (!s.block_size) s.block_size = m.dsa.enabled() ? 64 : k_vllm_default_block_size;
 }
 
 Mxfp4Padding vllm_mxfp4_padding(const gpu::GpuSpec& g) {
@@ -151,8 +152,9 @@ VllmSplitPlan vllm_split_plan(const model::ModelSpec& m, const model::ModelSpec*
         non_torch_bytes(tp, last, rules.non_torch_base_bytes, rules.non_torch_sampler_bytes));
   }
   plan.tp_comm_bytes = tp_comm_bytes(tp);
-  plan.kv = vllm_kv_geometry(plan.layouts, s.block_size.value_or(k_vllm_default_block_size),
-                             block_size_set);
+  plan.kv = vllm_kv_geometry(
+      plan.layouts, s.block_size.value_or(m.dsa.enabled() ? 64 : k_vllm_default_block_size),
+      block_size_set);
 
   const uint32_t graph_sets = (s.spec_runtime_control && s.num_speculative_tokens > 0) ? 2 : 1;
   if (!s.enforce_eager) {

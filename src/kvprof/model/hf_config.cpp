@@ -30,7 +30,7 @@ constexpr size_t k_max_config_bytes = 16 * k_mib;
 constexpr size_t k_max_json_depth = 128;
 
 // model_types whose structure kvprof models; others parse as Llama-like with a warning.
-constexpr std::array<std::string_view, 64> k_known_types{"llama",
+constexpr std::array<std::string_view, 66> k_known_types{"llama",
                                                          "mistral",
                                                          "mixtral",
                                                          "qwen2",
@@ -65,6 +65,8 @@ constexpr std::array<std::string_view, 64> k_known_types{"llama",
                                                          "bloom",
                                                          "deepseek_v2",
                                                          "deepseek_v3",
+                                                         "deepseek_v32",
+                                                         "glm_moe_dsa",
                                                          "kimi_k2",
                                                          "llama4",
                                                          "llama4_text",

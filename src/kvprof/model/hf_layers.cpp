@@ -42,6 +42,48 @@ Expected<void> fill_mla(const json& t, ModelSpec& m) {
   return {};
 }
 
+// DeepSeek sparse attention: the indexer's dims and which layers build one. Every layer does
+// unless indexer_types / index_topk_pattern ("F" full, "S" shared) or index_topk_freq say that
+// only some do (IndexCache: full iff max(i - offset + 1, 0) % freq == 0, offset 2 by default).
+Expected<void> fill_dsa(const json& t, ModelSpec& m) {
+  HF_TRY(topk, get_uint(t, {"index_topk"}, k_max_positions));
+  if (!topk || *topk == 0 || !m.mla.enabled()) return {};
+  HF_TRY(heads, required_dim(t, {"index_n_heads"}, "index_n_heads"));
+  HF_TRY(head_dim, required_dim(t, {"index_head_dim"}, "index_head_dim"));
+  m.dsa.index_topk = u32(*topk);
+  m.dsa.index_n_heads = heads;
+  m.dsa.index_head_dim = head_dim;
+  const uint32_t n = m.n_layer;
+  if (const json* types = find_field(t, {"indexer_types"}); types != nullptr && !types->is_null()) {
+    if (!types->is_array() || types->size() != n) {
+      return field_error("indexer_types", fmt::format("must list one type per layer ({})", n));
+    }
+    for (uint32_t i = 0; i < n; ++i) {
+      if (!(*types)[i].is_string()) return field_error("indexer_types", "must be strings");
+      m.layers[i].indexer = (*types)[i].get<std::string>() == "full";
+    }
+    return {};
+  }
+  HF_TRY(pattern, get_string(t, "index_topk_pattern"));
+  if (pattern && !pattern->empty()) {
+    if (pattern->size() != n) {
+      return field_error("index_topk_pattern", fmt::format("must have {} letters", n));
+    }
+    for (uint32_t i = 0; i < n; ++i)
+      m.layers[i].indexer = (*pattern)[i] == 'F' || (*pattern)[i] == 'f';
+    return {};
+  }
+  HF_TRY(freq, get_uint(t, {"index_topk_freq"}, k_max_layers));
+  HF_TRY(offset, get_uint(t, {"index_skip_topk_offset"}, k_max_layers));
+  const uint64_t f = std::max<uint64_t>(freq.value_or(1), 1);
+  const uint64_t o = offset.value_or(2);
+  for (uint32_t i = 0; i < n; ++i) {
+    const uint64_t shifted = i + 1 >= o ? i + 1 - o : 0;
+    m.layers[i].indexer = shifted % f == 0;
+  }
+  return {};
+}
+
 // Mamba-1 (Jamba), Mamba-2 (Granite 4, Nemotron-H, Bamba) or gated delta net (Qwen3-Next).
 Expected<void> fill_ssm(const json& t, ModelSpec& m) {
   SsmSpec& s = m.ssm;
@@ -366,6 +408,7 @@ Expected<void> build_layers(const json& t, ModelSpec& m) {
   if (auto r = fill_mla(t, m); !r) return r;
   if (auto r = fill_ssm(t, m); !r) return r;
   if (auto r = fill_attention_kinds(t, m); !r) return r;
+  if (auto r = fill_dsa(t, m); !r) return r;
   const bool needs_ssm =
       m.count_layers(AttentionKind::mamba) + m.count_layers(AttentionKind::linear) > 0;
   if (needs_ssm && m.ssm.kind == SsmSpec::Kind::none) {

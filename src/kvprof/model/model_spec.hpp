@@ -26,6 +26,7 @@ struct LayerSpec {
   AttentionKind attention = AttentionKind::full;
   bool moe = false;            // the layer's MLP is a mixture of experts (else dense)
   uint32_t window_tokens = 0;  // window for sliding / chunked layers, 0 otherwise
+  bool indexer = false;        // DSA: the layer runs its own indexer and keeps its key cache
 };
 
 // Multi-head latent attention dimensions (DeepSeek V2/V3 config names).
@@ -36,6 +37,15 @@ struct MlaSpec {
   uint32_t qk_rope_head_dim = 0;
   uint32_t v_head_dim = 0;
   [[nodiscard]] bool enabled() const { return kv_lora_rank > 0; }
+};
+
+// DeepSeek sparse attention (DeepSeek-V3.2, GLM-5): a "lightning indexer" picks the index_topk
+// tokens each query attends to in the MLA cache, and keeps a key cache of its own.
+struct DsaSpec {
+  uint32_t index_n_heads = 0;
+  uint32_t index_head_dim = 0;
+  uint32_t index_topk = 0;
+  [[nodiscard]] bool enabled() const { return index_topk > 0; }
 };
 
 // Mixture-of-experts dimensions; n_expert == 0 means a dense model.
@@ -139,6 +149,7 @@ struct ModelSpec {
 
   std::vector<LayerSpec> layers;  // one per decoder layer, size n_layer
   MlaSpec mla;
+  DsaSpec dsa;
   MoeSpec moe;
   SsmSpec ssm;
   uint32_t n_mtp_layers = 0;  // multi-token-prediction layers in the checkpoint (DeepSeek V3)
