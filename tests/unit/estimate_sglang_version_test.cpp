@@ -138,6 +138,20 @@ TEST(SglangVersion, ThePlanSizesThePoolFromTheFreeMemoryBeforeTheWeights) {
   EXPECT_TRUE(said);
 }
 
+TEST(SglangPlan, SparseAttentionCachesFp8OnBlackwellInPagesOf64) {
+  EstimateInput in;
+  in.model = *model::catalog_model("deepseek-v3.2");
+  in.settings.engine = EngineKind::sglang;
+  in.settings.tensor_parallel_size = 8;
+  in.gpu = *gpu::find_gpu("H200");
+  const auto hopper = estimate(in).value();
+  EXPECT_EQ(hopper.kv_bytes_per_token, 61U * (1152 + 132));  // bf16 on Hopper
+  EXPECT_EQ(hopper.engine_report.block_size, 64U);
+  EXPECT_EQ(hopper.engine_report.kv_cache_tokens % 64, 0U);
+  in.gpu = *gpu::find_gpu("B200");
+  EXPECT_EQ(estimate(in).value().kv_bytes_per_token, 61U * (656 + 132));  // fp8_ds_mla
+}
+
 TEST(EngineVersion, EveryEngineNamesItsModelledRelease) {
   EXPECT_EQ(parse_engine_version(EngineKind::vllm, "0.10.1").value(), "v0.10");
   EXPECT_EQ(parse_engine_version(EngineKind::sglang, "0.4.7.post1").value(), "v0.4.7.post1");

@@ -19,7 +19,15 @@ Expected<Estimate> estimate_sglang(const EstimateInput& in) {
   auto version = parse_sglang_version(in.settings.engine_version);
   if (!version) return std::unexpected(version.error());
   const SglangVersionRules& rules = **version;
-  auto c = prepare_engine(in, in.settings);
+  EngineSettings settings = in.settings;
+  // DeepSeek sparse attention: fp8 cache by default on Blackwell (bf16 on Hopper) and pages of 64
+  // tokens (arg_groups/overrides.py, the DSA token pool).
+  const bool dsa = in.model.dsa.enabled();
+  if (dsa && settings.kv_cache_dtype == KvCacheDtype::auto_ && in.gpu.compute_capability >= 100) {
+    settings.kv_cache_dtype = KvCacheDtype::fp8_e4m3;
+  }
+  if (dsa && !settings.block_size) settings.block_size = 64;
+  auto c = prepare_engine(in, settings);
   if (!c) return std::unexpected(c.error());
   Estimate& est = c->est;
   auto& s = est.settings;
