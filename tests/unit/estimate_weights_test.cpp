@@ -39,6 +39,22 @@ TEST(EstimateWeights, SparseAttentionModelsCountTheirIndexersExactly) {
             78ULL * (4096 * 2048 + 128 * 6144 + 32 * 6144 + 2 * 128));
 }
 
+TEST(EstimateWeights, IgnoreListsNamingNormsAndBiasesLeaveTheLinearLayersQuantized) {
+  // GLM-5-FP8's modules_to_not_convert names every layer's norms, router gate and correction
+  // bias and the indexer's weights_proj ("indexers_proj"): only those stay in bf16.
+  const auto fp8 = test::catalog_spec("zai-org/GLM-5-FP8");
+  const auto bf16 = test::catalog_spec("zai-org/GLM-5");
+  ASSERT_GT(fp8.quant.ignored_modules.size(), 700U);
+  WeightOptions o;
+  o.tp = 8;
+  o.quant = fp8.quant;
+  const auto q = weights_per_rank(fp8, o);
+  o.quant = bf16.quant;
+  const auto b = weights_per_rank(bf16, o);
+  EXPECT_LT(q.total_bytes, b.total_bytes * 55 / 100);
+  EXPECT_GT(q.total_bytes, b.total_bytes * 48 / 100);
+}
+
 TEST(EstimateWeights, RopeCacheIsMaxPositionsTimesRotaryDim) {
   const auto m = test::catalog_spec("meta-llama/Llama-3.1-8B-Instruct");
   WeightOptions with;

@@ -48,6 +48,20 @@ bool entry_matches(std::string_view entry, const LogicalTensor& t) {
   }
   const int32_t layer = layer_of(e);
   if (layer >= 0 && layer != t.layer) return false;
+  // Norms, biases and routing corrections are never quantized, so naming one (GLM-5's FP8 lists
+  // every "...q_a_layernorm" and "...gate.e_score_correction_bias") leaves no linear layer out.
+  if (e.find("norm") != std::string::npos || e.ends_with("bias") ||
+      e.find("e_score_correction") != std::string::npos) {
+    return false;
+  }
+  if (e.find("indexer") != std::string::npos) {  // DSA: wq_b, wk, weights_proj ("indexers_proj")
+    if (t.name.find("indexer") == std::string::npos) return false;
+    for (const std::string_view mod : {"wq_b", "wk"}) {
+      if (e.ends_with(mod)) return t.name.ends_with(mod);
+    }
+    if (e.ends_with("proj")) return t.name.ends_with("weights_proj");
+    return true;
+  }
   if (e.find("shared_expert") != std::string::npos) return t.role == TensorRole::shared_expert;
   if (e.find("router") != std::string::npos || e.ends_with("mlp.gate") || e.ends_with("gate$") ||
       e.ends_with(".gate")) {
