@@ -3,6 +3,11 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <sstream>
+
+#include "kvprof/model/hf_config.hpp"
+
 #include "support/test_data.hpp"
 
 namespace kvprof::estimate {
@@ -55,6 +60,25 @@ TEST(EstimateKv, SparseAttentionAddsTheIndexerKeysAndPacksFp8AsFp8DsMla) {
   EXPECT_EQ(
       kv_layout(shared, 8, 1, 0, KvCacheDtype::fp8_e4m3, model::DType::bf16).kv_bytes_per_token,
       78U * 656 + 20U * 132);
+}
+
+TEST(EstimateKv, Gemma4FullLayersAreWiderAndSharedLayersKeepNoCache) {
+  // gemma-4-26B-A4B: 25 sliding layers of 8 KV heads x 256 and 5 full layers of 2 x 512
+  // (attention_k_eq_v: K doubles as V, but vLLM still caches both).
+  const auto moe = test::catalog_spec("google/gemma-4-26B-A4B");
+  EXPECT_EQ(kv_layout(moe, 1, 1, 0, KvCacheDtype::auto_, model::DType::bf16).kv_bytes_per_token,
+            25U * 8 * 256 * 4 + 5U * 2 * 512 * 4);
+  EXPECT_EQ(kv_layout(moe, 2, 1, 0, KvCacheDtype::auto_, model::DType::bf16).kv_bytes_per_token,
+            25U * 4 * 256 * 4 + 5U * 1 * 512 * 4);
+  EXPECT_TRUE(moe.moe_with_dense_mlp);
+  // gemma-4-E2B-it: only the first 15 layers (12 sliding, 3 full) keep a cache of their own.
+  std::ifstream in(std::string(KVPROF_FIXTURES_DIR) + "/hf/gemma-4-e2b-it.json");
+  std::stringstream text;
+  text << in.rdbuf();
+  const auto e2b = model::parse_hf_config_text(text.str(), "gemma-4-e2b-it.json").value();
+  const auto l = kv_layout(e2b, 1, 1, 0, KvCacheDtype::auto_, model::DType::bf16);
+  EXPECT_EQ(l.layers.size(), 15U);
+  EXPECT_EQ(l.kv_bytes_per_token, 12U * 1 * 256 * 4 + 3U * 1 * 512 * 4);
 }
 
 TEST(EstimateKv, UniformModelBlocksAndConcurrencyAsVllmLogs) {

@@ -646,6 +646,29 @@ TEST(HfConfig, SparseAttentionIndexersFollowTheirLayerPattern) {
   expect_input_error(glm, "index_topk_pattern");
 }
 
+TEST(HfConfig, Gemma4LayersKeepTheirOwnWidthsAndShareCaches) {
+  // gemma-4-E2B-it (hash-verified copy): 35 layers, 4 sliding (head_dim 256) to 1 full
+  // (global_head_dim 512), the last 20 layers reading earlier caches with double-wide MLPs, and
+  // per-layer embeddings of 256 values.
+  const auto m = load("gemma-4-e2b-it.json");
+  ASSERT_EQ(m.layers.size(), 35U);
+  EXPECT_EQ(m.model_type, "gemma4_text");
+  EXPECT_FALSE(has_warning(m, "unknown architecture"));
+  EXPECT_EQ(m.count_layers(AttentionKind::full), 7U);
+  EXPECT_EQ(m.layer_head_dim(0), 256U);
+  EXPECT_EQ(m.layer_head_dim(4), 512U);
+  EXPECT_EQ(m.layer_n_head_kv(4), 1U);  // no attention_k_eq_v: the model's KV heads
+  EXPECT_FALSE(m.layers[14].kv_shared);
+  EXPECT_TRUE(m.layers[15].kv_shared);
+  EXPECT_EQ(m.layer_intermediate_size(14), 6144U);
+  EXPECT_EQ(m.layer_intermediate_size(15), 12288U);
+  EXPECT_EQ(m.per_layer_input_size, 256U);
+  EXPECT_EQ(m.per_layer_vocab_size, 262144U);
+  EXPECT_TRUE(m.tie_word_embeddings);
+  EXPECT_EQ(m.norms_per_layer, 4U);
+  EXPECT_TRUE(has_warning(m, "audio"));  // the audio encoder is named as not counted
+}
+
 TEST(HfConfig, UnknownQuantMethodIsNamed) {
   auto c = fixture_json("llama-3.1-8b.json");
   c["quantization_config"] = {{"quant_method", "hqq-turbo"}, {"bits", 3}};

@@ -56,6 +56,7 @@ KvLayout kv_layout(const model::ModelSpec& m, uint32_t tp, uint32_t pp, uint32_t
   const auto [first, last] = pp_layer_range(m.n_layer, pp, pp_rank);
   for (uint32_t i = first; i < last; ++i) {
     const model::LayerSpec spec = i < m.layers.size() ? m.layers[i] : model::LayerSpec{};
+    if (spec.kv_shared) continue;  // reads an earlier layer's cache
     KvLayerSpec l;
     l.layer = i;
     l.kind = spec.attention;
@@ -63,9 +64,12 @@ KvLayout kv_layout(const model::ModelSpec& m, uint32_t tp, uint32_t pp, uint32_t
     switch (spec.attention) {
       case AttentionKind::full:
       case AttentionKind::sliding:
-      case AttentionKind::chunked:
-        l.bytes_per_token = 2ULL * out.kv_heads_per_rank * m.head_dim * elem_x32 / 32;
+      case AttentionKind::chunked: {
+        const uint32_t heads =
+            std::max<uint32_t>(1, std::max<uint32_t>(m.layer_n_head_kv(i), 1) / tp);
+        l.bytes_per_token = 2ULL * heads * m.layer_head_dim(i) * elem_x32 / 32;
         break;
+      }
       case AttentionKind::mla:
         // The latent and rope key are shared by all heads, so every TP rank keeps them whole.
         l.bytes_per_token =

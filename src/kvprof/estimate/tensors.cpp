@@ -56,14 +56,15 @@ void add_attention(std::vector<LogicalTensor>& out, const ModelSpec& m, int32_t 
     }
     return;
   }
-  const uint64_t q_out =
-      static_cast<uint64_t>(m.n_head) * m.head_dim * (m.attn_output_gate ? 2 : 1);
-  const uint64_t kv_out = static_cast<uint64_t>(m.n_head_kv) * m.head_dim;
+  const auto i = static_cast<size_t>(layer);
+  const uint64_t head_dim = m.layer_head_dim(i);
+  const uint64_t q_out = static_cast<uint64_t>(m.n_head) * head_dim * (m.attn_output_gate ? 2 : 1);
+  const uint64_t kv_out = static_cast<uint64_t>(m.layer_n_head_kv(i)) * head_dim;
   add(out, p + "q_proj", TensorRole::attention, Shard::column, q_out, h, layer, true);
   add(out, p + "k_proj", TensorRole::attention, Shard::kv_heads, kv_out, h, layer, true);
   add(out, p + "v_proj", TensorRole::attention, Shard::kv_heads, kv_out, h, layer, true);
   add(out, p + "o_proj", TensorRole::attention, Shard::row, h,
-      static_cast<uint64_t>(m.n_head) * m.head_dim, layer, true);
+      static_cast<uint64_t>(m.n_head) * head_dim, layer, true);
   if (m.attention_bias) {
     add(out, p + "q_proj.bias", TensorRole::attention, Shard::column, q_out, 1, layer, false);
     add(out, p + "k_proj.bias", TensorRole::attention, Shard::kv_heads, kv_out, 1, layer, false);
@@ -73,8 +74,8 @@ void add_attention(std::vector<LogicalTensor>& out, const ModelSpec& m, int32_t 
     add(out, p + "o_proj.bias", TensorRole::attention, Shard::replicated, h, 1, layer, false);
   }
   if (m.qk_norm) {
-    add(out, p + "q_norm", TensorRole::norm, Shard::replicated, m.head_dim, 1, layer, false);
-    add(out, p + "k_norm", TensorRole::norm, Shard::replicated, m.head_dim, 1, layer, false);
+    add(out, p + "q_norm", TensorRole::norm, Shard::replicated, head_dim, 1, layer, false);
+    add(out, p + "k_norm", TensorRole::norm, Shard::replicated, head_dim, 1, layer, false);
   }
 }
 
@@ -130,8 +131,13 @@ void add_ssm(std::vector<LogicalTensor>& out, const ModelSpec& m, int32_t layer)
 void add_mlp(std::vector<LogicalTensor>& out, const ModelSpec& m, int32_t layer, bool moe) {
   const uint64_t h = m.hidden_size;
   const std::string p = fmt::format("layers.{}.mlp.", layer);
+  if (moe && m.moe_with_dense_mlp) {
+    add_mlp(out, m, layer, false);  // Gemma 4: the dense MLP, then the MoE block beside it
+    add(out, p + "router.scales+ff_norms", TensorRole::norm, Shard::replicated,
+        m.moe.n_expert + 4ULL * h, 1, layer, false);
+  }
   if (!moe) {
-    const uint64_t inter = m.intermediate_size;
+    const uint64_t inter = m.layer_intermediate_size(static_cast<size_t>(layer));
     if (m.mlp_matrices >= 3) {
       add(out, p + "gate_up_proj", TensorRole::mlp, Shard::column, 2 * inter, h, layer, true);
     } else {
@@ -198,9 +204,27 @@ std::vector<LogicalTensor> decoder_tensors(const ModelSpec& m) {
     const bool has_mlp = !(m.mlp_matrices == 0 || (spec.attention == AttentionKind::mamba &&
                                                    m.intermediate_size == 0 && !spec.moe));
     if (has_mlp) add_mlp(out, m, layer, spec.moe && m.is_moe());
+    if (m.per_layer_input_size > 0) {
+      const uint64_t ple = m.per_layer_input_size;
+      const std::string p = fmt::format("layers.{}.per_layer_", i);
+      add(out, p + "input_gate", TensorRole::mlp, Shard::replicated, ple, h, layer, true);
+      add(out, p + "projection", TensorRole::mlp, Shard::replicated, h, ple, layer, true);
+      add(out, p + "input_norm", TensorRole::norm, Shard::replicated, h, 1, layer, false);
+    }
     const uint32_t norms = m.parallel_attn_mlp ? 1 : m.norms_per_layer;
     add(out, fmt::format("layers.{}.norms", i), TensorRole::norm, Shard::replicated,
         norms * norm_width * h, 1, layer, false);
+  }
+  if (m.per_layer_input_size > 0) {
+    // Gemma 4's per-layer embeddings: n_layer slices of per_layer_input_size per token, and
+    // the projection of the hidden state into them.
+    const uint64_t width = static_cast<uint64_t>(m.n_layer) * m.per_layer_input_size;
+    add(out, "embed_tokens_per_layer", TensorRole::embedding, Shard::vocab, m.per_layer_vocab_size,
+        width, -1, false);
+    add(out, "per_layer_model_projection", TensorRole::embedding, Shard::replicated, width, h, -1,
+        false);
+    add(out, "per_layer_projection_norm", TensorRole::norm, Shard::replicated,
+        m.per_layer_input_size, 1, -1, false);
   }
   add(out, "norm", TensorRole::norm, Shard::replicated, norm_width * h, 1, -1, false);
   if (!m.tie_word_embeddings) {

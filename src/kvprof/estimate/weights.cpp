@@ -123,7 +123,8 @@ LocalShape local_shape(const LogicalTensor& t, const model::ModelSpec& m, const 
       break;
     }
     case Shard::kv_heads: {
-      const uint64_t heads = std::max<uint32_t>(m.n_head_kv, 1);
+      const uint64_t heads = std::max<uint32_t>(
+          t.layer >= 0 ? m.layer_n_head_kv(static_cast<size_t>(t.layer)) : m.n_head_kv, 1);
       const uint64_t per_head = s.rows / heads;
       s.rows = per_head * std::max<uint64_t>(1, heads / tp);
       break;

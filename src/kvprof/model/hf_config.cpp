@@ -30,7 +30,7 @@ constexpr size_t k_max_config_bytes = 16 * k_mib;
 constexpr size_t k_max_json_depth = 128;
 
 // model_types whose structure kvprof models; others parse as Llama-like with a warning.
-constexpr std::array<std::string_view, 66> k_known_types{"llama",
+constexpr std::array<std::string_view, 68> k_known_types{"llama",
                                                          "mistral",
                                                          "mixtral",
                                                          "qwen2",
@@ -52,6 +52,8 @@ constexpr std::array<std::string_view, 66> k_known_types{"llama",
                                                          "gemma2",
                                                          "gemma3",
                                                          "gemma3_text",
+                                                         "gemma4",
+                                                         "gemma4_text",
                                                          "phi",
                                                          "phi3",
                                                          "phimoe",
@@ -231,7 +233,9 @@ Expected<void> read_structure(const json& t, ModelSpec& m) {
   if (mlp_bias) m.mlp_bias = *mlp_bias;
 
   // Norms and residual layout.
-  if (one_of(type, {"gemma2", "gemma3", "gemma3_text", "glm4"})) m.norms_per_layer = 4;
+  if (one_of(type, {"gemma2", "gemma3", "gemma3_text", "gemma4", "gemma4_text", "glm4"})) {
+    m.norms_per_layer = 4;
+  }
   HF_TRY(parallel, get_bool(t, "parallel_attn"));
   HF_TRY(new_arch, get_bool(t, "new_decoder_architecture"));
   HF_TRY(parallel_residual, get_bool(t, "use_parallel_residual"));
@@ -243,9 +247,10 @@ Expected<void> read_structure(const json& t, ModelSpec& m) {
              (type == "gpt_neox" && parallel_residual.value_or(true))) {
     m.parallel_attn_mlp = true;  // two norms, one residual add
   }
-  if (one_of(type, {"qwen3", "qwen3_moe", "qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe",
-                    "qwen3_5_moe_text", "qwen3_vl", "qwen3_vl_text", "qwen3_vl_moe",
-                    "qwen3_vl_moe_text", "gemma3", "gemma3_text", "olmo2", "olmoe"})) {
+  if (one_of(type,
+             {"qwen3", "qwen3_moe", "qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe",
+              "qwen3_5_moe_text", "qwen3_vl", "qwen3_vl_text", "qwen3_vl_moe", "qwen3_vl_moe_text",
+              "gemma3", "gemma3_text", "gemma4", "gemma4_text", "olmo2", "olmoe"})) {
     m.qk_norm = true;
   }
   for (const auto* key : {"use_qk_norm", "qk_layernorm", "qk_norm"}) {
@@ -284,8 +289,9 @@ Expected<void> read_structure(const json& t, ModelSpec& m) {
 }
 
 bool default_tied(std::string_view type) {
-  return one_of(type, {"gemma", "gemma2", "gemma3", "gemma3_text", "gpt2", "opt", "gpt_bigcode",
-                       "bloom", "falcon", "gpt_neo", "starcoder2", "cohere", "cohere2", "smollm3"});
+  return one_of(type, {"gemma", "gemma2", "gemma3", "gemma3_text", "gemma4", "gemma4_text", "gpt2",
+                       "opt", "gpt_bigcode", "bloom", "falcon", "gpt_neo", "starcoder2", "cohere",
+                       "cohere2", "smollm3"});
 }
 
 Expected<void> read_checkpoint(const json& outer, const json& t, bool nested, ModelSpec& m) {

@@ -84,6 +84,39 @@ Expected<void> fill_dsa(const json& t, ModelSpec& m) {
   return {};
 }
 
+// Gemma 4: full layers with their own head dim (global_head_dim) and, where K doubles as V
+// (attention_k_eq_v), their own KV heads; the last num_kv_shared_layers layers read an earlier
+// layer's cache (double-wide MLPs there with use_double_wide_mlp); per-layer embeddings; the
+// MoE block of 26B-A4B runs beside the dense MLP.
+Expected<void> fill_gemma4(const json& t, ModelSpec& m) {
+  if (!type_in(m, {"gemma4", "gemma4_text"})) return {};
+  HF_TRY(global_dim, get_uint(t, {"global_head_dim"}, k_max_dim));
+  HF_TRY(global_kv, get_uint(t, {"num_global_key_value_heads"}, k_max_dim));
+  HF_TRY(k_eq_v, get_bool(t, "attention_k_eq_v"));
+  HF_TRY(shared, get_uint(t, {"num_kv_shared_layers"}, k_max_layers));
+  HF_TRY(double_wide, get_bool(t, "use_double_wide_mlp"));
+  HF_TRY(ple, get_uint(t, {"hidden_size_per_layer_input"}, k_max_dim));
+  HF_TRY(ple_vocab, get_uint(t, {"vocab_size_per_layer_input"}, k_max_vocab));
+  const uint32_t n = m.n_layer;
+  if (shared.value_or(0) >= n) {
+    return field_error("num_kv_shared_layers", "leaves no layer with a cache of its own");
+  }
+  const uint32_t first_shared = n - u32(shared.value_or(0));
+  for (uint32_t i = 0; i < n; ++i) {
+    LayerSpec& l = m.layers[i];
+    if (l.attention == AttentionKind::full) {
+      l.head_dim = u32(global_dim.value_or(0));
+      if (k_eq_v.value_or(false)) l.n_head_kv = u32(global_kv.value_or(0));
+    }
+    l.kv_shared = i >= first_shared;
+    if (l.kv_shared && double_wide.value_or(false)) l.intermediate_size = 2 * m.intermediate_size;
+  }
+  m.moe_with_dense_mlp = m.is_moe();
+  m.per_layer_input_size = u32(ple.value_or(0));
+  m.per_layer_vocab_size = u32(ple_vocab.value_or(m.vocab_size));
+  return {};
+}
+
 // Mamba-1 (Jamba), Mamba-2 (Granite 4, Nemotron-H, Bamba) or gated delta net (Qwen3-Next).
 Expected<void> fill_ssm(const json& t, ModelSpec& m) {
   SsmSpec& s = m.ssm;
@@ -323,14 +356,16 @@ Expected<void> fill_moe(const json& t, ModelSpec& m) {
   e.n_expert = u32(*n_expert);
   HF_TRY(top_k, get_uint(t,
                          {"num_experts_per_tok", "experts_per_token", "num_experts_per_token",
-                          "moe_topk", "moe_k"},
+                          "moe_topk", "moe_k", "top_k_experts"},
                          k_max_experts));
   if (!top_k || *top_k == 0)
     return field_error("num_experts_per_tok", "is missing for an MoE model");
   if (*top_k > e.n_expert)
     return field_error("num_experts_per_tok", "exceeds the number of experts");
   e.n_expert_used = u32(*top_k);
-  HF_TRY(expert_size, get_uint(t, {"moe_intermediate_size", "intermediate_size"}, k_max_dim));
+  HF_TRY(expert_size,
+         get_uint(t, {"moe_intermediate_size", "expert_intermediate_size", "intermediate_size"},
+                  k_max_dim));
   if (!expert_size || *expert_size == 0) {
     return field_error("moe_intermediate_size", "is missing for an MoE model");
   }
@@ -418,6 +453,7 @@ Expected<void> build_layers(const json& t, ModelSpec& m) {
     return field_error("layer_types", "names linear_attention layers without linear_* dims");
   }
   if (auto r = fill_moe(t, m); !r) return r;
+  if (auto r = fill_gemma4(t, m); !r) return r;
   HF_TRY(mtp, get_uint(t, {"num_nextn_predict_layers", "mtp_num_hidden_layers"}, 1024));
   m.n_mtp_layers = u32(mtp.value_or(0));
   return {};

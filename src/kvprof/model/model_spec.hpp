@@ -27,6 +27,12 @@ struct LayerSpec {
   bool moe = false;            // the layer's MLP is a mixture of experts (else dense)
   uint32_t window_tokens = 0;  // window for sliding / chunked layers, 0 otherwise
   bool indexer = false;        // DSA: the layer runs its own indexer and keeps its key cache
+  // Per-layer attention and MLP widths where they differ from the model's (Gemma 4's full layers:
+  // head_dim 512, fewer KV heads); 0 = the model's.
+  uint32_t head_dim = 0;
+  uint32_t n_head_kv = 0;
+  uint32_t intermediate_size = 0;
+  bool kv_shared = false;  // reads an earlier layer's cache and keeps none (Gemma 4's last layers)
 };
 
 // Multi-head latent attention dimensions (DeepSeek V2/V3 config names).
@@ -137,15 +143,20 @@ struct ModelSpec {
   bool learned_positions = false;  // absolute position embedding table (GPT-2, OPT)
 
   // Per-layer structure details used to count parameters exactly.
-  uint32_t mlp_matrices = 3;       // 3 = gated (gate, up, down); 2 = fc1/fc2
-  bool attention_bias = false;     // q/k/v projections have biases (Qwen2, Phi-2)
-  bool o_bias = false;             // output projection has a bias
-  bool mlp_bias = false;           // dense MLP projections have biases
-  bool layer_norm_bias = false;    // norms are LayerNorm with bias (else RMSNorm weight only)
-  uint32_t norms_per_layer = 2;    // Gemma 2/3 have 4 (pre/post attention and MLP)
-  bool qk_norm = false;            // per-head q/k RMSNorm (Qwen3, Gemma 3)
-  bool attn_output_gate = false;   // gated attention output (Qwen3-Next): q projection doubled
-  bool parallel_attn_mlp = false;  // attention and MLP share one input norm (Phi-2, GPT-J)
+  uint32_t mlp_matrices = 3;        // 3 = gated (gate, up, down); 2 = fc1/fc2
+  bool attention_bias = false;      // q/k/v projections have biases (Qwen2, Phi-2)
+  bool o_bias = false;              // output projection has a bias
+  bool mlp_bias = false;            // dense MLP projections have biases
+  bool layer_norm_bias = false;     // norms are LayerNorm with bias (else RMSNorm weight only)
+  uint32_t norms_per_layer = 2;     // Gemma 2/3 have 4 (pre/post attention and MLP)
+  bool qk_norm = false;             // per-head q/k RMSNorm (Qwen3, Gemma 3)
+  bool attn_output_gate = false;    // gated attention output (Qwen3-Next): q projection doubled
+  bool parallel_attn_mlp = false;   // attention and MLP share one input norm (Phi-2, GPT-J)
+  bool moe_with_dense_mlp = false;  // MoE layers also run a dense MLP (Gemma 4 26B-A4B)
+  // Per-layer embeddings (Gemma 4 E2B/E4B): a table of n_layer x per_layer_input_size values per
+  // token of per_layer_vocab_size, projected into each layer; 0 = none.
+  uint32_t per_layer_input_size = 0;
+  uint32_t per_layer_vocab_size = 0;
 
   std::vector<LayerSpec> layers;  // one per decoder layer, size n_layer
   MlaSpec mla;
@@ -172,6 +183,17 @@ struct ModelSpec {
   std::vector<std::string> warnings;
 
   [[nodiscard]] bool is_moe() const { return moe.n_expert > 0; }
+  // Layer i's head dim, KV heads and dense MLP width (its own where set, else the model's).
+  [[nodiscard]] uint32_t layer_head_dim(size_t i) const {
+    return i < layers.size() && layers[i].head_dim > 0 ? layers[i].head_dim : head_dim;
+  }
+  [[nodiscard]] uint32_t layer_n_head_kv(size_t i) const {
+    return i < layers.size() && layers[i].n_head_kv > 0 ? layers[i].n_head_kv : n_head_kv;
+  }
+  [[nodiscard]] uint32_t layer_intermediate_size(size_t i) const {
+    return i < layers.size() && layers[i].intermediate_size > 0 ? layers[i].intermediate_size
+                                                                : intermediate_size;
+  }
   [[nodiscard]] uint32_t count_layers(AttentionKind kind) const {
     uint32_t n = 0;
     for (const auto& l : layers)
