@@ -483,8 +483,31 @@ TEST(HfHub, AVariantOfACatalogModelIsDescribedByItWithANote) {
   auto renamed = load_model("meta-llama/Meta-Llama-3.1-8B-Instruct", load);
   ASSERT_TRUE(renamed) << renamed.error().message;
   EXPECT_EQ(renamed->id, "meta-llama/Llama-3.1-8B-Instruct");
-  // A name that is no variant of anything stays an error.
+  // A dated release of the same architecture.
+  auto dated = load_model("deepseek-ai/DeepSeek-R1-0528", load);
+  ASSERT_TRUE(dated) << dated.error().message;
+  EXPECT_EQ(dated->id, "deepseek-ai/DeepSeek-R1");
+  auto qwen = load_model("Qwen/Qwen3-235B-A22B-Instruct-2507", load);
+  ASSERT_TRUE(qwen) << qwen.error().message;
+  EXPECT_EQ(qwen->id, "Qwen/Qwen3-235B-A22B");
+  // A quantized checkpoint of a catalog model: that model, priced as such checkpoints are, and
+  // the note says so.
+  auto awq = load_model("Qwen/Qwen2.5-72B-Instruct-AWQ", load);
+  ASSERT_TRUE(awq) << awq.error().message;
+  EXPECT_EQ(awq->id, "Qwen/Qwen2.5-72B-Instruct");
+  EXPECT_EQ(awq->quant.method, QuantMethod::awq);
+  EXPECT_EQ(awq->quant.weight_bits, 4U);
+  EXPECT_TRUE(awq->quant.from_checkpoint);
+  EXPECT_NE(awq->warnings.back().find("as a awq checkpoint of it"), std::string::npos)
+      << awq->warnings.back();
+  auto fp8 = load_model("meta-llama/Meta-Llama-3.1-70B-Instruct-FP8-dynamic", load);
+  ASSERT_TRUE(fp8) << fp8.error().message;
+  EXPECT_EQ(fp8->id, "meta-llama/Llama-3.1-70B-Instruct");
+  EXPECT_EQ(fp8->quant.method, QuantMethod::compressed_tensors);
+  EXPECT_EQ(load_model("Qwen/Qwen2.5-72B-Instruct-FP8", load).value().quant.block_rows, 128U);
+  // A name that is no variant of anything stays an error, quantized or not.
   EXPECT_FALSE(load_model("meta-llama/Llama-9-1T", load));
+  EXPECT_FALSE(load_model("meta-llama/Llama-9-1T-AWQ", load));
 }
 
 }  // namespace

@@ -7,7 +7,7 @@
 
 #include <algorithm>
 
-#include "kvprof/estimate/what_if_quant.hpp"
+#include "kvprof/model/what_if_quant.hpp"
 #include "kvprof/util/strings.hpp"
 #include "kvprof/util/units.hpp"
 
@@ -150,7 +150,7 @@ Expected<model::Quantization> resolve_quantization(const model::ModelSpec& m,
   }
   // An unquantized model priced as a quantized checkpoint of it would be.
   if (!checkpoint_quantized && flag != "bitsandbytes") {
-    if (auto q = what_if_quantization(flag)) {
+    if (auto q = model::what_if_quantization(flag)) {
       if (*q && (*q)->method == QuantMethod::mxfp4 && !m.is_moe()) {
         return fail(ErrorKind::usage,
                     "--quantization mxfp4: engines quantize only MoE experts with MXFP4, and "
@@ -206,7 +206,7 @@ Expected<model::Quantization> resolve_quantization(const model::ModelSpec& m,
               fmt::format("unknown --quantization '{}' (a checkpoint's: fp8, awq, gptq, "
                           "gptq_marlin, compressed-tensors, bitsandbytes, mxfp4, modelopt, gguf; "
                           "what-if on an unquantized model: {}; with --engine llamacpp: {})",
-                          s.quantization, k_what_if_methods, model::gguf_mix_names()));
+                          s.quantization, model::k_what_if_methods, model::gguf_mix_names()));
 }
 
 double kv_used_fraction(uint64_t needed_bytes, uint64_t capacity_bytes) {

@@ -1,6 +1,9 @@
 // Loading, lookup and search of the embedded model catalog.
 #include "kvprof/model/catalog.hpp"
 
+#include <algorithm>
+#include <array>
+
 #include <array>
 
 #include <fmt/format.h>
@@ -77,14 +80,46 @@ std::vector<const CatalogEntry*> search_catalog(std::string_view text) {
   return out;
 }
 
-const CatalogEntry* find_catalog_variant(std::string_view name_in) {
+namespace {
+
+// A quantized checkpoint's name suffix and the what-if method that prices it (longest first).
+struct QuantSuffix {
+  std::string_view suffix;
+  std::string_view method;
+};
+constexpr std::array<QuantSuffix, 13> k_quant_suffixes{{
+    {"-quantized.w4a16", "w4a16"},
+    {"-quantized.w8a8", "w8a8"},
+    {"-fp8-dynamic", "fp8-dynamic"},
+    {"-gptq-int4", "gptq"},
+    {"-awq-int4", "awq"},
+    {"-bnb-4bit", "bnb-4bit"},
+    {"-w4a16", "w4a16"},
+    {"-w8a8", "w8a8"},
+    {"-nvfp4", "nvfp4"},
+    {"-gptq", "gptq"},
+    {"-awq", "awq"},
+    {"-fp8", "fp8-block"},
+    {"-fp4", "nvfp4"},
+}};
+
+// `name` without a trailing release date such as "-0528" or "-2507".
+std::string without_date(std::string name) {
+  if (name.size() > 5 && name[name.size() - 5] == '-' &&
+      std::all_of(name.end() - 4, name.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    name.resize(name.size() - 5);
+  }
+  return name;
+}
+
+const CatalogEntry* find_suffix_variant(const std::string& name_in) {
   static constexpr std::array<std::string_view, 6> k_suffixes{"-Instruct", "-Chat",    "-it",
                                                               "-Base",     "-chat-hf", "-hf"};
-  std::vector<std::string> names{std::string(name_in)};
+  std::vector<std::string> names{name_in, without_date(name_in)};
   // Renamed ids: Meta-Llama-3.1-8B-Instruct is now Llama-3.1-8B-Instruct.
   const std::string lower = to_lower(name_in);
   if (const auto at = lower.find("/meta-llama-3.1-"); at != std::string::npos) {
-    names.push_back(std::string(name_in.substr(0, at + 1)) + std::string(name_in.substr(at + 6)));
+    names.push_back(name_in.substr(0, at + 1) + name_in.substr(at + 6));
   }
   std::vector<std::string> candidates;
   for (const auto& n : names) {
@@ -107,6 +142,24 @@ const CatalogEntry* find_catalog_variant(std::string_view name_in) {
     if (const CatalogEntry* e = find_catalog_entry(c)) return e;
   }
   return nullptr;
+}
+
+}  // namespace
+
+CatalogVariant find_catalog_variant(std::string_view name_in) {
+  const std::string name(name_in);
+  if (const CatalogEntry* e = find_suffix_variant(name)) return {e, ""};
+  // A quantized checkpoint of a catalog model: the model, priced as such checkpoints are.
+  const std::string lower = to_lower(name);
+  for (const auto& q : k_quant_suffixes) {
+    if (!lower.ends_with(q.suffix)) continue;
+    const std::string stem = name.substr(0, name.size() - q.suffix.size());
+    const CatalogEntry* e = find_catalog_entry(stem);
+    if (e == nullptr) e = find_suffix_variant(stem);
+    if (e != nullptr) return {e, std::string(q.method)};
+    break;
+  }
+  return {};
 }
 
 std::vector<std::string> catalog_suggestions(std::string_view name) {

@@ -34,10 +34,18 @@ const CatalogEntry* find_catalog_entry(std::string_view name);
 // Entries whose id, alias, family or tags contain `text` (case-insensitive); all when empty.
 std::vector<const CatalogEntry*> search_catalog(std::string_view text);
 
+// A catalog entry another id is a variant of, and the quantization its name says it adds.
+struct CatalogVariant {
+  const CatalogEntry* entry = nullptr;
+  std::string quantization;  // a what-if method ("awq", "fp8", ...) from a suffix; "" = none
+};
+
 // The catalog entry `name` is a variant of: the same id with or without a chat/instruct suffix
-// (-Instruct, -Chat, -it, -Base, -hf, -chat-hf), or a renamed id (Meta-Llama-3.1-* ->
-// Llama-3.1-*); nullptr when none. Variants share the architecture, so the entry's facts hold.
-const CatalogEntry* find_catalog_variant(std::string_view name);
+// (-Instruct, -Chat, -it, -Base, -hf, -chat-hf), a release date (-0528, -2507), a quantized
+// checkpoint's suffix (-AWQ, -GPTQ-Int4, -FP8, -FP8-dynamic, -quantized.w4a16, -bnb-4bit, ...),
+// or a renamed id (Meta-Llama-3.1-* -> Llama-3.1-*); entry nullptr when none. Variants share the
+// architecture, so the entry's facts hold.
+CatalogVariant find_catalog_variant(std::string_view name);
 
 // The catalog ids and aliases closest to `name` (the "did you mean" of errors).
 std::vector<std::string> catalog_suggestions(std::string_view name);

@@ -15,6 +15,7 @@
 #include "kvprof/model/gguf.hpp"
 #include "kvprof/model/hf_config.hpp"
 #include "kvprof/model/safetensors.hpp"
+#include "kvprof/model/what_if_quant.hpp"
 #include "kvprof/util/strings.hpp"
 #include "kvprof/util/units.hpp"
 
@@ -214,14 +215,27 @@ Expected<ModelSpec> hub_model(const std::string& ref, const LoadOptions& options
   }
   // Neither the cache nor the Hub could answer (404 is a typo more often than a variant): a
   // catalog entry of the same architecture, with a note saying so.
-  if (const CatalogEntry* variant = find_catalog_variant(ref);
-      variant != nullptr && (files.error().kind == ErrorKind::network || options.hub.offline)) {
-    auto spec = catalog_model(variant->id);
+  if (const CatalogVariant variant = find_catalog_variant(ref);
+      variant.entry != nullptr &&
+      (files.error().kind == ErrorKind::network || options.hub.offline)) {
+    auto spec = catalog_model(variant.entry->id);
+    if (spec && !variant.quantization.empty() && spec->quant.method == QuantMethod::none) {
+      // Priced as the usual checkpoint of that method is, which this one is.
+      auto q = what_if_quantization(variant.quantization);
+      if (q && *q) {
+        spec->quant = **q;
+        spec->quant.from_checkpoint = true;
+      }
+    }
     if (spec) {
       spec->warnings.push_back(fmt::format(
-          "{} is described by the built-in catalog's {} (a variant of the same architecture), "
+          "{} is described by the built-in catalog's {}{} (a variant of the same architecture), "
           "since {}",
-          ref, variant->id, files.error().message));
+          ref, variant.entry->id,
+          variant.quantization.empty()
+              ? std::string()
+              : fmt::format(" as a {} checkpoint of it", variant.quantization),
+          files.error().message));
       return spec;
     }
   }

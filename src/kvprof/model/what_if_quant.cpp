@@ -1,5 +1,5 @@
 // What-if quantization (see what_if_quant.hpp).
-#include "kvprof/estimate/what_if_quant.hpp"
+#include "kvprof/model/what_if_quant.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -9,7 +9,7 @@
 #include "kvprof/model/hf_config.hpp"
 #include "kvprof/util/strings.hpp"
 
-namespace kvprof::estimate {
+namespace kvprof::model {
 
 namespace {
 
@@ -46,6 +46,22 @@ const char* config_of(const std::string& method) {
                "exclude_modules": ["lm_head"]})";
   }
   if (method == "mxfp4") return R"({"quant_method": "mxfp4"})";
+  // Checkpoints in fp8 (what a "-FP8" / "-FP8-dynamic" id holds; `-q fp8` is vLLM's own
+  // quantization at load instead): RedHatAI's channel-wise fp8-dynamic, and the block-wise
+  // (128 x 128) fp8 of Qwen's and DeepSeek's own FP8 releases.
+  if (method == "fp8-dynamic") {
+    return R"({"quant_method": "compressed-tensors", "format": "float-quantized",
+               "ignore": ["lm_head"],
+               "config_groups": {"group_0": {"targets": ["Linear"],
+                 "input_activations": {"num_bits": 8, "type": "float", "symmetric": true,
+                                       "dynamic": true, "strategy": "token"},
+                 "weights": {"num_bits": 8, "type": "float", "symmetric": true,
+                             "strategy": "channel"}}}})";
+  }
+  if (method == "fp8-block") {
+    return R"({"quant_method": "fp8", "activation_scheme": "dynamic", "fmt": "e4m3",
+               "weight_block_size": [128, 128]})";
+  }
   if (method == "bnb-4bit" || method == "bnb_4bit" || method == "nf4") {
     return R"({"quant_method": "bitsandbytes", "load_in_4bit": true,
                "bnb_4bit_quant_type": "nf4", "bnb_4bit_use_double_quant": true,
@@ -56,12 +72,12 @@ const char* config_of(const std::string& method) {
 
 }  // namespace
 
-std::optional<Expected<model::Quantization>> what_if_quantization(std::string_view method) {
+std::optional<Expected<Quantization>> what_if_quantization(std::string_view method) {
   const char* config = config_of(to_lower(trim(method)));
   if (config == nullptr) return std::nullopt;
-  auto q = model::parse_quantization_config(nlohmann::json::parse(config));
+  auto q = parse_quantization_config(nlohmann::json::parse(config));
   if (q) q->from_checkpoint = false;
   return q;
 }
 
-}  // namespace kvprof::estimate
+}  // namespace kvprof::model
