@@ -232,9 +232,8 @@ Expected<ModelSpec> hub_model(const std::string& ref, const LoadOptions& options
           "{} is described by the built-in catalog's {}{} (a variant of the same architecture), "
           "since {}",
           ref, variant.entry->id,
-          variant.quantization.empty()
-              ? std::string()
-              : fmt::format(" as a {} checkpoint of it", variant.quantization),
+          variant.quantization.empty() ? std::string()
+                                       : fmt::format(" with {} quantization", variant.quantization),
           files.error().message));
       return spec;
     }
