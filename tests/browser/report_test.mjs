@@ -182,24 +182,34 @@ for (const s of sections.filter((x) => x.type === 'run')) {
 
 // Hovers the element `index` of dataset `di` of chart `cid`; returns the tooltip's text.
 async function hover(cid, di, index) {
-  await page.evaluate((id) => document.getElementById(id).scrollIntoView({ block: 'center' }), cid);
-  const pos = await page.evaluate(([id, d, j]) => {
-    const c = window.kvprofReport.charts.find((x) => x.id === id).chart;
-    const el = c.getDatasetMeta(d).data[j];
-    const r = c.canvas.getBoundingClientRect();
-    const y = el.base !== undefined && c.options.indexAxis !== 'y' ? (el.y + el.base) / 2 : el.y;
-    const x = el.base !== undefined && c.options.indexAxis === 'y' ? (el.x + el.base) / 2 : el.x;
-    return { x: r.left + x, y: r.top + y };
-  }, [cid, di, index]);
-  // Away first, and wait for the last tooltip to go: else its text can still be read here.
-  await page.mouse.move(0, 0);
-  await page.waitForFunction(() => {
-    const t = document.querySelector('.kv-tooltip');
-    return !t || getComputedStyle(t).opacity === '0';
-  });
-  await page.mouse.move(pos.x, pos.y);
-  await page.waitForFunction(() => getComputedStyle(document.querySelector('.kv-tooltip')).opacity === '1');
-  return page.textContent('.kv-tooltip');
+  // The page can still move under the pointer (a chart drawn late, a scroll settling) between
+  // reading the bar's position and the pointer getting there, landing on a neighbouring bar;
+  // Chart.js says which point its tooltip shows, so read the position again and retry until it
+  // is the one asked for.
+  for (let attempt = 1; ; attempt++) {
+    // Away first, and wait for the last tooltip to go: else its text can still be read here.
+    await page.mouse.move(0, 0);
+    await page.waitForFunction(() => {
+      const t = document.querySelector('.kv-tooltip');
+      return !t || getComputedStyle(t).opacity === '0';
+    });
+    await page.evaluate((id) => document.getElementById(id).scrollIntoView({ block: 'center' }), cid);
+    const pos = await page.evaluate(([id, d, j]) => {
+      const c = window.kvprofReport.charts.find((x) => x.id === id).chart;
+      const el = c.getDatasetMeta(d).data[j];
+      const r = c.canvas.getBoundingClientRect();
+      const y = el.base !== undefined && c.options.indexAxis !== 'y' ? (el.y + el.base) / 2 : el.y;
+      const x = el.base !== undefined && c.options.indexAxis === 'y' ? (el.x + el.base) / 2 : el.x;
+      return { x: r.left + x, y: r.top + y };
+    }, [cid, di, index]);
+    await page.mouse.move(pos.x, pos.y);
+    await page.waitForFunction(() => getComputedStyle(document.querySelector('.kv-tooltip')).opacity === '1');
+    const onTarget = await page.evaluate(([id, d, j]) => {
+      const points = window.kvprofReport.charts.find((x) => x.id === id).chart.tooltip.dataPoints || [];
+      return points.some((p) => p.datasetIndex === d && p.dataIndex === j);
+    }, [cid, di, index]);
+    if (onTarget || attempt === 5) return page.textContent('.kv-tooltip');
+  }
 }
 const shownValue = (text, what) => {
   const m = text.match(new RegExp(what.replace(/[.*+?^${}()|[\]\\]/g, '\\$&') + ': ([-+]?[\\d,.]+) (GiB|MiB|%)'));
