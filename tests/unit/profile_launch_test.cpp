@@ -9,9 +9,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
@@ -103,9 +105,11 @@ TEST_F(ProfileLaunch, ServeSimPrintingVllmLinesHasAStartupTimelineAndEngineFigur
   const std::string command = std::string(KVPROF_BIN) +
                               " serve-sim --model {model} --gpu H100 --host {host} --port {port} "
                               "--max-num-seqs {max_concurrency} --startup-line-delay-ms 40 "
-                              "--startup-log " +
+                              "--tokens-per-s 20 --startup-log " +
                               vllm_startup_log().string() + " --live-state " +
                               (m_dir / "live.txt").string() + " --api-key s3cret-key";
+  // 20 tokens/s: the one condition lasts about 200 ms, long enough for the GPU sampler (every
+  // 20 ms) to see it even on a loaded machine; a shorter one can fall between two readings.
   auto r =
       profile({"--launch", command, "--model", "sim-llama", "--api-key", "s3cret-key", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
@@ -273,6 +277,40 @@ TEST_F(ProfileLaunch, CtrlCDuringStartupKeepsTheTimelineSoFarAndExits130) {
             "reported by engine");
   EXPECT_TRUE(fs::exists(dir / "server.log"));
   EXPECT_GT(fs::file_size(dir / "gpu_mem_trace.csv"), 100U);
+}
+
+TEST_F(ProfileLaunch, ReadyComesAfterEveryLinePrintedBeforeTheAnswer) {
+  // serve-sim prints a startup log at full speed and then listens; the reader hands lines over
+  // slowly (120 ms each, as on a loaded machine). wait_ready() must not say "ready" while lines
+  // printed before the answer are still unread: the startup timeline is built from them.
+  const fs::path log = vllm_startup_log();
+  std::ifstream in(log);
+  const auto printed = static_cast<size_t>(
+      std::count(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>(), '\n'));
+  ASSERT_GE(printed, 5U);
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  const std::string port = std::to_string(ntohs(addr.sin_port));
+  ::close(fd);
+  std::atomic<size_t> handed{0};
+  auto server = profile::LaunchedServer::start(
+      std::string(KVPROF_BIN) + " serve-sim --model m --gpu H100 --host 127.0.0.1 --port " + port +
+          " --startup-line-delay-ms 0 --startup-log " + log.string(),
+      m_dir / "server.log", [&handed](const profile::LogLine&) {
+        std::this_thread::sleep_for(120ms);
+        ++handed;
+      });
+  ASSERT_TRUE(server.has_value()) << server.error().message;
+  const auto ready = (*server)->wait_ready("http://127.0.0.1:" + port, {}, 30, nullptr);
+  ASSERT_TRUE(ready.has_value()) << ready.error().message;
+  EXPECT_GE(handed.load(), printed);
+  (*server)->stop(2.0);
 }
 
 TEST_F(ProfileLaunch, PortInUseStartsNothing) {

@@ -7,6 +7,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -172,9 +173,16 @@ void LaunchedServer::read_loop() {
       continue;
     }
     if (ready < 0 && errno == EINTR) continue;
+    m_reading.store(true);  // before the read: settle_reader() sees an empty pipe only after it
     const ssize_t n = ready < 0 ? -1 : ::read(m_read_fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
+    if (n < 0 && errno == EINTR) {
+      m_reading.store(false);
+      continue;
+    }
+    if (n <= 0) {
+      m_reading.store(false);
+      break;
+    }
     if (m_log_fd >= 0 && ::write(m_log_fd, buf, static_cast<size_t>(n)) != n) {
       ::close(m_log_fd);  // a full disk: the log stops, the server is still watched
       m_log_fd = -1;
@@ -189,6 +197,7 @@ void LaunchedServer::read_loop() {
       emit(std::move(partial));
       partial.clear();
     }
+    m_reading.store(false);
   }
   if (!partial.empty()) emit(std::move(partial));
 }
@@ -209,6 +218,17 @@ void LaunchedServer::reap(bool block) {
   // Other processes of the group that came to kvprof as their subreaper.
   int status = 0;
   while (::waitpid(-m_pid, &status, WNOHANG) > 0) {
+  }
+}
+
+void LaunchedServer::settle_reader(std::chrono::milliseconds max_wait) {
+  const int64_t deadline = now_ns() + std::chrono::nanoseconds(max_wait).count();
+  while (now_ns() < deadline) {
+    int queued = 0;
+    // The pipe first, then the flag: bytes read after the check were written after the answer.
+    if (::ioctl(m_read_fd, FIONREAD, &queued) != 0) return;
+    if (queued == 0 && !m_reading.load()) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
 }
 
@@ -249,7 +269,13 @@ Expected<double> LaunchedServer::wait_ready(const std::string& root,
     }
     for (const char* path : {"/health", "/v1/models"}) {
       auto r = getter.get(root + path, options);
-      if (r && r->status == 200 && running()) return since_start();
+      if (r && r->status == 200 && running()) {
+        const double ready_s = since_start();
+        // The lines printed before the answer may still be in the pipe or the reader's hands
+        // on a loaded machine; the startup timeline needs them before "ready" is marked.
+        settle_reader(std::chrono::milliseconds(2000));
+        return ready_s;
+      }
     }
     if (should_stop && should_stop()) {
       return fail(ErrorKind::interrupted, "interrupted while the launched server was starting");

@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <filesystem>
@@ -71,7 +72,8 @@ class LaunchedServer {
 
   // Waits until GET <root>/health or <root>/v1/models answers 200 (`headers` sent with each),
   // the process exits, `timeout_s` passes or `should_stop` says so. Returns the seconds from
-  // start to ready; a network error with the exit code or the timeout and the last lines of the
+  // start to ready, once every line printed before the answer has been handed to `on_line` (up
+  // to 2 s more); a network error with the exit code or the timeout and the last lines of the
   // log, in one line; interrupted when stopped.
   Expected<double> wait_ready(const std::string& root, const std::vector<std::string>& headers,
                               double timeout_s, const std::function<bool()>& should_stop);
@@ -89,6 +91,8 @@ class LaunchedServer {
   void read_loop();
   void reap(bool block);
   bool group_alive() const;
+  // Waits (up to `max_wait`) until the pipe is empty and the reader holds no line unhanded.
+  void settle_reader(std::chrono::milliseconds max_wait);
 
   pid_t m_pid = -1;
   int m_read_fd = -1;
@@ -101,6 +105,7 @@ class LaunchedServer {
   std::function<void(const LogLine&)> m_on_line;
   std::thread m_reader;
   std::atomic<bool> m_closing{false};
+  std::atomic<bool> m_reading{false};  // the reader has bytes out of the pipe not yet handed over
   mutable std::mutex m_tail_mutex;
   std::deque<std::string> m_tail;
 };
