@@ -251,5 +251,32 @@ TEST_F(DummyGguf, UnwritablePathFailsAndLeavesNoFile) {
   EXPECT_EQ(files, 1U);  // only w.gguf: no temporary left behind
 }
 
+TEST_F(DummyGguf, TheWriterAloneWritesGeneralAlignment) {
+  // A general.alignment of the caller's would tell readers to look for every tensor elsewhere
+  // (found by the gguf_roundtrip fuzz target: general.alignment = 0 made the file unreadable).
+  GgufWriter w;
+  EXPECT_FALSE(w.set_u32("general.alignment", 0).has_value());
+  EXPECT_FALSE(w.set_u32("general.alignment", 64).has_value());
+  EXPECT_FALSE(w.set_string("general.alignment", "32").has_value());
+
+  GgufWriter w64(64);
+  ASSERT_TRUE(w64.set_u32("a", 1).has_value());
+  ASSERT_TRUE(w64.add_tensor("t0", 0, {3}).has_value());
+  ASSERT_TRUE(w64.add_tensor("t1", 0, {5}).has_value());
+  const auto fill = [](size_t, uint64_t, std::span<uint8_t> out) {
+    std::fill(out.begin(), out.end(), uint8_t{7});
+  };
+  ASSERT_TRUE(w64.write(m_dir / "a64.gguf", fill).has_value());
+  EXPECT_EQ(fs::file_size(m_dir / "a64.gguf"), w64.file_bytes());
+  const auto back = read_gguf(m_dir / "a64.gguf");
+  ASSERT_TRUE(back.has_value()) << back.error().message;
+  EXPECT_EQ(back->alignment, 64U);
+  ASSERT_NE(back->find("general.alignment"), nullptr);
+  EXPECT_EQ(back->find("general.alignment")->as_uint(), 64U);
+  ASSERT_EQ(back->tensor_offsets.size(), 2U);
+  EXPECT_EQ(back->tensor_offsets[1], w64.tensors()[1].offset);
+  EXPECT_EQ(back->tensor_offsets[1], 64U);  // 12 bytes of t0, then padding to 64
+}
+
 }  // namespace
 }  // namespace kvprof::model

@@ -24,6 +24,7 @@ namespace {
 constexpr uint32_t k_gguf_version = 3;
 constexpr size_t k_max_tensor_name_bytes = 63;  // GGML_MAX_NAME - 1
 constexpr size_t k_max_dims = 4;
+constexpr std::string_view k_alignment_key = "general.alignment";
 
 uint64_t align_up(uint64_t x, uint64_t a) {
   return (x + a - 1) / a * a;
@@ -55,8 +56,23 @@ void GgufWriter::put_str(std::string_view s) {
   m_kv.insert(m_kv.end(), s.begin(), s.end());
 }
 
+GgufWriter::GgufWriter(uint32_t alignment_bytes) : m_alignment_bytes(alignment_bytes) {
+  if (alignment_bytes == 32) return;
+  m_keys.insert(std::string(k_alignment_key));
+  put_str(k_alignment_key);
+  put_u32(static_cast<uint32_t>(GgufType::u32));
+  put_raw(alignment_bytes);
+  ++m_n_kv;
+}
+
 Expected<void> GgufWriter::begin_key(std::string_view key, uint32_t type) {
   if (key.empty()) return fail(ErrorKind::input, "GGUF writer: empty metadata key");
+  if (key == k_alignment_key) {
+    return fail(ErrorKind::input,
+                fmt::format("GGUF writer: {} is set by the writer (it aligns tensor data to {} "
+                            "bytes)",
+                            k_alignment_key, m_alignment_bytes));
+  }
   if (!m_keys.insert(std::string(key)).second) {
     return fail(ErrorKind::input, fmt::format("GGUF writer: metadata key '{}' set twice", key));
   }

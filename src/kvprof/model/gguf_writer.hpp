@@ -33,9 +33,12 @@ using GgufProgressFn = std::function<void(uint64_t written_bytes, uint64_t total
 
 class GgufWriter {
  public:
-  explicit GgufWriter(uint32_t alignment_bytes = 32) : m_alignment_bytes(alignment_bytes) {}
+  // A writer aligning tensor data to `alignment_bytes` (a power of two; other than GGUF's 32 it
+  // is written as general.alignment).
+  explicit GgufWriter(uint32_t alignment_bytes = 32);
 
-  // Metadata setters; each returns an input error for a key that was already set.
+  // Metadata setters; each returns an input error for a key that was already set, and for
+  // general.alignment (the constructor's to write: a different one would misplace every tensor).
   Expected<void> set_string(std::string_view key, std::string_view value);
   Expected<void> set_u32(std::string_view key, uint32_t value);
   Expected<void> set_i32(std::string_view key, int32_t value);
