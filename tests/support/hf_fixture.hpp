@@ -30,6 +30,11 @@ inline model::ModelSpec load_hf_fixture(const std::string& name) {
 }
 
 // True when one of the spec's warnings contains `text`.
+// The fixture `name` as JSON.
+inline nlohmann::json hf_fixture_json(const std::string& name) {
+  return nlohmann::json::parse(read_hf_fixture(name));
+}
+
 inline bool has_warning(const model::ModelSpec& m, std::string_view text) {
   for (const auto& w : m.warnings) {
     if (w.find(text) != std::string::npos) return true;

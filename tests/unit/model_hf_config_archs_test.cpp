@@ -14,14 +14,8 @@ namespace {
 using nlohmann::json;
 using test::expect_input_error;
 using test::has_warning;
-
-ModelSpec load(const std::string& name) {
-  return test::load_hf_fixture(name);
-}
-
-json fixture_json(const std::string& name) {
-  return json::parse(test::read_hf_fixture(name));
-}
+using test::hf_fixture_json;
+using test::load_hf_fixture;
 
 TEST(HfConfig, Qwen35HybridUnderTextConfig) {
   json text = {{"model_type", "qwen3_5_moe_text"},
@@ -107,7 +101,7 @@ TEST(HfConfig, MiniMaxM2RoutedExperts) {
 TEST(HfConfig, QwenVlTextConfigsOfNewerTransformersAreQwenVl) {
   // transformers 4.5x writes Qwen2.5-VL's text model as "qwen2_5_vl_text": the same decoder,
   // q/k/v biases included.
-  auto c = fixture_json("llama-3.1-8b.json");
+  auto c = hf_fixture_json("llama-3.1-8b.json");
   c["model_type"] = "qwen2_5_vl";
   c.erase("attention_bias");  // Qwen2 configs do not say it: their q/k/v always have biases
   c["architectures"] = json::array({"Qwen2_5_VLForConditionalGeneration"});
@@ -156,7 +150,7 @@ TEST(HfConfig, Gemma4LayersKeepTheirOwnWidthsAndShareCaches) {
   // gemma-4-E2B-it (hash-verified copy): 35 layers, 4 sliding (head_dim 256) to 1 full
   // (global_head_dim 512), the last 20 layers reading earlier caches with double-wide MLPs, and
   // per-layer embeddings of 256 values.
-  const auto m = load("gemma-4-e2b-it.json");
+  const auto m = load_hf_fixture("gemma-4-e2b-it.json");
   ASSERT_EQ(m.layers.size(), 35U);
   EXPECT_EQ(m.model_type, "gemma4_text");
   EXPECT_FALSE(has_warning(m, "unknown architecture"));

@@ -15,17 +15,11 @@ using nlohmann::json;
 
 using test::expect_input_error;
 using test::has_warning;
-
-ModelSpec load(const std::string& name) {
-  return test::load_hf_fixture(name);
-}
-
-json fixture_json(const std::string& name) {
-  return json::parse(test::read_hf_fixture(name));
-}
+using test::hf_fixture_json;
+using test::load_hf_fixture;
 
 TEST(HfConfig, Llama31DenseGqa) {
-  const auto m = load("llama-3.1-8b.json");
+  const auto m = load_hf_fixture("llama-3.1-8b.json");
   EXPECT_EQ(m.model_type, "llama");
   EXPECT_EQ(m.architecture, "LlamaForCausalLM");
   EXPECT_EQ(m.origin, ModelSpec::Origin::hf_config);
@@ -50,7 +44,7 @@ TEST(HfConfig, Llama31DenseGqa) {
 }
 
 TEST(HfConfig, Qwen25HasQkvBiasAndNoSlidingWindow) {
-  const auto m = load("qwen2.5-7b.json");
+  const auto m = load_hf_fixture("qwen2.5-7b.json");
   EXPECT_EQ(m.head_dim, 3584U / 28U);
   EXPECT_EQ(m.n_head_kv, 4U);
   EXPECT_TRUE(m.attention_bias);
@@ -60,7 +54,7 @@ TEST(HfConfig, Qwen25HasQkvBiasAndNoSlidingWindow) {
 }
 
 TEST(HfConfig, Qwen2SlidingOnlyFromMaxWindowLayers) {
-  auto c = fixture_json("qwen2.5-7b.json");
+  auto c = hf_fixture_json("qwen2.5-7b.json");
   c["use_sliding_window"] = true;
   c["sliding_window"] = 4096;
   c["max_window_layers"] = 20;
@@ -72,7 +66,7 @@ TEST(HfConfig, Qwen2SlidingOnlyFromMaxWindowLayers) {
 }
 
 TEST(HfConfig, Gemma2AlternatesSlidingFromLayerZero) {
-  const auto m = load("gemma-2-9b.json");
+  const auto m = load_hf_fixture("gemma-2-9b.json");
   EXPECT_EQ(m.head_dim, 256U);
   EXPECT_EQ(m.norms_per_layer, 4U);
   EXPECT_TRUE(m.tie_word_embeddings);  // Gemma2Config default
@@ -84,7 +78,7 @@ TEST(HfConfig, Gemma2AlternatesSlidingFromLayerZero) {
 }
 
 TEST(HfConfig, Gemma3NestedTextConfigUsesDefaultsAndPattern) {
-  const auto m = load("gemma-3-4b.json");
+  const auto m = load_hf_fixture("gemma-3-4b.json");
   EXPECT_EQ(m.model_type, "gemma3_text");
   EXPECT_EQ(m.architecture, "Gemma3ForConditionalGeneration");
   EXPECT_EQ(m.n_layer, 34U);
@@ -112,7 +106,7 @@ TEST(HfConfig, Gemma3NestedTextConfigUsesDefaultsAndPattern) {
 }
 
 TEST(HfConfig, LayerTypesOverridePatterns) {
-  auto c = fixture_json("gemma-2-9b.json");
+  auto c = hf_fixture_json("gemma-2-9b.json");
   c["num_hidden_layers"] = 4;
   c["layer_types"] = {"full_attention", "sliding_attention", "sliding_attention", "full_attention"};
   const auto m = parse_hf_config(c, "t").value();
@@ -126,13 +120,13 @@ TEST(HfConfig, LayerTypesOverridePatterns) {
 }
 
 TEST(HfConfig, MistralV01SlidesEveryLayer) {
-  const auto m = load("mistral-7b-v0.1.json");
+  const auto m = load_hf_fixture("mistral-7b-v0.1.json");
   EXPECT_EQ(m.count_layers(AttentionKind::sliding), 32U);
   EXPECT_EQ(m.layers[31].window_tokens, 4096U);
 }
 
 TEST(HfConfig, MixtralAllLayersMoe) {
-  const auto m = load("mixtral-8x7b.json");
+  const auto m = load_hf_fixture("mixtral-8x7b.json");
   ASSERT_TRUE(m.is_moe());
   EXPECT_EQ(m.moe.n_expert, 8U);
   EXPECT_EQ(m.moe.n_expert_used, 2U);
@@ -144,7 +138,7 @@ TEST(HfConfig, MixtralAllLayersMoe) {
 }
 
 TEST(HfConfig, DeepSeekV3MlaMoeFp8Blocks) {
-  const auto m = load("deepseek-v3.json");
+  const auto m = load_hf_fixture("deepseek-v3.json");
   EXPECT_EQ(m.n_layer, 61U);
   EXPECT_TRUE(m.mla.enabled());
   EXPECT_EQ(m.mla.kv_lora_rank, 512U);
@@ -175,7 +169,7 @@ TEST(HfConfig, DeepSeekV3MlaMoeFp8Blocks) {
 }
 
 TEST(HfConfig, DeepSeekV2LiteHasNoQLora) {
-  auto c = fixture_json("deepseek-v3.json");
+  auto c = hf_fixture_json("deepseek-v3.json");
   c["q_lora_rank"] = nullptr;
   const auto m = parse_hf_config(c, "t").value();
   EXPECT_EQ(m.mla.q_lora_rank, 0U);
@@ -184,7 +178,7 @@ TEST(HfConfig, DeepSeekV2LiteHasNoQLora) {
 }
 
 TEST(HfConfig, Qwen3NextLinearAttentionEveryFourth) {
-  const auto m = load("qwen3-next-80b-a3b.json");
+  const auto m = load_hf_fixture("qwen3-next-80b-a3b.json");
   EXPECT_EQ(m.head_dim, 256U);
   EXPECT_EQ(m.rotary_dim, 64U);  // partial_rotary_factor 0.25
   EXPECT_TRUE(m.attn_output_gate);
@@ -214,7 +208,7 @@ TEST(HfConfig, Qwen3NextLinearAttentionEveryFourth) {
 // wrapper's text_config; the MoE sizes have no dense MLP, so a missing intermediate_size is no
 // warning.
 TEST(HfConfig, JambaMambaMoeSchedule) {
-  const auto m = load("jamba-mini-1.6.json");
+  const auto m = load_hf_fixture("jamba-mini-1.6.json");
   EXPECT_EQ(m.count_layers(AttentionKind::full), 4U);
   EXPECT_EQ(m.count_layers(AttentionKind::mamba), 28U);
   EXPECT_EQ(m.layers[4].attention, AttentionKind::full);
@@ -235,7 +229,7 @@ TEST(HfConfig, JambaMambaMoeSchedule) {
 }
 
 TEST(HfConfig, GptOssSlidingAndMxfp4) {
-  const auto m = load("gpt-oss-20b.json");
+  const auto m = load_hf_fixture("gpt-oss-20b.json");
   EXPECT_EQ(m.head_dim, 64U);
   EXPECT_TRUE(m.attention_bias);
   EXPECT_TRUE(m.o_bias);
@@ -256,7 +250,7 @@ TEST(HfConfig, GptOssSlidingAndMxfp4) {
 }
 
 TEST(HfConfig, Llama4ScoutChunkedAndInterleavedMoe) {
-  const auto m = load("llama-4-scout.json");
+  const auto m = load_hf_fixture("llama-4-scout.json");
   EXPECT_EQ(m.model_type, "llama4_text");
   EXPECT_EQ(m.n_layer, 48U);
   EXPECT_EQ(m.intermediate_size, 16384U);  // intermediate_size_mlp: dense layers
@@ -277,7 +271,7 @@ TEST(HfConfig, Llama4ScoutChunkedAndInterleavedMoe) {
 }
 
 TEST(HfConfig, Llama4MaverickAlternatesMoe) {
-  auto c = fixture_json("llama-4-scout.json");
+  auto c = hf_fixture_json("llama-4-scout.json");
   c["text_config"]["interleave_moe_layer_step"] = 2;
   const auto m = parse_hf_config(c, "t").value();
   EXPECT_FALSE(m.layers[0].moe);
@@ -290,7 +284,7 @@ TEST(HfConfig, Llama4MaverickAlternatesMoe) {
 }
 
 TEST(HfConfig, GraniteHybridMamba2) {
-  const auto m = load("granitemoehybrid-synthetic.json");
+  const auto m = load_hf_fixture("granitemoehybrid-synthetic.json");
   EXPECT_EQ(m.count_layers(AttentionKind::full), 4U);
   EXPECT_EQ(m.count_layers(AttentionKind::mamba), 36U);
   EXPECT_EQ(m.ssm.kind, SsmSpec::Kind::mamba2);
@@ -335,7 +329,7 @@ TEST(HfConfig, NemotronHPatternFoldsBlocks) {
 }
 
 TEST(HfConfig, Phi2AllBiasesParallelPartialRotary) {
-  const auto m = load("phi-2.json");
+  const auto m = load_hf_fixture("phi-2.json");
   EXPECT_EQ(m.n_head_kv, 32U);  // num_key_value_heads: null -> MHA
   EXPECT_EQ(m.head_dim, 80U);
   EXPECT_EQ(m.rotary_dim, 32U);
@@ -350,7 +344,7 @@ TEST(HfConfig, Phi2AllBiasesParallelPartialRotary) {
 }
 
 TEST(HfConfig, Gpt2LearnedPositionsAndGptNames) {
-  const auto m = load("gpt2.json");
+  const auto m = load_hf_fixture("gpt2.json");
   EXPECT_EQ(m.n_layer, 12U);
   EXPECT_EQ(m.hidden_size, 768U);
   EXPECT_EQ(m.n_head, 12U);
@@ -373,13 +367,13 @@ TEST(HfConfig, MultiQueryMeansOneKvHead) {
 }
 
 TEST(HfConfig, AwqGptq) {
-  const auto awq = load("qwen2.5-7b-awq.json");
+  const auto awq = load_hf_fixture("qwen2.5-7b-awq.json");
   EXPECT_EQ(awq.quant.method, QuantMethod::awq);
   EXPECT_EQ(awq.quant.weight_bits, 4U);
   EXPECT_EQ(awq.quant.group_size, 128);
   EXPECT_TRUE(awq.quant.zero_point);
   EXPECT_EQ(awq.dtype, DType::f16);
-  const auto gptq = load("qwen2.5-7b-gptq-int4.json");
+  const auto gptq = load_hf_fixture("qwen2.5-7b-gptq-int4.json");
   EXPECT_EQ(gptq.quant.method, QuantMethod::gptq);
   EXPECT_EQ(gptq.quant.weight_bits, 4U);
   EXPECT_EQ(gptq.quant.group_size, 128);
@@ -388,7 +382,7 @@ TEST(HfConfig, AwqGptq) {
 }
 
 TEST(HfConfig, CompressedTensorsSchemes) {
-  const auto w8a8 = load("llama-3.1-8b-w8a8.json");
+  const auto w8a8 = load_hf_fixture("llama-3.1-8b-w8a8.json");
   EXPECT_EQ(w8a8.quant.method, QuantMethod::compressed_tensors);
   EXPECT_EQ(w8a8.quant.weight_bits, 8U);
   EXPECT_EQ(w8a8.quant.activation_bits, 8U);
@@ -398,13 +392,13 @@ TEST(HfConfig, CompressedTensorsSchemes) {
   EXPECT_EQ(w8a8.quant.ignored_modules, std::vector<std::string>{"lm_head"});
   EXPECT_FALSE(w8a8.quant.has_kv_cache_scheme);
 
-  const auto w4a16 = load("llama-3.1-8b-w4a16.json");
+  const auto w4a16 = load_hf_fixture("llama-3.1-8b-w4a16.json");
   EXPECT_EQ(w4a16.quant.weight_bits, 4U);
   EXPECT_EQ(w4a16.quant.activation_bits, 16U);
   EXPECT_EQ(w4a16.quant.group_size, 128);
   EXPECT_EQ(w4a16.quant.format, "pack-quantized");
 
-  const auto fp8 = load("llama-3.1-8b-fp8-dynamic.json");
+  const auto fp8 = load_hf_fixture("llama-3.1-8b-fp8-dynamic.json");
   EXPECT_EQ(fp8.quant.weight_bits, 8U);
   EXPECT_TRUE(fp8.quant.weight_float);
   EXPECT_EQ(fp8.quant.activation_bits, 8U);
@@ -413,11 +407,11 @@ TEST(HfConfig, CompressedTensorsSchemes) {
 }
 
 TEST(HfConfig, BitsAndBytes4Bit) {
-  const auto m = load("llama-3.1-8b-bnb-4bit.json");
+  const auto m = load_hf_fixture("llama-3.1-8b-bnb-4bit.json");
   EXPECT_EQ(m.quant.method, QuantMethod::bitsandbytes);
   EXPECT_EQ(m.quant.weight_bits, 4U);
   EXPECT_EQ(m.quant.format, "nf4+double_quant");
-  auto c = fixture_json("llama-3.1-8b-bnb-4bit.json");
+  auto c = hf_fixture_json("llama-3.1-8b-bnb-4bit.json");
   c["quantization_config"] = {{"quant_method", "bitsandbytes"},
                               {"load_in_8bit", true},
                               {"llm_int8_skip_modules", {"lm_head"}}};
@@ -427,7 +421,7 @@ TEST(HfConfig, BitsAndBytes4Bit) {
 }
 
 TEST(HfConfig, ModelOptNvfp4) {
-  auto c = fixture_json("llama-3.1-8b.json");
+  auto c = hf_fixture_json("llama-3.1-8b.json");
   c["quantization_config"] = {{"quant_method", "modelopt"},
                               {"quant_algo", "NVFP4"},
                               {"group_size", 16},
@@ -441,7 +435,7 @@ TEST(HfConfig, ModelOptNvfp4) {
 }
 
 TEST(HfConfig, NewerDtypeFieldAndUnknownDtype) {
-  auto c = fixture_json("llama-3.1-8b.json");
+  auto c = hf_fixture_json("llama-3.1-8b.json");
   c.erase("torch_dtype");
   c["dtype"] = "float16";
   EXPECT_EQ(parse_hf_config(c, "t").value().dtype, DType::f16);
@@ -452,7 +446,7 @@ TEST(HfConfig, NewerDtypeFieldAndUnknownDtype) {
 }
 
 TEST(HfConfig, UnknownArchitectureParsesWithWarning) {
-  auto c = fixture_json("llama-3.1-8b.json");
+  auto c = hf_fixture_json("llama-3.1-8b.json");
   c["model_type"] = "frobnicator";
   c["architectures"] = {"FrobnicatorForCausalLM"};
   const auto m = parse_hf_config(c, "t").value();
@@ -465,22 +459,22 @@ TEST(HfConfig, UnknownArchitectureParsesWithWarning) {
 TEST(HfConfig, MissingRequiredFieldsAreNamed) {
   for (const auto* field :
        {"num_hidden_layers", "hidden_size", "num_attention_heads", "vocab_size"}) {
-    auto c = fixture_json("llama-3.1-8b.json");
+    auto c = hf_fixture_json("llama-3.1-8b.json");
     c.erase(field);
     expect_input_error(c, field);
   }
 }
 
 TEST(HfConfig, ContradictoryFieldsAreNamed) {
-  auto c = fixture_json("llama-3.1-8b.json");
+  auto c = hf_fixture_json("llama-3.1-8b.json");
   c["num_key_value_heads"] = 5;
   expect_input_error(c, "num_key_value_heads");
-  c = fixture_json("llama-3.1-8b.json");
+  c = hf_fixture_json("llama-3.1-8b.json");
   c.erase("head_dim");
   c["num_attention_heads"] = 30;
   c["num_key_value_heads"] = 30;
   expect_input_error(c, "hidden_size");
-  c = fixture_json("llama-3.1-8b.json");
+  c = hf_fixture_json("llama-3.1-8b.json");
   c["num_hidden_layers"] = 0;
   expect_input_error(c, "num_hidden_layers");
   c["num_hidden_layers"] = 20'000'000;
@@ -491,13 +485,13 @@ TEST(HfConfig, ContradictoryFieldsAreNamed) {
   expect_input_error(c, "num_hidden_layers");
   c["num_hidden_layers"] = 32.5;
   expect_input_error(c, "num_hidden_layers");
-  c = fixture_json("llama-3.1-8b.json");
+  c = hf_fixture_json("llama-3.1-8b.json");
   c["tie_word_embeddings"] = "no";
   expect_input_error(c, "tie_word_embeddings");
 }
 
 TEST(HfConfig, UnknownQuantMethodIsNamed) {
-  auto c = fixture_json("llama-3.1-8b.json");
+  auto c = hf_fixture_json("llama-3.1-8b.json");
   c["quantization_config"] = {{"quant_method", "hqq-turbo"}, {"bits", 3}};
   expect_input_error(c, "hqq-turbo");
 }
