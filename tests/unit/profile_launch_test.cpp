@@ -3,9 +3,7 @@
 // launches that fail — a command that dies at once, one that never answers, a port in use — each
 // one line with the log's last lines, exit 1 and no process of the group left behind.
 #include <gtest/gtest.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -22,6 +20,7 @@
 #include "kvprof/profile/launcher.hpp"
 #include "kvprof/sim/sim_server.hpp"
 #include "kvprof/sys/subprocess.hpp"
+#include "support/loopback_port.hpp"
 #include "support/run_folders.hpp"
 #include "support/temp_dir.hpp"
 
@@ -288,16 +287,10 @@ TEST_F(ProfileLaunch, ReadyComesAfterEveryLinePrintedBeforeTheAnswer) {
   const auto printed = static_cast<size_t>(
       std::count(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>(), '\n'));
   ASSERT_GE(printed, 5U);
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  ASSERT_GE(fd, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-  ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
-  const std::string port = std::to_string(ntohs(addr.sin_port));
-  ::close(fd);
+  test::LoopbackPort free_port(/*listen=*/false);
+  ASSERT_TRUE(free_port.ok());
+  free_port.close();
+  const std::string port = free_port.port_text();
   std::atomic<size_t> handed{0};
   auto server = profile::LaunchedServer::start(
       std::string(KVPROF_BIN) + " serve-sim --model m --gpu H100 --host 127.0.0.1 --port " + port +
@@ -314,19 +307,12 @@ TEST_F(ProfileLaunch, ReadyComesAfterEveryLinePrintedBeforeTheAnswer) {
 }
 
 TEST_F(ProfileLaunch, PortInUseStartsNothing) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  ASSERT_GE(fd, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-  ASSERT_EQ(::listen(fd, 4), 0);
-  ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
-  const std::string port = std::to_string(ntohs(addr.sin_port));
+  test::LoopbackPort taken(/*listen=*/true);
+  ASSERT_TRUE(taken.ok());
+  const std::string port = taken.port_text();
   const fs::path marker = m_dir / "started";
   auto r = profile({"--launch", "touch " + marker.string(), "--launch-port", port});
-  ::close(fd);
+  taken.close();
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(std::count(r.stderr_text.begin(), r.stderr_text.end(), '\n'), 1) << r.stderr_text;
   EXPECT_NE(r.stderr_text.find("port " + port + " on 127.0.0.1 is already in use (by pid " +

@@ -2,11 +2,8 @@
 // against getrusage, and the owner of a port this test listens on.
 #include "kvprof/sys/proc.hpp"
 
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
 #include <sys/resource.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,6 +13,8 @@
 #include <cstring>
 #include <thread>
 #include <vector>
+
+#include "support/loopback_port.hpp"
 
 namespace kvprof::sys {
 namespace {
@@ -159,22 +158,14 @@ TEST(ProcSource, ProcessGroupSumsEveryMember) {
 }
 
 TEST(FindListeningPid, FindsThisProcessForItsOwnSocket) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  ASSERT_GE(fd, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-  ASSERT_EQ(::listen(fd, 4), 0);
-  socklen_t len = sizeof addr;
-  ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
-  const uint16_t port = ntohs(addr.sin_port);
+  test::LoopbackPort listening(/*listen=*/true);
+  ASSERT_TRUE(listening.ok());
+  const uint16_t port = listening.port();
 
   auto pid = find_listening_pid(port);
   ASSERT_TRUE(pid.has_value()) << pid.error().message;
   EXPECT_EQ(*pid, ::getpid());
-  ::close(fd);
+  listening.close();
 
   auto gone = find_listening_pid(port);
   ASSERT_FALSE(gone.has_value());
