@@ -94,6 +94,24 @@ TEST(CompareRuns, ReadsBenchSummariesAndRejectsOthers) {
   EXPECT_EQ(o->conditions.size(), 2U);
 }
 
+TEST(CompareRuns, LongSettingsAreCutBetweenCharacters) {
+  // A 300-byte cut that would fall inside a two-byte character: the value must stay valid UTF-8
+  // (a JSON dump of invalid UTF-8 throws), cut before that character.
+  std::string note(299, 'a');
+  for (int i = 0; i < 10; ++i)
+    note += "\xc3\xa9";  // e-acute
+  const json bench = {{"schema_version", 1},
+                      {"kind", "bench"},
+                      {"run_id", note},
+                      {"settings", {{"model", "/m/tiny.gguf"}, {"note", note}}}};
+  auto r = parse_run_documents(bench.dump(), "", "/x/b1");
+  ASSERT_TRUE(r.has_value()) << r.error().message;
+  EXPECT_EQ(r->settings.at("bench.note"), std::string(299, 'a') + "...");
+  EXPECT_EQ(r->id, std::string(299, 'a'));
+  const auto c = compare_runs({*r, *r}, {});
+  EXPECT_NO_THROW((void)comparison_json(c).dump());
+}
+
 TEST(CompareRuns, EstimateCompareShowsTheGraphDifference) {
   const auto r = test::run_kvprof(
       "estimate -m meta-llama/Llama-3.1-8B-Instruct -g H100 --max-num-seqs 256 --json "

@@ -8,6 +8,7 @@
 #include "kvprof/history/history_db.hpp"
 #include "kvprof/sys/proc.hpp"
 #include "kvprof/util/json_input.hpp"
+#include "kvprof/util/utf8.hpp"
 
 namespace kvprof::experiment {
 
@@ -57,39 +58,18 @@ std::optional<uint64_t> bytes(const json* j) {
   return std::nullopt;
 }
 
-// `s` with every byte that is not part of valid UTF-8 replaced by '?', so it can be printed and
-// written back as JSON.
-std::string valid_utf8(std::string s) {
-  for (size_t i = 0; i < s.size();) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    const size_t n = c < 0x80           ? 1
-                     : (c >> 5) == 0x6  ? 2
-                     : (c >> 4) == 0xe  ? 3
-                     : (c >> 3) == 0x1e ? 4
-                                        : 0;
-    bool ok = n > 0 && i + n <= s.size();
-    for (size_t k = 1; ok && k < n; ++k)
-      ok = (static_cast<unsigned char>(s[i + k]) >> 6) == 0x2;
-    if (!ok) {
-      s[i++] = '?';
-    } else {
-      i += n;
-    }
-  }
-  return s;
-}
-
 std::string text(const json* j) {
   if (j == nullptr || !j->is_string()) return {};
-  return valid_utf8(j->get<std::string>().substr(0, k_max_value_chars));
+  return to_valid_utf8(utf8_prefix(j->get_ref<const std::string&>(), k_max_value_chars));
 }
 
 // A setting's value as text: strings as they are, anything else as compact JSON.
 std::string value_text(const json& j) {
   std::string out =
-      valid_utf8(j.is_string() ? j.get<std::string>()
-                               : j.dump(-1, ' ', false, json::error_handler_t::replace));
-  if (out.size() > k_max_value_chars) out = out.substr(0, k_max_value_chars) + "...";
+      to_valid_utf8(j.is_string() ? j.get<std::string>()
+                                  : j.dump(-1, ' ', false, json::error_handler_t::replace));
+  if (out.size() > k_max_value_chars)
+    out = std::string(utf8_prefix(out, k_max_value_chars)) + "...";
   return out;
 }
 
@@ -109,7 +89,7 @@ void flatten(const json& j, const std::string& prefix, int depth,
   for (const auto& [k, v] : j.items()) {
     if (out.size() >= k_max_settings) return;
     const std::string key =
-        valid_utf8(prefix.empty() ? k.substr(0, 100) : prefix + "." + k.substr(0, 100));
+        to_valid_utf8(prefix.empty() ? k.substr(0, 100) : prefix + "." + k.substr(0, 100));
     if (volatile_setting(key)) continue;
     if (v.is_object() && depth < 3) {
       flatten(v, key, depth + 1, out);
@@ -202,7 +182,7 @@ void read_profile(const json& s, RunRecord& r) {
   if (const json* comps = member(er, "components"); comps != nullptr && comps->is_object()) {
     for (const auto& [name, c] : comps->items()) {
       if (const auto b = bytes(member(&c, "bytes")))
-        r.reported[valid_utf8(name.substr(0, 64))] = *b;
+        r.reported[to_valid_utf8(name.substr(0, 64))] = *b;
     }
   }
   const json* settings = member(er, "settings");
@@ -324,7 +304,7 @@ std::map<std::string, std::string> command_flags(std::string_view command) {
   size_t i = 0;
   std::string program = fs::path(tokens[i++]).filename().string();
   if (i < tokens.size() && !tokens[i].starts_with("-")) program += " " + tokens[i++];
-  out["program"] = valid_utf8(program);
+  out["program"] = to_valid_utf8(program);
   const auto is_flag = [](const std::string& t) {
     return t.size() > 1 && t[0] == '-' && !(std::isdigit(static_cast<unsigned char>(t[1])) != 0);
   };
@@ -346,7 +326,7 @@ std::map<std::string, std::string> command_flags(std::string_view command) {
       value = "true";
     }
     if (name == "--port" || name == "--host" || name == "-p") continue;
-    out[valid_utf8(name.substr(0, 100))] = valid_utf8(value.substr(0, k_max_value_chars));
+    out[to_valid_utf8(name.substr(0, 100))] = to_valid_utf8(value.substr(0, k_max_value_chars));
   }
   return out;
 }

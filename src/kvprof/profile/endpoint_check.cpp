@@ -13,6 +13,7 @@
 
 #include "kvprof/client/http_get.hpp"
 #include "kvprof/client/openai.hpp"
+#include "kvprof/profile/server_answers.hpp"
 #include "kvprof/profile/server_probe.hpp"
 #include "kvprof/util/strings.hpp"
 
@@ -21,15 +22,6 @@ namespace kvprof::profile {
 namespace {
 
 using nlohmann::json;
-
-constexpr size_t k_max_message_chars = 300;
-
-std::string first_line(std::string_view text) {
-  std::string line(text.substr(0, text.find_first_of("\r\n")));
-  line = trim(line);
-  if (line.size() > k_max_message_chars) line = line.substr(0, k_max_message_chars) + "...";
-  return line;
-}
 
 client::HttpGetOptions request_options(const client::RunOptions& run, uint32_t timeout_ms) {
   client::HttpGetOptions o;
@@ -84,34 +76,13 @@ void find_max_context(const client::RunOptions& run, const ServerInfo& server,
   }
   auto props = client::http_get(server_root(run.endpoint) + "/props", request_options(run, 2000));
   if (!props || props->status != 200) return;
-  const auto j = json::parse(props->body, nullptr, false);
-  if (!j.is_object()) return;
-  const auto settings = j.find("default_generation_settings");
-  if (settings == j.end() || !settings->is_object()) return;
-  const auto n_ctx = settings->find("n_ctx");
-  if (n_ctx != settings->end() && n_ctx->is_number_unsigned() && n_ctx->get<uint64_t>() > 0) {
-    check.max_context_tokens = n_ctx->get<uint64_t>();
+  if (const auto n_ctx = read_props_context_tokens(props->body)) {
+    check.max_context_tokens = *n_ctx;
     check.max_context_source = "n_ctx per slot in /props";
   }
 }
 
 }  // namespace
-
-std::string server_message(std::string_view body) {
-  const auto j = json::parse(body, nullptr, false);
-  if (!j.is_discarded() && j.is_object()) {
-    for (const char* key : {"error", "detail", "message"}) {
-      const auto it = j.find(key);
-      if (it == j.end()) continue;
-      if (it->is_string()) return first_line(it->get<std::string>());
-      if (it->is_object()) {
-        const auto m = it->find("message");
-        if (m != it->end() && m->is_string()) return first_line(m->get<std::string>());
-      }
-    }
-  }
-  return first_line(body);
-}
 
 Expected<EndpointCheck> check_endpoint(const client::RunOptions& run, const ServerInfo& server,
                                        const workload::GridOptions& grid, uint32_t timeout_ms) {
@@ -195,13 +166,7 @@ std::string check_text_token_counts(const client::RunOptions& run,
     if (!run.model.empty()) body["model"] = run.model;
     auto answer = client::http_post(url, body.dump(), options);
     if (!answer || answer->status != 200) break;
-    const auto j = json::parse(answer->body, nullptr, false);
-    std::optional<uint64_t> n;
-    if (j.is_object() && j.contains("count") && j["count"].is_number_unsigned()) {
-      n = j["count"].get<uint64_t>();
-    } else if (j.is_object() && j.contains("tokens") && j["tokens"].is_array()) {
-      n = j["tokens"].size();
-    }
+    const auto n = read_tokenize_count(answer->body);
     if (!n) break;
     counts.push_back(fmt::format("{} -> {}", r.input_len, *n));
     worst_error = std::max(worst_error, std::abs(static_cast<double>(*n) - r.input_len) /

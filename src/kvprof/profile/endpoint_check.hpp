@@ -13,6 +13,7 @@
 
 #include "kvprof/client/runner.hpp"
 #include "kvprof/profile/report.hpp"
+#include "kvprof/profile/server_answers.hpp"
 #include "kvprof/util/error.hpp"
 #include "kvprof/workload/workload.hpp"
 
@@ -25,10 +26,6 @@ struct EndpointCheck {
   std::string max_context_source;  // where it came from, e.g. "/v1/models max_model_len"
   double probe_ms = 0;             // how long the accepted probe completion took
 };
-
-// The message of a server's error body: {"error": {"message"}}, {"error": "..."}, {"detail"},
-// {"message"}, else the body's first line (at most 300 characters); "" for an empty body.
-std::string server_message(std::string_view body);
 
 // Probes `run`'s endpoint as the grid `grid` will use it. Errors: usage (exit 2) when --model is
 // not one the server lists, or the grid's longest request (input + output) is longer than the

@@ -3,10 +3,8 @@
 
 #include <fmt/format.h>
 
-#include <nlohmann/json.hpp>
-
 #include "kvprof/client/http_get.hpp"
-#include "kvprof/profile/endpoint_check.hpp"
+#include "kvprof/profile/server_answers.hpp"
 
 namespace kvprof::profile {
 
@@ -51,32 +49,15 @@ Expected<ServerInfo> probe_server(std::string_view base_url, std::string_view ap
                     api_key.empty() ? "the server wants an API key: --api-key or OPENAI_API_KEY"
                                     : "the server refused the API key"));
   }
-  if (models->status == 200) {
-    const auto j = nlohmann::json::parse(models->body, nullptr, false);
-    if (j.is_discarded() || !j.is_object() || !j.contains("data") || !j["data"].is_array()) {
-      return fail(ErrorKind::input,
-                  fmt::format("{}/v1/models did not answer with an OpenAI model list", root));
-    }
-    for (const auto& m : j["data"]) {
-      if (!m.is_object() || !m.contains("id") || !m["id"].is_string()) continue;
-      const auto id = m["id"].get<std::string>();
-      if (info.models.size() < 64) info.models.push_back(id);
-      if (m.contains("max_model_len") && m["max_model_len"].is_number_unsigned()) {
-        info.max_model_len_tokens[id] = m["max_model_len"].get<uint64_t>();
-      }
-      if (info.owned_by.empty() && m.contains("owned_by") && m["owned_by"].is_string()) {
-        info.owned_by = m["owned_by"].get<std::string>();
-      }
-    }
+  if (models->status == 200 && !read_model_list(models->body, info)) {
+    return fail(ErrorKind::input,
+                fmt::format("{}/v1/models did not answer with an OpenAI model list", root));
   }
   info.simulated = info.owned_by == "kvprof-sim";
   options.timeout_ms = std::min<uint32_t>(timeout_ms, 1000);
   if (auto version = client::http_get(root + "/version", options);
       version && version->status == 200) {
-    const auto j = nlohmann::json::parse(version->body, nullptr, false);
-    if (j.is_object() && j.contains("version") && j["version"].is_string()) {
-      info.version = j["version"].get<std::string>().substr(0, 128);
-    }
+    info.version = read_server_version(version->body);
   }
   return info;
 }

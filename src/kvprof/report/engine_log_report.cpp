@@ -7,55 +7,17 @@
 
 #include "kvprof/report/table.hpp"
 #include "kvprof/util/units.hpp"
+#include "kvprof/util/utf8.hpp"
 
 namespace kvprof::report {
 namespace {
 
 using namespace kvprof::enginelog;
 
-// Returns `text` as valid UTF-8 (each bad byte becomes U+FFFD) without control characters
-// other than tab (they become '?'), so logs with binary garbage still print and serialise.
+// `text` as valid UTF-8 without control characters other than tab, so logs with binary garbage
+// still print and serialise.
 std::string clean(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  size_t i = 0;
-  while (i < text.size()) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    if (c < 0x80) {
-      out.push_back((c < 0x20 && c != '\t') || c == 0x7f ? '?' : static_cast<char>(c));
-      ++i;
-      continue;
-    }
-    size_t n = 0;
-    uint32_t cp = 0;
-    if ((c & 0xe0) == 0xc0) {
-      n = 2;
-      cp = c & 0x1f;
-    } else if ((c & 0xf0) == 0xe0) {
-      n = 3;
-      cp = c & 0x0f;
-    } else if ((c & 0xf8) == 0xf0) {
-      n = 4;
-      cp = c & 0x07;
-    }
-    bool ok = n > 0 && i + n <= text.size();
-    for (size_t k = 1; ok && k < n; ++k) {
-      const auto cc = static_cast<unsigned char>(text[i + k]);
-      ok = (cc & 0xc0) == 0x80;
-      cp = (cp << 6) | (cc & 0x3f);
-    }
-    // Overlong forms, surrogates and values past U+10FFFF are invalid too.
-    ok = ok && !(n == 2 && cp < 0x80) && !(n == 3 && cp < 0x800) && !(n == 4 && cp < 0x10000) &&
-         !(cp >= 0xd800 && cp <= 0xdfff) && cp <= 0x10ffff;
-    if (ok) {
-      out.append(text.substr(i, n));
-      i += n;
-    } else {
-      out.append("\xef\xbf\xbd");
-      ++i;
-    }
-  }
-  return out;
+  return to_valid_utf8(text, /*printable=*/true);
 }
 
 nlohmann::json source_json(const LineRef& source) {

@@ -1,0 +1,109 @@
+// Readers of server answers (see server_answers.hpp).
+#include "kvprof/profile/server_answers.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include "kvprof/util/strings.hpp"
+#include "kvprof/util/utf8.hpp"
+
+namespace kvprof::profile {
+namespace {
+
+using nlohmann::json;
+
+constexpr size_t k_max_models = 64;
+constexpr size_t k_max_model_id_bytes = 512;
+constexpr size_t k_max_short_text_bytes = 128;
+constexpr size_t k_max_message_bytes = 300;
+
+// A parsed object, or a discarded/other value the callers read as absent (no exception: the
+// parser is told not to throw).
+json parse_object(std::string_view body) {
+  json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  return j.is_object() ? j : json();
+}
+
+const std::string* string_at(const json& j, const char* key) {
+  const auto it = j.find(key);
+  return it != j.end() && it->is_string() ? &it->get_ref<const std::string&>() : nullptr;
+}
+
+std::string short_text(std::string_view text, size_t max_bytes) {
+  return to_valid_utf8(utf8_prefix(text, max_bytes), /*printable=*/true);
+}
+
+std::string first_line(std::string_view text) {
+  const std::string line = trim(text.substr(0, text.find_first_of("\r\n")));
+  if (line.size() <= k_max_message_bytes) return to_valid_utf8(line, /*printable=*/true);
+  return short_text(line, k_max_message_bytes) + "...";
+}
+
+}  // namespace
+
+bool read_model_list(std::string_view body, ServerInfo& info) {
+  const json j = parse_object(body);
+  const auto data = j.is_object() ? j.find("data") : j.end();
+  if (!j.is_object() || data == j.end() || !data->is_array()) return false;
+  for (const auto& m : *data) {
+    if (!m.is_object()) continue;
+    const std::string* id = string_at(m, "id");
+    if (id == nullptr || id->size() > k_max_model_id_bytes) continue;
+    if (info.models.size() < k_max_models) info.models.push_back(*id);
+    const auto len = m.find("max_model_len");
+    if (len != m.end() && len->is_number_unsigned() &&
+        info.max_model_len_tokens.size() < k_max_models) {
+      info.max_model_len_tokens[*id] = len->get<uint64_t>();
+    }
+    if (const std::string* owner = string_at(m, "owned_by"); info.owned_by.empty() && owner) {
+      info.owned_by = short_text(*owner, k_max_short_text_bytes);
+    }
+  }
+  return true;
+}
+
+std::string read_server_version(std::string_view body) {
+  const json j = parse_object(body);
+  const std::string* version = j.is_object() ? string_at(j, "version") : nullptr;
+  return version ? short_text(*version, k_max_short_text_bytes) : std::string();
+}
+
+std::optional<uint64_t> read_props_context_tokens(std::string_view body) {
+  const json j = parse_object(body);
+  if (!j.is_object()) return std::nullopt;
+  const auto settings = j.find("default_generation_settings");
+  if (settings == j.end() || !settings->is_object()) return std::nullopt;
+  const auto n_ctx = settings->find("n_ctx");
+  if (n_ctx == settings->end() || !n_ctx->is_number_unsigned() || n_ctx->get<uint64_t>() == 0) {
+    return std::nullopt;
+  }
+  return n_ctx->get<uint64_t>();
+}
+
+std::optional<uint64_t> read_tokenize_count(std::string_view body) {
+  const json j = parse_object(body);
+  if (!j.is_object()) return std::nullopt;
+  if (const auto count = j.find("count"); count != j.end() && count->is_number_unsigned()) {
+    return count->get<uint64_t>();
+  }
+  if (const auto tokens = j.find("tokens"); tokens != j.end() && tokens->is_array()) {
+    return tokens->size();
+  }
+  return std::nullopt;
+}
+
+std::string server_message(std::string_view body) {
+  const json j = parse_object(body);
+  if (j.is_object()) {
+    for (const char* key : {"error", "detail", "message"}) {
+      const auto it = j.find(key);
+      if (it == j.end()) continue;
+      if (it->is_string()) return first_line(it->get_ref<const std::string&>());
+      if (it->is_object()) {
+        if (const std::string* m = string_at(*it, "message")) return first_line(*m);
+      }
+    }
+  }
+  return first_line(body);
+}
+
+}  // namespace kvprof::profile

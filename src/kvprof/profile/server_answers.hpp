@@ -1,0 +1,37 @@
+// What kvprof reads from a server's answers before a profile run: the model list (/v1/models),
+// the version (/version), llama.cpp's per-slot context (/props), a token count (/tokenize) and
+// the message of an error body. Each reader takes the body as the server sent it, bounds what it
+// keeps, and returns valid UTF-8 (the run's JSON files need it); a body of another shape reads as
+// absent, never an exception.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "kvprof/profile/report.hpp"
+
+namespace kvprof::profile {
+
+// Fills `info`'s models (at most 64 ids; ids over 512 bytes are skipped), max_model_len_tokens
+// and owned_by (at most 128 bytes) from a /v1/models body; false when it is not an OpenAI model
+// list ({"data": [...]}).
+bool read_model_list(std::string_view body, ServerInfo& info);
+
+// The "version" of a /version body, at most 128 bytes; "" when there is none.
+std::string read_server_version(std::string_view body);
+
+// default_generation_settings.n_ctx of a llama.cpp /props body, when above 0.
+std::optional<uint64_t> read_props_context_tokens(std::string_view body);
+
+// The token count of a /tokenize body: "count" (SGLang, vLLM) or the length of "tokens"
+// (llama.cpp, vLLM).
+std::optional<uint64_t> read_tokenize_count(std::string_view body);
+
+// The message of a server's error body: {"error": {"message"}}, {"error": "..."}, {"detail"},
+// {"message"}, else the body's first line; at most 300 bytes (then "..."), printable valid UTF-8;
+// "" for an empty body.
+std::string server_message(std::string_view body);
+
+}  // namespace kvprof::profile

@@ -1,0 +1,20 @@
+// Text from outside (server answers, logs, files) made safe to print and to write as JSON, which
+// needs valid UTF-8: bad bytes replaced, and cuts that never split a character.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace kvprof {
+
+// `text` as valid UTF-8: each byte that does not start a well-formed sequence (truncated,
+// overlong, a surrogate, past U+10FFFF) becomes U+FFFD; control characters other than tab
+// become '?' when `printable`.
+std::string to_valid_utf8(std::string_view text, bool printable = false);
+
+// The longest prefix of `text` of at most `max_bytes` bytes that does not end inside a UTF-8
+// sequence (a valid string stays valid when cut).
+std::string_view utf8_prefix(std::string_view text, size_t max_bytes);
+
+}  // namespace kvprof
