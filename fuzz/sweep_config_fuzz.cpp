@@ -1,11 +1,14 @@
 // libFuzzer target: a sweep file (YAML) from arbitrary bytes must parse or report its problems,
-// never crash, and every problem must carry a position inside the input or none.
+// never crash, and every problem must carry a position inside the input or none. The same bytes
+// as a sweep's state file (JSON, which a stopped sweep resumes from) read as a state or an input
+// error, never an exception.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <string_view>
 
 #include "kvprof/experiment/sweep_config.hpp"
+#include "kvprof/experiment/sweep_state.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
@@ -14,5 +17,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (e.pos.line < 0 || e.message.empty()) std::abort();
   }
   if (parsed.errors.size() > kvprof::experiment::k_max_reported_errors) std::abort();
+  const auto state = kvprof::experiment::parse_state(text, "sweep_state.json");
+  if (!state && state.error().kind != kvprof::ErrorKind::input) std::abort();
   return 0;
 }

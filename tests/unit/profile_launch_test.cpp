@@ -278,6 +278,33 @@ TEST_F(ProfileLaunch, CtrlCDuringStartupKeepsTheTimelineSoFarAndExits130) {
   EXPECT_GT(fs::file_size(dir / "gpu_mem_trace.csv"), 100U);
 }
 
+TEST_F(ProfileLaunch, EngineLinesThatAreNotUtf8StillGiveASummary) {
+  // Every startup line ends in a progress-bar block and a stray byte (0xff): the run's JSON files
+  // need valid UTF-8, so the lines handed on carry U+FFFD where server.log keeps the bytes.
+  std::ifstream in(vllm_startup_log());
+  const fs::path log = m_dir / "garbled.log";
+  std::ofstream out(log, std::ios::binary);
+  for (std::string line; std::getline(in, line);)
+    out << line << " \xe2\x96\x88\xff\n";
+  out.close();
+  const std::string command = std::string(KVPROF_BIN) +
+                              " serve-sim --model {model} --gpu H100 --host {host} --port {port} "
+                              "--startup-line-delay-ms 0 --tokens-per-s 200 --startup-log " +
+                              log.string() + " --live-state " + (m_dir / "live.txt").string();
+  auto r = profile({"--launch", command, "--model", "sim-llama", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+  const json s = json::parse(r.stdout_text);
+  const json& phases = s.at("launch").at("phases");
+  ASSERT_EQ(phases.size(), 4U) << phases;
+  EXPECT_NE(phases[0].at("line").get<std::string>().find(" \xe2\x96\x88\xef\xbf\xbd"),
+            std::string::npos)
+      << phases[0];
+  EXPECT_TRUE(fs::exists(run_dir() / "summary.json"));
+  std::ifstream server_log(run_dir() / "server.log", std::ios::binary);
+  const std::string kept((std::istreambuf_iterator<char>(server_log)), {});
+  EXPECT_NE(kept.find("\xe2\x96\x88\xff\n"), std::string::npos);
+}
+
 TEST_F(ProfileLaunch, ReadyComesAfterEveryLinePrintedBeforeTheAnswer) {
   // serve-sim prints a startup log at full speed and then listens; the reader hands lines over
   // slowly (120 ms each, as on a loaded machine). wait_ready() must not say "ready" while lines

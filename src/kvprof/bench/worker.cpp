@@ -14,6 +14,7 @@
 #include "kvprof/engine/llama_memory.hpp"
 #include "kvprof/sys/proc.hpp"
 #include "kvprof/sys/signals.hpp"
+#include "kvprof/util/json_text.hpp"
 
 namespace kvprof::bench {
 namespace {
@@ -26,7 +27,7 @@ class Events {
   // Writes one event line; a broken pipe (the parent died) ends the worker.
   void emit(json event) {
     event["t_mono_ns"] = client::monotonic_now_ns();
-    std::string line = event.dump(-1, ' ', false, json::error_handler_t::replace);
+    std::string line = json_text(event);
     line.push_back('\n');
     const char* p = line.data();
     size_t left = line.size();

@@ -17,6 +17,7 @@
 #include "kvprof/cli/run_report.hpp"
 #include "kvprof/history/history_db.hpp"
 #include "kvprof/report/progress_line.hpp"
+#include "kvprof/util/json_text.hpp"
 #include "kvprof/util/units.hpp"
 
 namespace kvprof::cli {
@@ -164,7 +165,7 @@ void run_bench_command(BenchState& st) {
   progress.reset();  // the status line ends before the table
   history::record_or_warn(config.output_dir, bench_entry(config, report));
   if (st.json_out) {
-    std::fputs((bench::summary_json(config, report).dump(2) + "\n").c_str(), stdout);
+    std::fputs((json_text(bench::summary_json(config, report), 2) + "\n").c_str(), stdout);
   } else {
     std::fputs(bench::summary_text(config, report).c_str(), stdout);
   }

@@ -12,6 +12,7 @@
 #include "kvprof/model/dummy_gguf.hpp"
 #include "kvprof/model/dummy_vocab.hpp"
 #include "kvprof/model/resolve.hpp"
+#include "kvprof/util/json_text.hpp"
 #include "kvprof/util/units.hpp"
 
 namespace kvprof::cli {
@@ -113,7 +114,7 @@ void register_make_gguf_command(CLI::App& app) {
                                    {"file_bytes", summary.file_bytes},
                                    {"vocab_size", spec.vocab_size},
                                    {"seconds", secs}};
-      std::fputs((json.dump(2) + "\n").c_str(), stdout);
+      std::fputs((json_text(json, 2) + "\n").c_str(), stdout);
       return;
     }
     std::fputs(fmt::format("wrote {}: {} ({}), {} tensors, {} of weights, {} file, {:.1f} s\n",

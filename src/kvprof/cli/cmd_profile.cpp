@@ -25,6 +25,7 @@
 #include "kvprof/sim/sim_server.hpp"
 #include "kvprof/sim/sim_sizing.hpp"
 #include "kvprof/sys/signals.hpp"
+#include "kvprof/util/json_text.hpp"
 #include "kvprof/util/redact.hpp"
 #include "kvprof/util/units.hpp"
 #include "kvprof/workload/cli_options.hpp"
@@ -289,7 +290,7 @@ void run_profile_command(ProfileCliState& st) {
   history::record_or_warn(config.output_dir,
                           history::profile_entry(outcome->summary, outcome->run_dir));
   if (st.json) {
-    std::printf("%s\n", outcome->summary.dump(2).c_str());
+    std::printf("%s\n", json_text(outcome->summary, 2).c_str());
   } else {
     std::fputs(outcome->text.c_str(), stdout);
   }

@@ -13,6 +13,7 @@
 
 #include "kvprof/cli/commands.hpp"
 #include "kvprof/history/history_db.hpp"
+#include "kvprof/util/json_text.hpp"
 #include "kvprof/util/units.hpp"
 
 namespace kvprof::cli {
@@ -109,7 +110,7 @@ void run_runs_command(RunsCliState& st) {
                                 {"n_entries", entries.size()},
                                 {"n_missing_folders", n_missing},
                                 {"entries", list}};
-    std::printf("%s\n", out.dump(2).c_str());
+    std::printf("%s\n", json_text(out, 2).c_str());
     return;
   }
   if (entries.empty()) {

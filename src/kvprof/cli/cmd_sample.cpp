@@ -13,6 +13,7 @@
 #include "kvprof/gpu/sampler.hpp"
 #include "kvprof/sys/proc.hpp"
 #include "kvprof/sys/signals.hpp"
+#include "kvprof/util/json_text.hpp"
 #include "kvprof/util/strings.hpp"
 #include "kvprof/util/units.hpp"
 
@@ -154,7 +155,7 @@ void run_sample(const SampleOptions& o) {
     text += fmt::format("warning: {} samples skipped because queries overran the interval\n",
                         stats.missed_ticks);
   }
-  const std::string body = o.json ? json.dump(2) + "\n" : text;
+  const std::string body = o.json ? json_text(json, 2) + "\n" : text;
   std::fwrite(body.data(), 1, body.size(), stdout);
   std::fflush(stdout);
   if (sys::stop_requested()) {

@@ -19,6 +19,7 @@
 #include "kvprof/gpu/nvml.hpp"
 #include "kvprof/report/progress_line.hpp"
 #include "kvprof/sys/signals.hpp"
+#include "kvprof/util/json_text.hpp"
 
 namespace kvprof::cli {
 
@@ -91,7 +92,7 @@ void run_sweep_command(const SweepCliState& st) {
   const auto state = value_or_fatal(experiment::load_state(dir));
   if (st.dry_run) {
     if (st.json) {
-      std::printf("%s\n", experiment::plan_json(plan, state).dump(2).c_str());
+      std::printf("%s\n", json_text(experiment::plan_json(plan, state), 2).c_str());
     } else {
       std::fputs(experiment::plan_text(plan, state).c_str(), stdout);
       std::printf("\ndry run: nothing was started; results would go to %s\n", dir.c_str());

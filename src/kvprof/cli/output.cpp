@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "kvprof/util/error.hpp"
+#include "kvprof/util/json_text.hpp"
 
 namespace kvprof::cli {
 
@@ -20,7 +21,7 @@ void add_output_options(CLI::App* cmd, OutputOptions& options) {
 }
 
 void emit(const OutputOptions& options, const nlohmann::json& json, const std::string& text) {
-  const std::string body = options.json ? json.dump(2) + "\n" : text;
+  const std::string body = options.json ? json_text(json, 2) + "\n" : text;
   if (options.output_path.empty() || options.output_path == "-") {
     std::fwrite(body.data(), 1, body.size(), stdout);
     std::fflush(stdout);

@@ -8,6 +8,7 @@
 #include "kvprof/history/history_db.hpp"
 #include "kvprof/sys/proc.hpp"
 #include "kvprof/util/json_input.hpp"
+#include "kvprof/util/json_text.hpp"
 #include "kvprof/util/utf8.hpp"
 
 namespace kvprof::experiment {
@@ -65,9 +66,7 @@ std::string text(const json* j) {
 
 // A setting's value as text: strings as they are, anything else as compact JSON.
 std::string value_text(const json& j) {
-  std::string out =
-      to_valid_utf8(j.is_string() ? j.get<std::string>()
-                                  : j.dump(-1, ' ', false, json::error_handler_t::replace));
+  std::string out = to_valid_utf8(j.is_string() ? j.get<std::string>() : json_text(j));
   if (out.size() > k_max_value_chars)
     out = std::string(utf8_prefix(out, k_max_value_chars)) + "...";
   return out;
@@ -135,7 +134,7 @@ void read_estimate_comparison(const json& s, RunRecord& r) {
     for (const auto& row : *rows) {
       const auto est = number(member(&row, "estimated"));
       if (est && text(member(&row, "unit")) == "bytes") {
-        r.estimated[text(member(&row, "component")).substr(0, 64)] = *est;
+        r.estimated[std::string(utf8_prefix(text(member(&row, "component")), 64))] = *est;
       }
     }
   }

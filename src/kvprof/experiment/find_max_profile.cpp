@@ -1,5 +1,6 @@
 // find-max trials as in-process profile runs (see find_max_profile.hpp).
 #include "kvprof/experiment/find_max_profile.hpp"
+#include "kvprof/util/utf8.hpp"
 
 #include <fmt/format.h>
 
@@ -87,7 +88,7 @@ Trial make_profile_trial(const ProfileTrialSettings& s, const profile::ProfileDe
     }
     for (const auto& r : records) {
       if (r.status != client::RequestStatus::ok && o.first_error.empty()) {
-        o.first_error = r.error_text.substr(0, 200);
+        o.first_error = to_valid_utf8(utf8_prefix(r.error_text, 200));
       }
     }
     o.queued_requests = count_queued(records);

@@ -8,10 +8,12 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 
 #include <fmt/format.h>
 
 #include "kvprof/profile/manifest.hpp"
+#include "kvprof/util/json_input.hpp"
 
 namespace kvprof::experiment {
 
@@ -65,34 +67,49 @@ nlohmann::json SweepState::status_by_fingerprint() const {
   return out;
 }
 
+Expected<SweepState> parse_state(std::string_view text, std::string_view source) {
+  const auto not_a_state = [&](const Error& e) -> Expected<SweepState> {
+    std::string why = e.message;
+    if (why.starts_with(std::string(source) + ": ")) why.erase(0, source.size() + 2);
+    return fail(
+        ErrorKind::input,
+        fmt::format("{}: not a sweep state file ({}); move it away to start afresh", source, why));
+  };
+  const auto j = parse_json_input(text, source);
+  if (!j) return not_a_state(j.error());
+  auto state = read_json_input(source, [&]() -> Expected<SweepState> {
+    if (!j->is_object() || j->value("schema_version", 0) != 1) {
+      return fail(ErrorKind::input, "no schema_version 1");
+    }
+    SweepState out;
+    out.name = j->value("name", "");
+    out.config_file = j->value("config_file", "");
+    out.first_started_unix_s = j->value("first_started_unix_s", 0.0);
+    const auto& configurations = j->at("configurations");
+    if (!configurations.is_array()) return fail(ErrorKind::input, "configurations is not a list");
+    for (const auto& r : configurations) {
+      auto rec = record_from(r);
+      out.records[rec.fingerprint] = std::move(rec);
+    }
+    return out;
+  });
+  if (!state) return not_a_state(state.error());
+  return state;
+}
+
 Expected<SweepState> load_state(const fs::path& dir) {
-  SweepState state;
   const fs::path path = dir / k_state_file;
   std::error_code ec;
-  if (!fs::exists(path, ec)) return state;
+  if (!fs::exists(path, ec)) return SweepState{};
   const auto size = fs::file_size(path, ec);
   if (ec || size > k_max_state_bytes) {
     return fail(ErrorKind::input, fmt::format("{}: not a sweep state file (too large or "
                                               "unreadable); move it away to start afresh",
                                               path.string()));
   }
-  std::ifstream in(path);
-  try {
-    const auto j = nlohmann::json::parse(in);
-    if (j.at("schema_version").get<int>() != 1) throw std::runtime_error("schema_version");
-    state.name = j.value("name", "");
-    state.config_file = j.value("config_file", "");
-    state.first_started_unix_s = j.value("first_started_unix_s", 0.0);
-    for (const auto& r : j.at("configurations")) {
-      auto rec = record_from(r);
-      state.records[rec.fingerprint] = std::move(rec);
-    }
-  } catch (const std::exception& e) {
-    return fail(ErrorKind::input,
-                fmt::format("{}: not a sweep state file ({}); move it away to start afresh",
-                            path.string(), e.what()));
-  }
-  return state;
+  std::ifstream in(path, std::ios::binary);
+  const std::string text((std::istreambuf_iterator<char>(in)), {});
+  return parse_state(text, path.string());
 }
 
 Expected<void> save_state(const fs::path& dir, const SweepState& state) {

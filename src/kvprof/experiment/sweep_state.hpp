@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -46,6 +47,10 @@ struct SweepState {
   // `status` per fingerprint, for the plan.
   [[nodiscard]] nlohmann::json status_by_fingerprint() const;
 };
+
+// A state file's text read from `source` (its path, for messages); an input error
+// "SOURCE: not a sweep state file (why); move it away to start afresh" when it is not one.
+Expected<SweepState> parse_state(std::string_view text, std::string_view source);
 
 // The state file of the sweep in `dir`; an empty state when there is none; an input error naming
 // the file when it is not a state file (it is left as it is).

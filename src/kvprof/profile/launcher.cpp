@@ -18,6 +18,7 @@
 #include <cstring>
 
 #include "kvprof/client/http_get.hpp"
+#include "kvprof/util/utf8.hpp"
 
 namespace kvprof::profile {
 
@@ -159,10 +160,12 @@ void LaunchedServer::read_loop() {
   char buf[65536];
   const auto emit = [&](std::string line) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
-    LogLine l{now_ns(), ++line_no, std::move(line)};
+    // server.log keeps the bytes as printed; the lines handed on (startup timeline, engine
+    // figures, error tails) are valid UTF-8, so the run's JSON files can hold them.
+    LogLine l{now_ns(), ++line_no, to_valid_utf8(line)};
     if (m_on_line) m_on_line(l);
     std::lock_guard lock(m_tail_mutex);
-    m_tail.push_back(l.text.substr(0, k_tail_line_chars));
+    m_tail.emplace_back(utf8_prefix(l.text, k_tail_line_chars));
     if (m_tail.size() > k_tail_lines) m_tail.pop_front();
   };
   for (;;) {

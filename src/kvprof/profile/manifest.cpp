@@ -12,6 +12,7 @@
 #include "kvprof/client/transport.hpp"
 #include "kvprof/profile/profiler.hpp"
 #include "kvprof/sys/host_info.hpp"
+#include "kvprof/util/json_text.hpp"
 #include "kvprof/util/redact.hpp"
 #include "kvprof/workload/workload.hpp"
 
@@ -49,7 +50,7 @@ Expected<void> write_json_file(const fs::path& path, const json& value) {
       return fail(ErrorKind::io,
                   fmt::format("cannot write {}: {}", tmp.string(), std::strerror(errno)));
     }
-    out << value.dump(2) << '\n';
+    out << json_text(value, 2) << '\n';
     out.flush();
     if (!out) {
       const std::string why = std::strerror(errno);

@@ -7,6 +7,7 @@
 #include "kvprof/report/engine_log_report.hpp"
 #include "kvprof/util/redact.hpp"
 #include "kvprof/util/units.hpp"
+#include "kvprof/util/utf8.hpp"
 
 namespace kvprof::profile {
 
@@ -97,7 +98,7 @@ void StartupWatcher::on_line(const LogLine& line) {
     }
     it->end_ns = line.t_mono_ns;  // the last rank to report ends the phase
     it->line_no = line.line_no;
-    it->line = line.text.substr(0, k_max_line_chars);
+    it->line = utf8_prefix(line.text, k_max_line_chars);
   }
 }
 
