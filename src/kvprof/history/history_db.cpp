@@ -9,6 +9,8 @@
 
 #include <fmt/format.h>
 
+#include "kvprof/util/json_text.hpp"
+
 namespace kvprof::history {
 
 namespace fs = std::filesystem;
@@ -195,7 +197,7 @@ Expected<void> HistoryDb::record(const Entry& e) {
   st.bind(12, static_cast<int64_t>(e.n_requests));
   st.bind(13, static_cast<int64_t>(e.n_ok));
   st.bind(14, static_cast<int64_t>(e.n_errors));
-  st.bind(15, e.extra.dump());
+  st.bind(15, json_text(e.extra));
   const auto now = std::chrono::system_clock::now().time_since_epoch();
   st.bind(16, std::chrono::duration<double>(now).count());
   if (sqlite3_step(st.get()) != SQLITE_DONE) {
