@@ -40,5 +40,14 @@ TEST(Utf8, PrefixNeverEndsInsideACharacter) {
   EXPECT_EQ(utf8_prefix("\xf0\x9f\x98\x80", 3), "");
 }
 
+TEST(Utf8, OneLineIsPrintableAndBounded) {
+  EXPECT_EQ(one_line("a\tb\r\nc\x01\x7f"), "a b  c??");
+  EXPECT_EQ(one_line("bad \xff"), "bad " + k_bad);
+  EXPECT_EQ(one_line(std::string(300, 'a')), std::string(300, 'a'));
+  // A cut at 300 bytes that would fall inside the two-byte character: cut before it.
+  EXPECT_EQ(one_line(std::string(299, 'a') + "\xc3\xa9"), std::string(299, 'a') + "...");
+  EXPECT_EQ(one_line("abcdef", 3), "abc...");
+}
+
 }  // namespace
 }  // namespace kvprof

@@ -2,6 +2,7 @@
 #include "kvprof/client/openai.hpp"
 
 #include "kvprof/client/chunk_scan.hpp"
+#include "kvprof/util/utf8.hpp"
 
 #include <fmt/format.h>
 
@@ -47,20 +48,6 @@ json common_body(const GenerationParams& params) {
   body["stream_options"] = {{"include_usage", true}};
   if (params.ignore_eos) body["ignore_eos"] = true;
   return body;
-}
-
-// The server's message as one line, bounded.
-std::string one_line(std::string_view text) {
-  std::string out;
-  out.reserve(std::min<size_t>(text.size(), 300));
-  for (const char c : text) {
-    if (out.size() >= 300) {
-      out += "...";
-      break;
-    }
-    out.push_back(c == '\n' || c == '\r' ? ' ' : c);
-  }
-  return out;
 }
 
 StreamChunk error_chunk(const json& error) {

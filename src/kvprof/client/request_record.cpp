@@ -7,23 +7,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kvprof/util/utf8.hpp"
+
 namespace kvprof::client {
 
 namespace {
 
 constexpr size_t k_max_error_body_bytes = 4096;
-
-std::string one_line(std::string_view text, size_t max_chars = 300) {
-  std::string out;
-  for (const char c : text) {
-    if (out.size() >= max_chars) {
-      out += "...";
-      break;
-    }
-    out.push_back(c == '\n' || c == '\r' || c == '\t' ? ' ' : c);
-  }
-  return out;
-}
 
 // The message of an OpenAI-style error body, or the body itself.
 std::string error_body_message(std::string_view body) {

@@ -33,9 +33,7 @@ std::string short_text(std::string_view text, size_t max_bytes) {
 }
 
 std::string first_line(std::string_view text) {
-  const std::string line = trim(text.substr(0, text.find_first_of("\r\n")));
-  if (line.size() <= k_max_message_bytes) return to_valid_utf8(line, /*printable=*/true);
-  return short_text(line, k_max_message_bytes) + "...";
+  return one_line(trim(text.substr(0, text.find_first_of("\r\n"))), k_max_message_bytes);
 }
 
 }  // namespace

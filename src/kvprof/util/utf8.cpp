@@ -66,4 +66,18 @@ std::string_view utf8_prefix(std::string_view text, size_t max_bytes) {
   return text.substr(0, end);
 }
 
+std::string one_line(std::string_view text, size_t max_bytes) {
+  std::string line = to_valid_utf8(text);
+  for (char& c : line) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '\n' || c == '\r' || c == '\t') {
+      c = ' ';
+    } else if (u < 0x20 || u == 0x7f) {
+      c = '?';
+    }
+  }
+  if (line.size() <= max_bytes) return line;
+  return std::string(utf8_prefix(line, max_bytes)) + "...";
+}
+
 }  // namespace kvprof

@@ -17,4 +17,9 @@ std::string to_valid_utf8(std::string_view text, bool printable = false);
 // sequence (a valid string stays valid when cut).
 std::string_view utf8_prefix(std::string_view text, size_t max_bytes);
 
+// `text` as one printable line for a message: valid UTF-8 (bad bytes become U+FFFD), line breaks
+// and tabs as spaces, other control characters as '?', and when longer than `max_bytes` cut
+// between characters with "..." added.
+std::string one_line(std::string_view text, size_t max_bytes = 300);
+
 }  // namespace kvprof
