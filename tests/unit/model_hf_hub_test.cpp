@@ -13,6 +13,7 @@
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -122,7 +123,18 @@ class FakeHub {
     return "http://localhost:" + std::to_string(m_server.port());
   }
 
-  std::map<std::string, FakeRepo> repos;
+  // Serves `repo` under `id`. The lock orders this with the server thread even when the client
+  // is another process (a kvprof the test starts), whose requests order nothing in this one.
+  void add(const std::string& id, FakeRepo repo) {
+    const std::lock_guard lock(m_mutex);
+    m_repos[id] = std::move(repo);
+  }
+  // A copy of the repo served under `id`.
+  [[nodiscard]] FakeRepo repo(const std::string& id) const {
+    const std::lock_guard lock(m_mutex);
+    return m_repos.at(id);
+  }
+
   std::atomic<uint64_t> weight_bytes_served{0};
   std::atomic<int> requests{0};
   std::atomic<int> authorized_cdn_requests{0};  // the token must not follow the redirect
@@ -163,20 +175,24 @@ class FakeHub {
         cdn ? (parts.size() >= 3 ? parts[2] : "") : (parts.size() >= 5 ? parts[4] : "");
     const std::string auth = header_value(head, "Authorization");
     if (cdn && !auth.empty()) ++authorized_cdn_requests;
-    const auto repo = repos.find(repo_id);
-    if (repo == repos.end()) {
+    std::optional<FakeRepo> served;
+    {
+      const std::lock_guard lock(m_mutex);
+      if (const auto it = m_repos.find(repo_id); it != m_repos.end()) served = it->second;
+    }
+    if (!served) {
       send(c, "401 Unauthorized", R"({"error":"Repository not found"})",
            {"X-Error-Code: RepoNotFound"});
       return;
     }
-    if (repo->second.delay_ms > 0) c.wait_ms(repo->second.delay_ms);
-    if (!cdn && repo->second.gated && auth != std::string("Bearer ") + k_token) {
+    if (served->delay_ms > 0) c.wait_ms(served->delay_ms);
+    if (!cdn && served->gated && auth != std::string("Bearer ") + k_token) {
       send(c, auth.empty() ? "401 Unauthorized" : "403 Forbidden",
            R"({"error":"Access to model is restricted"})", {"X-Error-Code: GatedRepo"});
       return;
     }
-    const auto f = repo->second.files.find(file);
-    if (f == repo->second.files.end()) {
+    const auto f = served->files.find(file);
+    if (f == served->files.end()) {
       send(c, "404 Not Found", R"({"error":"Entry not found"})",
            {"X-Error-Code: EntryNotFound", std::string("X-Repo-Commit: ") + k_commit});
       return;
@@ -198,7 +214,7 @@ class FakeHub {
     };
     const std::string range = header_value(head, "Range");
     std::vector<std::string> headers{std::string("X-Repo-Commit: ") + k_commit};
-    if (range.starts_with("bytes=") && !repo->second.ignores_range) {
+    if (range.starts_with("bytes=") && !served->ignores_range) {
       const auto dash = range.find('-');
       const uint64_t from = std::stoull(range.substr(6, dash - 6));
       const uint64_t to =
@@ -211,6 +227,8 @@ class FakeHub {
     send(c, "200 OK", bytes(0, std::min<uint64_t>(ff.size_bytes, 4U << 20) - 1), headers);
   }
 
+  mutable std::mutex m_mutex;
+  std::map<std::string, FakeRepo> m_repos;
   testing::ScriptedHttpServer m_server;
 };
 
@@ -224,7 +242,7 @@ HubOptions options_for(const FakeHub& hub, const fs::path& cache) {
 
 TEST(HfHub, ReadsConfigAndOnlyTheSafetensorsHeadersOfEveryShard) {
   FakeHub hub;
-  hub.repos["meta-llama/Llama-3.1-8B"] = llama_repo();
+  hub.add("meta-llama/Llama-3.1-8B", llama_repo());
   test::ScopedTempDir cache("kvprof_hub_cache");
   auto files = fetch_hub_files("meta-llama/Llama-3.1-8B", options_for(hub, cache.path));
   ASSERT_TRUE(files) << files.error().message;
@@ -236,7 +254,7 @@ TEST(HfHub, ReadsConfigAndOnlyTheSafetensorsHeadersOfEveryShard) {
     total += t.bytes;
   EXPECT_EQ(total, (2ULL * 128256 * 4096 + 4096ULL * 4096 + 4096ULL * 14336) * 2);
   // Two Range requests per shard: 8 bytes, then exactly the JSON header; no tensor data.
-  const auto& repo = hub.repos["meta-llama/Llama-3.1-8B"];
+  const FakeRepo repo = hub.repo("meta-llama/Llama-3.1-8B");
   EXPECT_EQ(hub.weight_bytes_served.load(),
             repo.files.at("model-00001-of-00002.safetensors").prefix.size() +
                 repo.files.at("model-00002-of-00002.safetensors").prefix.size());
@@ -268,7 +286,7 @@ TEST(HfHub, ReadsConfigAndOnlyTheSafetensorsHeadersOfEveryShard) {
 TEST(HfHub, TheModelIsTheSameAsFromALocalFolder) {
   // An id the catalog lacks (a catalog id is read from the catalog, offline and at once).
   FakeHub hub;
-  hub.repos["someorg/Llama-Derivative-8B"] = llama_repo();
+  hub.add("someorg/Llama-Derivative-8B", llama_repo());
   test::ScopedTempDir cache("kvprof_hub_cache");
   LoadOptions load;
   load.hub = options_for(hub, cache.path);
@@ -279,11 +297,12 @@ TEST(HfHub, TheModelIsTheSameAsFromALocalFolder) {
   EXPECT_NE(from_hub->source.find(k_commit), std::string::npos) << from_hub->source;
   // The same config and tensors in a folder: the same model, the same warnings.
   test::ScopedTempDir folder("kvprof_hub_folder");
-  for (const auto& [name, f] : hub.repos["someorg/Llama-Derivative-8B"].files) {
+  const FakeRepo served = hub.repo("someorg/Llama-Derivative-8B");
+  for (const auto& [name, f] : served.files) {
     std::ofstream(folder.path / name, std::ios::binary) << f.prefix << std::string(0, '\0');
   }
   // Local shards need their data: write sparse files of the full size.
-  for (const auto& [name, f] : hub.repos["someorg/Llama-Derivative-8B"].files) {
+  for (const auto& [name, f] : served.files) {
     if (name.ends_with(".safetensors")) fs::resize_file(folder.path / name, f.size_bytes);
   }
   auto local = load_model(folder.path.string());
@@ -295,8 +314,9 @@ TEST(HfHub, TheModelIsTheSameAsFromALocalFolder) {
 
 TEST(HfHub, GatedReposNeedTheTokenWhichNeverFollowsARedirect) {
   FakeHub hub;
-  hub.repos["meta-llama/Llama-3.1-8B"] = llama_repo();
-  hub.repos["meta-llama/Llama-3.1-8B"].gated = true;
+  FakeRepo gated = llama_repo();
+  gated.gated = true;
+  hub.add("meta-llama/Llama-3.1-8B", gated);
   test::ScopedTempDir cache("kvprof_hub_cache");
   HubOptions o = options_for(hub, cache.path);
   auto refused = fetch_hub_files("meta-llama/Llama-3.1-8B", o);
@@ -327,7 +347,7 @@ TEST(HfHub, UnknownReposMissingFilesAndOfflineMissesAreNotFound) {
   FakeRepo config_only;
   config_only.files["config.json"] = {read_text(k_fixtures / "qwen2.5-7b.json"), 0};
   config_only.files["config.json"].size_bytes = config_only.files["config.json"].prefix.size();
-  hub.repos["Qwen/pytorch-bin-only"] = config_only;
+  hub.add("Qwen/pytorch-bin-only", config_only);
   test::ScopedTempDir cache("kvprof_hub_cache");
   const HubOptions o = options_for(hub, cache.path);
 
@@ -366,7 +386,7 @@ TEST(HfHub, HostileAndSlowAnswersAreClearErrors) {
   FakeRepo huge = llama_repo();
   auto& shard = huge.files["model-00001-of-00002.safetensors"];
   shard.prefix.replace(0, 8, std::string("\x00\x00\x00\x00\x00\x01\x00\x00", 8));  // 2^40
-  hub.repos["evil/huge-header"] = huge;
+  hub.add("evil/huge-header", huge);
   auto e1 = fetch_hub_files("evil/huge-header", o);
   ASSERT_FALSE(e1);
   EXPECT_EQ(e1.error().kind, ErrorKind::input);
@@ -376,14 +396,14 @@ TEST(HfHub, HostileAndSlowAnswersAreClearErrors) {
   auto& t = truncated.files["model-00002-of-00002.safetensors"];
   t.prefix.resize(t.prefix.size() - 10);  // the JSON header is cut short
   t.size_bytes = t.prefix.size();
-  hub.repos["evil/truncated"] = truncated;
+  hub.add("evil/truncated", truncated);
   auto e2 = fetch_hub_files("evil/truncated", o);
   ASSERT_FALSE(e2);
   EXPECT_EQ(e2.error().kind, ErrorKind::input) << e2.error().message;
 
   FakeRepo no_range = llama_repo();
   no_range.ignores_range = true;
-  hub.repos["evil/no-range"] = no_range;
+  hub.add("evil/no-range", no_range);
   auto e3 = fetch_hub_files("evil/no-range", o);
   ASSERT_FALSE(e3);
   EXPECT_LT(hub.weight_bytes_served.load(), 8U << 20) << "a Range-less answer must be cut short";
@@ -391,14 +411,14 @@ TEST(HfHub, HostileAndSlowAnswersAreClearErrors) {
   FakeRepo bad_index = llama_repo();
   bad_index.files["model.safetensors.index.json"].prefix =
       R"({"weight_map":{"x":"../../../etc/passwd"}})";
-  hub.repos["evil/index"] = bad_index;
+  hub.add("evil/index", bad_index);
   auto e4 = fetch_hub_files("evil/index", o);
   ASSERT_FALSE(e4);
   EXPECT_NE(e4.error().message.find("not a file name"), std::string::npos);
 
   FakeRepo slow = llama_repo();
   slow.delay_ms = 2000;
-  hub.repos["slow/model"] = slow;
+  hub.add("slow/model", slow);
   const auto start = std::chrono::steady_clock::now();
   auto e5 = fetch_hub_files("slow/model", o);
   ASSERT_FALSE(e5);
@@ -423,7 +443,7 @@ TEST(HfHub, ContentRangeAndRepoIds) {
 
 TEST(HfHub, EstimateReadsAModelTheCatalogLacksFromTheHubThenOffline) {
   FakeHub hub;
-  hub.repos["someorg/Llama-Derivative-8B"] = llama_repo();
+  hub.add("someorg/Llama-Derivative-8B", llama_repo());
   test::ScopedTempDir cache("kvprof_hub_cache");
   const std::string env = "HF_ENDPOINT=" + hub.url() + " HF_HUB_CACHE=" + cache.path.string() +
                           " HF_TOKEN= HF_HUB_OFFLINE= ";
