@@ -4,11 +4,13 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -24,6 +26,13 @@ namespace kvprof::model {
 namespace {
 
 namespace fs = std::filesystem;
+
+// A GgufWriter fill that sets every data byte to `value`.
+auto fill_with(uint8_t value) {
+  return [value](size_t, uint64_t, std::span<uint8_t> out) {
+    std::fill(out.begin(), out.end(), value);
+  };
+}
 
 class DummyGguf : public testing::Test {
  protected:
@@ -240,10 +249,7 @@ TEST_F(DummyGguf, UnwritablePathFailsAndLeavesNoFile) {
   EXPECT_FALSE(w.add_tensor("q", 12, {128}).has_value());  // not whole Q4_K blocks
   ASSERT_TRUE(w.add_tensor("t", 0, {3}).has_value());
   EXPECT_FALSE(w.add_tensor("t", 0, {3}).has_value());
-  const auto fill = [](size_t, uint64_t, std::span<uint8_t> out) {
-    std::fill(out.begin(), out.end(), uint8_t{0});
-  };
-  ASSERT_TRUE(w.write(m_dir / "w.gguf", fill).has_value());
+  ASSERT_TRUE(w.write(m_dir / "w.gguf", fill_with(0)).has_value());
   EXPECT_EQ(fs::file_size(m_dir / "w.gguf"), w.file_bytes());
   size_t files = 0;
   for (const auto& e : fs::directory_iterator(m_dir))
@@ -263,10 +269,7 @@ TEST_F(DummyGguf, TheWriterAloneWritesGeneralAlignment) {
   ASSERT_TRUE(w64.set_u32("a", 1).has_value());
   ASSERT_TRUE(w64.add_tensor("t0", 0, {3}).has_value());
   ASSERT_TRUE(w64.add_tensor("t1", 0, {5}).has_value());
-  const auto fill = [](size_t, uint64_t, std::span<uint8_t> out) {
-    std::fill(out.begin(), out.end(), uint8_t{7});
-  };
-  ASSERT_TRUE(w64.write(m_dir / "a64.gguf", fill).has_value());
+  ASSERT_TRUE(w64.write(m_dir / "a64.gguf", fill_with(7)).has_value());
   EXPECT_EQ(fs::file_size(m_dir / "a64.gguf"), w64.file_bytes());
   const auto back = read_gguf(m_dir / "a64.gguf");
   ASSERT_TRUE(back.has_value()) << back.error().message;
