@@ -170,7 +170,9 @@ class ProfileE2E : public test::SimServerTest {
 };
 
 TEST_F(ProfileE2E, EveryOutputFileHoldsTheRun) {
-  start_sim(small_sim());
+  // Steps of 10 ms, not 5: the 16 requests of a batch then overlap for long enough that a scrape
+  // sees them all even on a loaded machine (at 5 ms a TSan build beside fuzzers once saw 4).
+  start_sim(small_vllm(10.0));
   auto r = sys::run_command(profile_args({"--input-lens", "256,1024", "--concurrencies", "1,4,16",
                                           "--json", "--read-interval-us", "500"}),
                             env());
