@@ -43,6 +43,33 @@ TEST(CompareRuns, CommandFlagsAreSettings) {
   EXPECT_TRUE(command_flags("").empty());
 }
 
+TEST(CompareRuns, LongLaunchCommandsKeepEveryFlagWhole) {
+  // A model path of 600 characters, then the flags that differ between runs.
+  const std::string model_path = "/mnt/models/" + std::string(600, 'm');
+  const std::string command =
+      "/opt/engines/bin/vllm serve " + model_path + " --enforce-eager --max-num-seqs 64";
+  const json summary = {{"schema_version", 2},
+                        {"run_id", "r1"},
+                        {"memory_measurements", json::array()},
+                        {"launch", {{"command", command}}}};
+  auto r = parse_run_documents(summary.dump(), "", "/x/r1");
+  ASSERT_TRUE(r.has_value()) << r.error().message;
+  EXPECT_EQ(r->launch_command, command);
+  EXPECT_EQ(r->settings.at("launch --enforce-eager"), "true");
+  EXPECT_EQ(r->settings.at("launch --max-num-seqs"), "64");
+
+  // Past the command bound the cut falls between words: the last flag is whole or gone.
+  std::string huge = "vllm serve m";
+  while (huge.size() < 8300)
+    huge += " --flag-number-" + std::to_string(huge.size());
+  const auto f = command_flags(huge);
+  for (const auto& [name, value] : f) {
+    if (!name.starts_with("--")) continue;  // the program and its positional argument
+    EXPECT_NE(huge.find(" " + name + " "), std::string::npos) << name;
+  }
+  EXPECT_GT(f.size(), 100U);
+}
+
 TEST(CompareRuns, ReadsBenchSummariesAndRejectsOthers) {
   const json bench = {
       {"schema_version", 1},
@@ -149,10 +176,12 @@ class CompareE2E : public ::testing::Test {
     fs::remove_all(s_dir, ec);
   }
 
-  // One profile run of a launched serve-sim with `extra` serve-sim flags; its run folder.
-  static fs::path launch_run(const std::string& tag, const std::string& extra) {
+  // One profile run of a launched serve-sim (the binary at `bin`) with `extra` serve-sim flags;
+  // its run folder.
+  static fs::path launch_run(const std::string& tag, const std::string& extra,
+                             const std::string& bin = KVPROF_BIN) {
     const fs::path live = s_dir / "live.txt";
-    const std::string serve = std::string(KVPROF_BIN) +
+    const std::string serve = bin +
                               " serve-sim --model {model} --gpu H100 --host {host} --port {port} "
                               "--num-gpu-blocks 600 --max-model-len 2048 "
                               "--cuda-graph-bytes-per-graph 8MiB --vllm-startup-log "
@@ -180,7 +209,14 @@ TEST_F(CompareE2E, CudaGraphSettingsReproduceTheGraphMemoryTheEngineWasGiven) {
   ::setenv("KVPROF_NVML_LIBRARY", KVPROF_FAKE_NVML_PATH, 1);
   ::setenv("KVPROF_FAKE_NVML_GPUS", "1", 1);
   ::setenv("KVPROF_FAKE_NVML_LIVE", (s_dir / "live.txt").c_str(), 1);
-  const fs::path eager = launch_run("eager", "--enforce-eager");
+  // One server launched from a deep folder, as from a clone at a long path: its command is over
+  // 400 characters, and its flags must still read whole.
+  fs::path deep = s_dir;
+  for (int i = 0; i < 8; ++i)
+    deep /= "a-folder-name-of-forty-characters-" + std::to_string(100000 + i);
+  fs::create_directories(deep);
+  fs::create_symlink(KVPROF_BIN, deep / "kvprof");
+  const fs::path eager = launch_run("eager", "--enforce-eager", (deep / "kvprof").string());
   const fs::path graphs = launch_run("graphs", "");
   const fs::path fewer = launch_run("seqs64", "--max-num-seqs 64");
   ::unsetenv("KVPROF_NVML_LIBRARY");

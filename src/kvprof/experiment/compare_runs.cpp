@@ -59,6 +59,13 @@ std::optional<uint64_t> bytes(const json* j) {
   return std::nullopt;
 }
 
+// At most `max_chars` of a command, cut between words so that no flag loses part of its name.
+std::string_view words_prefix(std::string_view command, size_t max_chars) {
+  if (command.size() <= max_chars) return command;
+  const size_t space = command.substr(0, max_chars + 1).find_last_of(" \t\n");
+  return command.substr(0, space == std::string_view::npos ? 0 : space);
+}
+
 std::string text(const json* j) {
   if (j == nullptr || !j->is_string()) return {};
   return to_valid_utf8(utf8_prefix(j->get_ref<const std::string&>(), k_max_value_chars));
@@ -203,7 +210,11 @@ void read_profile(const json& s, RunRecord& r) {
   r.n_errors = bytes(path(s, {"requests", "n_errors"})).value_or(0);
   r.tokens_per_s = number(path(s, {"latency_stats", "tokens_per_second"})).value_or(0);
   r.host_peak_rss_bytes = bytes(path(s, {"host_memory", "peak_rss_bytes"}));
-  r.launch_command = text(path(s, {"launch", "command"}));
+  // The command as launched, whole: its flags are settings (a long model path must not cut them).
+  if (const json* c = path(s, {"launch", "command"}); c != nullptr && c->is_string()) {
+    r.launch_command =
+        to_valid_utf8(words_prefix(c->get_ref<const std::string&>(), k_max_command_chars));
+  }
 }
 
 void read_bench(const json& s, RunRecord& r) {
@@ -272,7 +283,7 @@ Expected<RunRecord> read_documents(std::string_view summary_text, std::string_vi
 }  // namespace
 
 std::map<std::string, std::string> command_flags(std::string_view command) {
-  command = command.substr(0, k_max_command_chars);
+  command = words_prefix(command, k_max_command_chars);
   std::vector<std::string> tokens;
   std::string current;
   bool in_token = false;
