@@ -23,6 +23,21 @@ std::string all_errors(const ConfigParse& p) {
   return out;
 }
 
+TEST(SweepConfig, AFileNotInUtf8IsAnErrorAtItsLine) {
+  // A Latin-1 e-acute (0xe9) in a model id.
+  const auto p = parse_sweep_config("gpu: H100\nmodels:\n  - model_id: caf\xe9-7b\n");
+  ASSERT_EQ(p.errors.size(), 1U) << all_errors(p);
+  EXPECT_EQ(p.errors[0].pos.line, 3);
+  EXPECT_EQ(p.errors[0].pos.column, 18);
+  EXPECT_NE(p.errors[0].message.find("not UTF-8"), std::string::npos) << p.errors[0].message;
+  // Valid UTF-8 of every length reads.
+  const auto ok = parse_sweep_config(
+      "gpu: H100\n# caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\n"
+      "input_lengths: [64]\noutput_lengths: [4]\nbatch_sizes: [1]\n"
+      "models:\n  - model_id: meta-llama/Llama-3.1-8B-Instruct\n");
+  EXPECT_TRUE(ok.errors.empty()) << all_errors(ok);
+}
+
 TEST(SweepConfig, ReadsTheBatchProfilerFileWithItsArchitectureKeys) {
   const auto p = parse_sweep_config(R"(models:
   - model_id: "meta-llama/Llama-2-7b-hf"

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
@@ -242,6 +243,36 @@ TEST_F(SweepE2e, InterruptedSweepRunAgainFinishesOnlyWhatWasLeft) {
   EXPECT_NE(third.stdout_text.find("0 ran now"), std::string::npos) << third.stdout_text;
 }
 
+TEST_F(SweepE2e, HostileNamesInTheSweepFileRunNothing) {
+  const fs::path marker = m_dir / "pwned";
+  const fs::path printed = m_dir / "words.txt";
+  const std::string inject = ";touch " + marker.string() + ";echo";
+  // A model the catalog lacks (its architecture given) and a quantization, each carrying a
+  // command; the "server" writes the words it was given and exits.
+  const fs::path config = write("hostile.yaml", R"(gpu: H100
+input_lengths: [64]
+output_lengths: [4]
+models:
+  - model_id: "x)" + inject + R"("
+    num_layers: 4
+    hidden_size: 512
+    num_heads: 8
+    max_model_len: 1024
+    batch_sizes: [1]
+    quantization: "fp8)" + inject + R"("
+    launch: "printf '%s\n' {model} {engine_args} > )" +
+                                                    printed.string() + R"(; exit 7"
+)");
+  auto r = kvprof({"sweep", "--config", config.string(), "--output-dir",
+                   (m_dir / "results").string(), "--run-unfit", "-q"});
+  EXPECT_EQ(r.exit_code, 3) << r.stderr_text;
+  EXPECT_FALSE(fs::exists(marker)) << "a value from the sweep file ran as a command";
+  std::ifstream in(printed);
+  const std::string words((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(words.find("x" + inject + "\n--tensor-parallel-size\n1\n"), std::string::npos) << words;
+  EXPECT_NE(words.find("--quantization\nfp8" + inject + "\n"), std::string::npos) << words;
+}
+
 TEST_F(SweepE2e, AFailedConfigurationIsRecordedAndTheSweepGoesOn) {
   const fs::path config = write("fails.yaml", header() + R"(models:
   - model_id: meta-llama/Llama-3.1-8B-Instruct
@@ -313,6 +344,15 @@ models:
       << e;
   EXPECT_NE(e.find("5 problems in " + f), std::string::npos) << e;
   EXPECT_FALSE(fs::exists(m_dir / "results"));
+
+  // A file saved in Latin-1 (an e-acute, 0xe9): one problem at its place, not an internal error.
+  const fs::path latin1 = write("latin1.yaml", "models:\n  - model_id: caf\xe9-7b\n");
+  r = kvprof({"sweep", "--config", latin1.string(), "--dry-run"});
+  EXPECT_EQ(r.exit_code, 2) << r.stderr_text;
+  EXPECT_NE(r.stderr_text.find(latin1.string() + ":2:18: error: the file is not UTF-8 here"),
+            std::string::npos)
+      << r.stderr_text;
+  EXPECT_EQ(r.stderr_text.find("internal error"), std::string::npos) << r.stderr_text;
 
   // Once the types are right, a model that is neither known nor described is one more problem,
   // at its line.

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -19,6 +20,7 @@
 
 #include "kvprof/profile/launcher.hpp"
 #include "kvprof/sim/sim_server.hpp"
+#include "kvprof/sys/proc.hpp"
 #include "kvprof/sys/subprocess.hpp"
 #include "support/loopback_port.hpp"
 #include "support/run_folders.hpp"
@@ -369,6 +371,162 @@ TEST_F(ProfileLaunch, PlaceholdersAreCheckedBeforeAnythingStarts) {
       {{"model", "m"}, {"port", "80"}, {"host", "h"}, {"max_concurrency", "4"}});
   ASSERT_TRUE(filled.has_value());
   EXPECT_EQ(*filled, "a m 80h 4");
+}
+
+// What a value reads as once /bin/sh has parsed `command` (printf prints each word on a line).
+std::string through_shell(const std::string& command) {
+  auto r = sys::run_command({"/bin/sh", "-c", command}, {});
+  EXPECT_TRUE(r.has_value());
+  return r ? r->stdout_text : std::string();
+}
+
+TEST(FillPlaceholders, EveryValueReachesTheShellAsTheWordsItWas) {
+  const std::vector<std::string> hostile = {"x;touch /nonexistent/kvprof-pwned;echo",
+                                            "two words",
+                                            "it's",
+                                            "$(id -u)",
+                                            "`id -u`",
+                                            "\"quoted\"",
+                                            "back\\slash",
+                                            "*",
+                                            "~",
+                                            "a'b\"c$d`e\\f",
+                                            "--flag=1|cat",
+                                            "plain-name_1.0"};
+  for (const auto& v : hostile) {
+    for (const std::string tmpl :
+         {"printf '%s\\n' {model}", "printf '%s\\n' '{model}'", "printf '%s\\n' \"{model}\"",
+          "printf '%s\\n' \"pre {model} post\""}) {
+      auto filled = profile::fill_placeholders(tmpl, {{"model", v}});
+      ASSERT_TRUE(filled.has_value()) << filled.error().message;
+      const bool wrapped = tmpl.find("pre ") != std::string::npos;
+      EXPECT_EQ(through_shell(*filled), (wrapped ? "pre " + v + " post" : v) + "\n")
+          << tmpl << " -> " << *filled;
+    }
+  }
+  // A list of words: each stays one word.
+  auto filled = profile::fill_placeholders(
+      "printf '%s\\n' {engine_args}", {},
+      {{"engine_args", {"--quantization", "awq;touch /nonexistent/x", "--dtype", "a b"}}});
+  ASSERT_TRUE(filled.has_value());
+  EXPECT_EQ(through_shell(*filled), "--quantization\nawq;touch /nonexistent/x\n--dtype\na b\n");
+
+  // Control characters are refused, not passed on.
+  for (const std::string& bad :
+       std::vector<std::string>{"x\ntouch /tmp/y", "x\r", std::string("x\0y", 3), "x\x1b[2J"}) {
+    auto r = profile::fill_placeholders("serve {model}", {{"model", bad}});
+    ASSERT_FALSE(r.has_value());
+    EXPECT_NE(r.error().message.find("{model} holds a control character"), std::string::npos)
+        << r.error().message;
+  }
+  // Braces around anything but a name are the command's own (a JSON argument).
+  filled = profile::fill_placeholders(
+      "vllm serve {model} --kv-transfer-config '{\"kv_connector\":\"LMCacheConnectorV1\"}'",
+      {{"model", "m"}});
+  ASSERT_TRUE(filled.has_value()) << filled.error().message;
+  EXPECT_EQ(*filled,
+            "vllm serve m --kv-transfer-config '{\"kv_connector\":\"LMCacheConnectorV1\"}'");
+  EXPECT_EQ(profile::placeholder_names("a {model} '{\"x\": 1}' {port}{host} {"),
+            (std::vector<std::string>{"model", "port", "host"}));
+}
+
+TEST_F(ProfileLaunch, AHostileModelNameRunsNothing) {
+  const fs::path marker = m_dir / "pwned";
+  const std::string model = "x;touch " + marker.string() + ";echo";
+  // The "server" prints the model it was given and exits: the value arrived as one word.
+  auto r = profile({"--model", model, "--launch", "printf 'model=%s\\n' {model}; exit 3",
+                    "--launch-timeout", "20"});
+  EXPECT_EQ(r.exit_code, 1) << r.stderr_text;
+  EXPECT_FALSE(fs::exists(marker)) << "the model name ran as a command";
+  EXPECT_NE(r.stderr_text.find("\"model=" + model + "\""), std::string::npos) << r.stderr_text;
+
+  r = profile({"--model", "x\n;touch " + marker.string(), "--launch", "serve {model}"});
+  EXPECT_EQ(r.exit_code, 2) << r.stderr_text;
+  EXPECT_NE(r.stderr_text.find("holds a control character"), std::string::npos) << r.stderr_text;
+  EXPECT_FALSE(fs::exists(marker));
+}
+
+// True when a process of group `pgid` still runs. Zombies do not count: once kvprof (their
+// subreaper) is gone they wait for init, which in a container may never reap them.
+bool group_runs(pid_t pgid) {
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator("/proc", ec)) {
+    std::ifstream in(e.path() / "stat");
+    std::string stat;
+    if (!std::getline(in, stat)) continue;
+    const auto group = sys::parse_proc_stat_pgrp(stat);
+    const size_t close = stat.rfind(") ");
+    if (group && *group == pgid && close != std::string::npos && close + 2 < stat.size() &&
+        stat[close + 2] != 'Z') {
+      return true;
+    }
+  }
+  return false;
+}
+
+// kvprof killed (SIGKILL) or hung up on (SIGHUP) while it profiles a launched server whose
+// processes are not all the shell (the shell forks the server and waits): no process of the
+// server's group may outlive it. A hang-up is a stop like Ctrl-C: the summary is written.
+TEST_F(ProfileLaunch, AKilledOrHungUpProfileTakesItsServerWithIt) {
+  for (const int signo : {SIGKILL, SIGHUP}) {
+    SCOPED_TRACE(::strsignal(signo));
+    fs::remove_all(m_dir / "results");
+    fs::remove(m_dir / "pid");
+    const std::string command = "echo $$ > " + (m_dir / "pid").string() + "; " +
+                                std::string(KVPROF_BIN) +
+                                " serve-sim --model {model} --gpu H100 --host {host} --port "
+                                "{port} --live-state " +
+                                (m_dir / "live.txt").string() + "; echo the server ended";
+    sys::CommandOptions o;
+    o.timeout = 60s;
+    o.env = {{"KVPROF_NVML_LIBRARY", KVPROF_FAKE_NVML_PATH},
+             {"KVPROF_FAKE_NVML_GPUS", "1"},
+             {"KVPROF_FAKE_NVML_LIVE", (m_dir / "live.txt").string()},
+             {"KVPROF_URL", ""},
+             {"KVPROF_MODEL", ""}};
+    // The signal once the server has answered and the grid runs (a request trace appears).
+    const fs::path results = m_dir / "results";
+    o.on_spawn = [results, signo](pid_t pid) {
+      std::thread([pid, results, signo] {
+        for (int i = 0; i < 1200; ++i) {
+          std::error_code ec;
+          for (const auto& run : fs::directory_iterator(results, ec)) {
+            if (fs::exists(run.path() / "request_trace.csv", ec)) {
+              std::this_thread::sleep_for(200ms);
+              ::kill(pid, signo);
+              return;
+            }
+          }
+          std::this_thread::sleep_for(25ms);
+        }
+        ::kill(pid, signo);
+      }).detach();
+    };
+    auto r = sys::run_command(
+        {KVPROF_BIN, "profile", "--output-dir", results.string(), "-q", "--model", "sim-llama",
+         "--launch", command, "--input-lens", "256", "--output-lens", "256", "--concurrencies",
+         "1,2,4,8", "--baseline-s", "0.1", "--post-warmup-s", "0.1"},
+        o);
+    ASSERT_TRUE(r.has_value());
+    const pid_t pgid = written_pid("pid");
+    ASSERT_GT(pgid, 0);
+    bool gone = false;
+    for (int i = 0; i < 200 && !gone; ++i) {  // the watchdog's grace is 5 s
+      gone = !group_runs(pgid);
+      if (!gone) std::this_thread::sleep_for(50ms);
+    }
+    EXPECT_TRUE(gone) << "the server's group outlived kvprof";
+    if (signo == SIGHUP) {
+      EXPECT_EQ(r->exit_code, 130) << r->stderr_text;
+      std::ifstream in(run_dir() / "summary.json");
+      ASSERT_TRUE(in.good()) << "no summary.json after SIGHUP";
+      const json summary = json::parse(in);
+      EXPECT_TRUE(summary.at("interrupted").get<bool>());
+      EXPECT_TRUE(summary.at("launch").at("stop").at("process_group_gone").get<bool>());
+    } else {
+      ::kill(-pgid, SIGKILL);  // a failed check leaves nothing behind either
+    }
+  }
 }
 
 TEST_F(ProfileLaunch, ServerLogOfAServerStartedElsewhereGoesIntoTheSummary) {

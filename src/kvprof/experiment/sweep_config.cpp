@@ -16,7 +16,9 @@
 #include "kvprof/estimate/settings.hpp"
 #include "kvprof/gpu/gpu_catalog.hpp"
 #include "kvprof/model/dtype.hpp"
+#include "kvprof/profile/launcher.hpp"
 #include "kvprof/util/strings.hpp"
+#include "kvprof/util/utf8.hpp"
 #include "kvprof/workload/workload.hpp"
 
 namespace kvprof::experiment {
@@ -183,17 +185,16 @@ class Checker {
 const std::set<std::string, std::less<>> k_dtypes = {"auto",     "float16", "half",    "fp16",
                                                      "bfloat16", "bf16",    "float32", "float"};
 
-// The `{name}` placeholders of a launch command; nullopt when a brace is not closed.
-std::optional<std::vector<std::string>> placeholders_in(const std::string& command) {
-  std::vector<std::string> names;
-  size_t i = 0;
-  while ((i = command.find('{', i)) != std::string::npos) {
-    const size_t close = command.find('}', i);
-    if (close == std::string::npos) return std::nullopt;
-    names.push_back(command.substr(i + 1, close - i - 1));
-    i = close + 1;
-  }
-  return names;
+// Where the first byte that is not valid UTF-8 lies in `text` (line and column, 1-based; the
+// column counts bytes); nullopt when all of it is valid.
+std::optional<SourcePos> first_invalid_utf8(std::string_view text) {
+  const size_t bad = valid_utf8_length(text);
+  if (bad == text.size()) return std::nullopt;
+  const std::string_view before = text.substr(0, bad);
+  const size_t line_start = before.rfind('\n');
+  const size_t column = line_start == std::string_view::npos ? bad : bad - line_start - 1;
+  return SourcePos{static_cast<int>(std::count(before.begin(), before.end(), '\n')) + 1,
+                   static_cast<int>(column) + 1};
 }
 
 // Applies one per-model key (at the top level: a default) to `e`.
@@ -273,18 +274,13 @@ void apply_model_key(Checker& c, const std::string& key, const YAML::Node& v,
     e.launch_pos = pos_of(v);
     if (auto s = c.string(v, path, true)) {
       e.launch = *s;
-      const auto names = placeholders_in(*s);
-      if (!names) {
-        c.error(v, fmt::format("{}: a '{{' without its '}}'", path));
-      } else {
-        for (const auto& name : *names) {
-          const auto& known = launch_placeholders();
-          if (std::find(known.begin(), known.end(), name) == known.end()) {
-            const auto close = closest_matches(name, known, 1);
-            c.error(v, fmt::format(
-                           "{}: unknown placeholder {{{}}}{}", path, name.substr(0, 80),
-                           close.empty() ? "" : fmt::format(" (did you mean {{{}}}?)", close[0])));
-          }
+      for (const auto& name : profile::placeholder_names(*s)) {
+        const auto& known = launch_placeholders();
+        if (std::find(known.begin(), known.end(), name) == known.end()) {
+          const auto close = closest_matches(name, known, 1);
+          c.error(v, fmt::format(
+                         "{}: unknown placeholder {{{}}}{}", path, name.substr(0, 80),
+                         close.empty() ? "" : fmt::format(" (did you mean {{{}}}?)", close[0])));
         }
       }
     }
@@ -356,7 +352,7 @@ void check_entry(Checker& c, const ModelEntry& e, const std::set<std::string>& g
                                n_conditions));
   }
   if (!e.launch.empty()) {
-    const auto names = placeholders_in(e.launch).value_or(std::vector<std::string>{});
+    const auto names = profile::placeholder_names(e.launch);
     const auto needs = [&](const char* name, bool has) {
       if (!has && std::find(names.begin(), names.end(), name) != names.end()) {
         c.error(e.launch_pos,
@@ -427,6 +423,12 @@ ConfigParse parse_sweep_config(std::string_view text) {
   Checker c(out);
   if (text.size() > k_max_config_bytes) {
     c.error(SourcePos{}, fmt::format("the file is over {} bytes", k_max_config_bytes));
+    return out;
+  }
+  if (const auto bad = first_invalid_utf8(text)) {
+    c.error(*bad,
+            "the file is not UTF-8 here (saved in another encoding, e.g. Latin-1?); save "
+            "it as UTF-8");
     return out;
   }
   YAML::Node root;

@@ -26,16 +26,20 @@ double now_unix_s() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-// The vLLM flags for the settings an entry gives ({engine_args}).
-std::string engine_args(const ModelEntry& e) {
-  std::string s = fmt::format("--tensor-parallel-size {}", e.tensor_parallel_size);
-  if (e.dtype != "auto") s += " --dtype " + e.dtype;
-  if (!e.quantization.empty()) s += " --quantization " + e.quantization;
-  if (e.kv_cache_dtype != "auto") s += " --kv-cache-dtype " + e.kv_cache_dtype;
+// The vLLM flags for the settings an entry gives ({engine_args}), one word each.
+std::vector<std::string> engine_args(const ModelEntry& e) {
+  std::vector<std::string> w = {"--tensor-parallel-size", std::to_string(e.tensor_parallel_size)};
+  const auto add = [&](const char* flag, std::string value) {
+    w.emplace_back(flag);
+    w.push_back(std::move(value));
+  };
+  if (e.dtype != "auto") add("--dtype", e.dtype);
+  if (!e.quantization.empty()) add("--quantization", e.quantization);
+  if (e.kv_cache_dtype != "auto") add("--kv-cache-dtype", e.kv_cache_dtype);
   if (e.gpu_memory_utilization)
-    s += fmt::format(" --gpu-memory-utilization {}", *e.gpu_memory_utilization);
-  if (e.max_model_len) s += fmt::format(" --max-model-len {}", *e.max_model_len);
-  return s;
+    add("--gpu-memory-utilization", fmt::format("{}", *e.gpu_memory_utilization));
+  if (e.max_model_len) add("--max-model-len", std::to_string(*e.max_model_len));
+  return w;
 }
 
 Expected<profile::LaunchSettings> launch_settings(const PlannedConfig& pc, const SweepSettings& s) {
@@ -48,19 +52,20 @@ Expected<profile::LaunchSettings> launch_settings(const PlannedConfig& pc, const
   ls.port = *port;
   const uint32_t max_batch = *std::max_element(e.batch_sizes.begin(), e.batch_sizes.end());
   const auto opt = [](const auto& v) { return v ? fmt::format("{}", *v) : std::string(); };
-  auto command = profile::fill_placeholders(
-      e.launch, {{"model", e.model_id},
-                 {"port", std::to_string(ls.port)},
-                 {"host", ls.host},
-                 {"max_concurrency", std::to_string(max_batch)},
-                 {"gpu", pc.gpu},
-                 {"dtype", e.dtype},
-                 {"tensor_parallel_size", std::to_string(e.tensor_parallel_size)},
-                 {"quantization", e.quantization},
-                 {"kv_cache_dtype", e.kv_cache_dtype},
-                 {"gpu_memory_utilization", opt(e.gpu_memory_utilization)},
-                 {"max_model_len", opt(e.max_model_len)},
-                 {"engine_args", engine_args(e)}});
+  auto command =
+      profile::fill_placeholders(e.launch,
+                                 {{"model", e.model_id},
+                                  {"port", std::to_string(ls.port)},
+                                  {"host", ls.host},
+                                  {"max_concurrency", std::to_string(max_batch)},
+                                  {"gpu", pc.gpu},
+                                  {"dtype", e.dtype},
+                                  {"tensor_parallel_size", std::to_string(e.tensor_parallel_size)},
+                                  {"quantization", e.quantization},
+                                  {"kv_cache_dtype", e.kv_cache_dtype},
+                                  {"gpu_memory_utilization", opt(e.gpu_memory_utilization)},
+                                  {"max_model_len", opt(e.max_model_len)}},
+                                 {{"engine_args", engine_args(e)}});
   if (!command) return std::unexpected(command.error());
   ls.command = *command;
   return ls;
@@ -207,7 +212,7 @@ void run_one(const RunContext& ctx, const PlannedConfig& pc, ConfigRecord& rec) 
   const auto& t = outcome->totals;
   if (outcome->interrupted) {
     rec.status = "interrupted";
-    rec.reason = fmt::format("interrupted; {} of {} requests completed", t.n_ok, t.n_planned);
+    rec.reason = "interrupted; " + profile::request_totals_text(t);
   } else if (t.n_ok == 0) {
     rec.status = "failed";
     rec.reason = "no request succeeded (see request_trace.csv)";

@@ -13,11 +13,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
 
 #include "kvprof/client/http_get.hpp"
+#include "kvprof/util/shell.hpp"
 #include "kvprof/util/utf8.hpp"
 
 namespace kvprof::profile {
@@ -42,34 +44,130 @@ bool to_sockaddr(const std::string& host, uint16_t port, sockaddr_in& out) {
   return ::inet_pton(AF_INET, h.c_str(), &out.sin_addr) == 1;
 }
 
+// Where a placeholder stands in the command, as the shell reads it.
+enum class Quoting { none, single, double_ };
+
+// `value` written so that the shell reads it back unchanged at a place quoted as `q`.
+std::string quoted_for(std::string_view value, Quoting q) {
+  if (q == Quoting::none) return shell_quote(value);
+  std::string out;
+  for (char c : value) {
+    if (q == Quoting::single && c == '\'') {
+      out += "'\\''";
+    } else if (q == Quoting::double_ && (c == '"' || c == '\\' || c == '$' || c == '`')) {
+      out += '\\';
+      out += c;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+constexpr int64_t k_watchdog_grace_ns = 5'000'000'000;
+
+// The watchdog's life, in a child forked from a threaded process: only async-signal-safe calls.
+// It sleeps until kvprof dies (its parent-death signal, SIGTERM) and then ends the server's
+// process group as stop() would: SIGTERM, then SIGKILL for what is left after the grace period.
+// kvprof SIGKILLs it once the server is stopped.
+[[noreturn]] void watchdog_main(pid_t parent, pid_t group) {
+  ::setpgid(0, 0);  // its own group: stopping the server's group leaves it
+  sigset_t term;
+  ::sigemptyset(&term);
+  ::sigaddset(&term, SIGTERM);
+  ::sigprocmask(SIG_SETMASK, &term, nullptr);
+  ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+  ::close_range(0, ~0U, 0);  // holds none of kvprof's pipes, sockets or files
+  if (::getppid() == parent) {
+    siginfo_t info;
+    while (::sigwaitinfo(&term, &info) < 0 && errno == EINTR) {
+    }
+  }
+  ::kill(-group, SIGTERM);
+  const timespec step{0, 50'000'000};
+  for (int64_t waited_ns = 0; waited_ns < k_watchdog_grace_ns; waited_ns += step.tv_nsec) {
+    if (::kill(-group, 0) != 0 && errno == ESRCH) ::_exit(0);
+    ::nanosleep(&step, nullptr);
+  }
+  ::kill(-group, SIGKILL);
+  ::_exit(0);
+}
+
+bool identifier(std::string_view name) {
+  if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0])) != 0) return false;
+  for (char c : name) {
+    if (std::isalnum(static_cast<unsigned char>(c)) == 0 && c != '_') return false;
+  }
+  return true;
+}
+
 }  // namespace
 
-Expected<std::string> fill_placeholders(const std::string& command,
-                                        const std::map<std::string, std::string>& values) {
-  std::string out;
-  size_t i = 0;
-  while (i < command.size()) {
-    const size_t open = command.find('{', i);
-    if (open == std::string::npos) break;
-    const size_t close = command.find('}', open);
-    if (close == std::string::npos) break;
-    const std::string name = command.substr(open + 1, close - open - 1);
-    out += command.substr(i, open - i);
-    const auto it = values.find(name);
-    if (it == values.end()) {
+std::vector<std::string> placeholder_names(std::string_view command) {
+  std::vector<std::string> names;
+  for (size_t i = command.find('{'); i != std::string_view::npos; i = command.find('{', i + 1)) {
+    const size_t close = command.find('}', i);
+    if (close == std::string_view::npos) break;
+    const std::string_view name = command.substr(i + 1, close - i - 1);
+    if (identifier(name)) names.emplace_back(name);
+  }
+  return names;
+}
+
+Expected<std::string> fill_placeholders(
+    const std::string& command, const std::map<std::string, std::string>& words,
+    const std::map<std::string, std::vector<std::string>>& word_lists) {
+  // The text that stands for placeholder `name` at a place quoted as `q`.
+  const auto value_text = [&](const std::string& name, Quoting q) -> Expected<std::string> {
+    std::vector<std::string> values;
+    if (const auto word = words.find(name); word != words.end()) {
+      if (!word->second.empty()) values.push_back(word->second);
+    } else if (const auto list = word_lists.find(name); list != word_lists.end()) {
+      values = list->second;
+    } else {
       return fail(ErrorKind::usage,
                   fmt::format("--launch: unknown placeholder {{{}}} (known: {{model}}, {{port}}, "
                               "{{max_concurrency}}, {{host}})",
                               name));
     }
-    if (it->second.empty()) {
+    if (values.empty()) {
       return fail(ErrorKind::usage, fmt::format("--launch uses {{{}}} but it has no value{}", name,
                                                 name == "model" ? ": pass --model" : ""));
     }
-    out += it->second;
-    i = close + 1;
+    std::string out;
+    for (const auto& v : values) {
+      if (has_control_chars(v)) {
+        return fail(ErrorKind::usage, fmt::format("the value of {{{}}} holds a control character; "
+                                                  "it is not passed to the launch command",
+                                                  name));
+      }
+      out += (out.empty() ? "" : " ") + quoted_for(v, q);
+    }
+    return out;
+  };
+  std::string out;
+  Quoting q = Quoting::none;
+  for (size_t i = 0; i < command.size(); ++i) {
+    const char c = command[i];
+    const size_t close = c == '{' ? command.find('}', i) : std::string::npos;
+    // {name} with a name of letters, digits and _ is a placeholder; other braces (a JSON argument
+    // such as --kv-transfer-config '{"kv_connector": ...}') are the command's own.
+    if (close != std::string::npos && identifier(command.substr(i + 1, close - i - 1))) {
+      auto text = value_text(command.substr(i + 1, close - i - 1), q);
+      if (!text) return std::unexpected(text.error());
+      out += *text;
+      i = close;
+      continue;
+    }
+    out += c;
+    if (q != Quoting::single && c == '\\' && i + 1 < command.size()) {
+      out += command[++i];  // an escaped character: no quote starts or ends here
+    } else if (c == '\'' && q != Quoting::double_) {
+      q = q == Quoting::single ? Quoting::none : Quoting::single;
+    } else if (c == '"' && q != Quoting::single) {
+      q = q == Quoting::double_ ? Quoting::none : Quoting::double_;
+    }
   }
-  out += command.substr(i);
   return out;
 }
 
@@ -144,6 +242,11 @@ Expected<std::unique_ptr<LaunchedServer>> LaunchedServer::start(
   ::setpgid(pid, pid);  // also here, so the group exists whichever side runs first
   ::close(fds[1]);
   s->m_pid = pid;
+  // The server's own processes do not all get a parent-death signal (only the shell does), so a
+  // watchdog ends the group if kvprof is killed; without one the server would outlive kvprof.
+  const pid_t watchdog = ::fork();
+  if (watchdog == 0) watchdog_main(parent, pid);
+  s->m_watchdog_pid = watchdog;
   s->m_read_fd = fds[0];
   s->m_started_ns = now_ns();
   s->m_reader = std::thread([p = s.get()] { p->read_loop(); });
@@ -315,6 +418,11 @@ StopOutcome LaunchedServer::stop(double grace_s) {
     wait_gone(5.0);
   }
   out.group_gone = !group_alive();
+  if (m_watchdog_pid > 0) {
+    ::kill(m_watchdog_pid, SIGKILL);
+    ::waitpid(m_watchdog_pid, nullptr, 0);
+    m_watchdog_pid = -1;
+  }
   out.exit_code = m_exit_code;
   out.term_signal = m_term_signal;
   out.stop_s = static_cast<double>(now_ns() - t0) / 1e9;

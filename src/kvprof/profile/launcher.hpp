@@ -17,6 +17,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -24,10 +25,18 @@
 
 namespace kvprof::profile {
 
-// Replaces {model}, {port}, {max_concurrency} and {host} in `command` with `values`; a usage
-// error naming an unknown placeholder, or one whose value is empty (e.g. {model} without --model).
-Expected<std::string> fill_placeholders(const std::string& command,
-                                        const std::map<std::string, std::string>& values);
+// Replaces each {name} in `command` with its value in `words` (one shell word each) or
+// `word_lists` (several words, e.g. {engine_args}), quoted so that /bin/sh reads every value back
+// as written whether the placeholder stands bare, in '...' or in "..."; a usage error naming an
+// unknown placeholder, one whose value is empty (e.g. {model} without --model), or a value with a
+// control character.
+Expected<std::string> fill_placeholders(
+    const std::string& command, const std::map<std::string, std::string>& words,
+    const std::map<std::string, std::vector<std::string>>& word_lists = {});
+
+// The names of the {name} placeholders in `command`, in order (braces around anything but a name
+// of letters, digits and _ are the command's own, e.g. a JSON argument).
+std::vector<std::string> placeholder_names(std::string_view command);
 
 // A TCP port that is free on `host` now (bound to port 0 and closed); network error otherwise.
 Expected<uint16_t> free_port(const std::string& host);
@@ -56,7 +65,8 @@ class LaunchedServer {
  public:
   // Starts `/bin/sh -c command` in a new process group (stdin /dev/null, stdout and stderr into
   // one pipe), appends every byte to `log_path` and calls `on_line` (on the reader thread) with
-  // each line. io error when the log cannot be created or the process cannot be started.
+  // each line; a watchdog process ends the group (SIGTERM, SIGKILL 5 s later) if kvprof dies
+  // before stop(). io error when the log cannot be created or the process cannot be started.
   static Expected<std::unique_ptr<LaunchedServer>> start(
       const std::string& command, const std::filesystem::path& log_path,
       std::function<void(const LogLine&)> on_line);
@@ -95,6 +105,7 @@ class LaunchedServer {
   void settle_reader(std::chrono::milliseconds max_wait);
 
   pid_t m_pid = -1;
+  pid_t m_watchdog_pid = -1;  // ends the group if kvprof dies; killed by stop()
   int m_read_fd = -1;
   int m_log_fd = -1;
   int64_t m_started_ns = 0;

@@ -60,6 +60,7 @@ void install_stop_handlers() {
     action.sa_flags = SA_RESTART;
     ::sigaction(SIGINT, &action, nullptr);
     ::sigaction(SIGTERM, &action, nullptr);
+    ::sigaction(SIGHUP, &action, nullptr);  // a closed terminal or ssh session: stop the same way
   });
 }
 

@@ -1,4 +1,4 @@
-// Ctrl-C handling shared by every long-running loop: SIGINT/SIGTERM set a process-wide "stop
+// Ctrl-C handling shared by every long-running loop: SIGINT/SIGTERM/SIGHUP set a process-wide "stop
 // requested" flag and make a self-pipe readable, so loops can either check the flag or poll() the
 // fd together with their own. A second signal while a stop is pending kills the process the
 // default way (a stuck loop can still be interrupted).
@@ -8,13 +8,13 @@
 
 namespace kvprof::sys {
 
-// Installs the SIGINT and SIGTERM handlers (idempotent, thread-safe).
+// Installs the SIGINT, SIGTERM and SIGHUP handlers (idempotent, thread-safe).
 void install_stop_handlers();
 
-// True once SIGINT/SIGTERM arrived or request_stop() was called.
+// True once SIGINT/SIGTERM/SIGHUP arrived or request_stop() was called.
 bool stop_requested();
 
-// The signal that requested the stop (SIGINT, SIGTERM), 0 for request_stop() or none yet.
+// The signal that requested the stop (SIGINT, SIGTERM, SIGHUP), 0 for request_stop() or none yet.
 int stop_signal();
 
 // A file descriptor that becomes readable (and stays so) once a stop is requested; poll it for

@@ -56,6 +56,16 @@ std::string to_valid_utf8(std::string_view text, bool printable) {
   return out;
 }
 
+size_t valid_utf8_length(std::string_view text) {
+  size_t i = 0;
+  while (i < text.size()) {
+    const size_t n = sequence_length(text, i);
+    if (n == 0) break;
+    i += n;
+  }
+  return i;
+}
+
 std::string_view utf8_prefix(std::string_view text, size_t max_bytes) {
   if (text.size() <= max_bytes) return text;
   size_t end = max_bytes;
@@ -78,6 +88,13 @@ std::string one_line(std::string_view text, size_t max_bytes) {
   }
   if (line.size() <= max_bytes) return line;
   return std::string(utf8_prefix(line, max_bytes)) + "...";
+}
+
+bool has_control_chars(std::string_view text) {
+  for (unsigned char c : text) {
+    if (c < 0x20 || c == 0x7f) return true;
+  }
+  return false;
 }
 
 }  // namespace kvprof

@@ -13,6 +13,9 @@ namespace kvprof {
 // become '?' when `printable`.
 std::string to_valid_utf8(std::string_view text, bool printable = false);
 
+// The length of the longest prefix of `text` that is valid UTF-8 (text.size() when all of it is).
+size_t valid_utf8_length(std::string_view text);
+
 // The longest prefix of `text` of at most `max_bytes` bytes that does not end inside a UTF-8
 // sequence (a valid string stays valid when cut).
 std::string_view utf8_prefix(std::string_view text, size_t max_bytes);
@@ -21,5 +24,9 @@ std::string_view utf8_prefix(std::string_view text, size_t max_bytes);
 // and tabs as spaces, other control characters as '?', and when longer than `max_bytes` cut
 // between characters with "..." added.
 std::string one_line(std::string_view text, size_t max_bytes = 300);
+
+// True when `text` holds a control character (bytes 0x00-0x1f and 0x7f): values kvprof passes to a
+// shell, a terminal or a server must not.
+bool has_control_chars(std::string_view text);
 
 }  // namespace kvprof
