@@ -87,6 +87,84 @@ TEST(ResponseSink, UsageDifferentFromAskedIsAWarning) {
   EXPECT_NE(h.sink.record().warning.find("completion_tokens 2 != max_tokens 5"), std::string::npos);
 }
 
+TEST(ResponseSink, TokensPastMaxTokensAreAServerFaultThatEndsTheStream) {
+  // A server that keeps streaming: the request ends at the first token too many.
+  Harness h(3);
+  h.sink.on_status(200);
+  EXPECT_TRUE(h.sink.on_data(k_tok + k_tok + k_tok, h.clock_ns));
+  EXPECT_FALSE(h.sink.on_data(k_tok, h.clock_ns));
+  h.sink.on_done({TransportOutcome::aborted, ""});
+  const auto& r = h.sink.record();
+  EXPECT_EQ(r.status, RequestStatus::error);
+  EXPECT_EQ(r.failure, FailureKind::malformed_sse);
+  EXPECT_NE(r.error_text.find("more tokens than max_tokens (3)"), std::string::npos)
+      << r.error_text;
+  EXPECT_EQ(r.tokens_streamed, 4u);
+}
+
+TEST(ResponseSink, NothingAfterDoneCounts) {
+  Harness h(2);
+  h.sink.on_status(200);
+  EXPECT_FALSE(
+      h.sink.on_data(k_tok + k_tok + k_usage + "data: [DONE]\n\n" + k_tok + k_tok, h.clock_ns));
+  h.sink.on_done({TransportOutcome::aborted, ""});
+  const auto& r = h.sink.record();
+  EXPECT_EQ(r.status, RequestStatus::ok) << r.error_text;
+  EXPECT_EQ(r.tokens_streamed, 2u);
+  EXPECT_EQ(r.chunks.size(), 2u);
+}
+
+TEST(ResponseSink, ADoneAtTheEndOfAReadKeepsTheConnectionReading) {
+  // [DONE] last in a read: the stream is read on (to its clean end, so keep-alive can reuse it).
+  Harness h(2);
+  h.sink.on_status(200);
+  EXPECT_TRUE(h.sink.on_data(k_tok + k_tok + k_usage + "data: [DONE]\n\n", h.clock_ns));
+  h.sink.on_done({TransportOutcome::ok, ""});
+  EXPECT_EQ(h.sink.record().status, RequestStatus::ok);
+}
+
+TEST(ResponseSink, AUsageOverMaxTokensIsNotBelieved) {
+  Harness h(2);
+  h.sink.on_status(200);
+  h.sink.on_data(k_tok + k_tok +
+                     "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":3,"
+                     "\"completion_tokens\":1000000000000000}}\n\ndata: [DONE]\n\n",
+                 h.clock_ns);
+  h.sink.on_done({TransportOutcome::ok, ""});
+  const auto& r = h.sink.record();
+  EXPECT_EQ(r.status, RequestStatus::ok);
+  EXPECT_FALSE(r.usage_trusted);
+  EXPECT_EQ(r.completion_tokens(), 2u);
+  EXPECT_NE(r.warning.find("usage says 1000000000000000 completion tokens, more than max_tokens 2"),
+            std::string::npos)
+      << r.warning;
+}
+
+TEST(ResponseSink, ALongGenerationKeepsBoundedTokenTimesWithEveryToken) {
+  constexpr uint32_t k_tokens = 140'000;
+  Harness h(k_tokens);
+  h.sink.on_status(200);
+  for (uint32_t i = 0; i < k_tokens; ++i) {
+    h.clock_ns = 1'000'000 + int64_t{i} * 10'000;
+    ASSERT_TRUE(h.sink.on_data(k_tok, h.clock_ns));
+  }
+  h.sink.on_data("data: [DONE]\n\n", h.clock_ns);
+  h.sink.on_done({TransportOutcome::ok, ""});
+  const auto& r = h.sink.record();
+  EXPECT_EQ(r.status, RequestStatus::ok) << r.error_text;
+  EXPECT_EQ(r.tokens_streamed, k_tokens);
+  ASSERT_LE(r.chunks.size(), k_max_token_chunks);
+  uint64_t sum = 0;
+  for (const auto& c : r.chunks)
+    sum += c.n_tokens;
+  EXPECT_EQ(sum, k_tokens);
+  EXPECT_EQ(r.chunks.front().t_ns, 1'000'000);  // the first token's time is kept
+  EXPECT_EQ(r.chunks.front().n_tokens, 1u);
+  EXPECT_EQ(r.chunks.back().t_ns, 1'000'000 + int64_t{k_tokens - 1} * 10'000);  // and the last
+  for (size_t i = 1; i < r.chunks.size(); ++i)
+    ASSERT_LT(r.chunks[i - 1].t_ns, r.chunks[i].t_ns);
+}
+
 TEST(ResponseSink, HttpStatusesMapToKindsWithTheServerMessage) {
   for (const auto& [status, kind] :
        {std::pair{429, FailureKind::http_429}, std::pair{404, FailureKind::http_4xx},
@@ -99,6 +177,14 @@ TEST(ResponseSink, HttpStatusesMapToKindsWithTheServerMessage) {
     EXPECT_EQ(h.sink.record().failure, kind) << status;
     EXPECT_NE(h.sink.record().error_text.find("no such model"), std::string::npos);
   }
+  // A redirect is not a client error: it says what it is.
+  Harness h;
+  h.sink.on_status(302);
+  h.sink.on_done({TransportOutcome::ok, ""});
+  EXPECT_EQ(h.sink.record().failure, FailureKind::other);
+  EXPECT_NE(h.sink.record().error_text.find("HTTP 302 (a redirect: kvprof does not follow"),
+            std::string::npos)
+      << h.sink.record().error_text;
 }
 
 TEST(ResponseSink, ErrorPayloadStopsTheStream) {

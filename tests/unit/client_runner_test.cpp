@@ -208,6 +208,26 @@ TEST_P(RequestRunnerTest, StallPastTheTimeoutIsATimeout) {
   }
 }
 
+TEST_P(RequestRunnerTest, AServerThatStreamsPastMaxTokensIsCutOffThere) {
+  // Asked for 8 tokens, the server would send 4 million: each request ends at the ninth, as a
+  // server fault, instead of filling memory until the request timeout.
+  StreamServerOptions so;
+  so.tokens = 4'000'000;
+  so.events_per_write = 64;
+  StreamServer server(so);
+  const Collected c = run_against(server.url(), closed_requests(4, 4, 8));
+  ASSERT_EQ(c.records.size(), 4u);
+  for (const auto& r : c.records) {
+    EXPECT_EQ(r.status, RequestStatus::error);
+    EXPECT_EQ(r.failure, FailureKind::malformed_sse) << r.error_text;
+    EXPECT_NE(r.error_text.find("more tokens than max_tokens (8)"), std::string::npos)
+        << r.error_text;
+    EXPECT_EQ(r.tokens_streamed, 9u);
+    EXPECT_LE(r.chunks.size(), 9u);
+    EXPECT_LT(r.e2e_ms(), 5000.0);
+  }
+}
+
 TEST_P(RequestRunnerTest, OpenLoopMeasuresFromTheIntendedSendTime) {
   // Every response takes ~100 ms; requests are due every 10 ms but only one may be in flight,
   // so later requests go out late. Their latency must count from when they were due.

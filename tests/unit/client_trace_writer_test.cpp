@@ -3,11 +3,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
 
+#include "kvprof/plot/csv.hpp"
 #include "kvprof/util/strings.hpp"
 
 namespace kvprof::client {
@@ -81,6 +83,34 @@ TEST(TraceWriter, RowHasOneFieldPerHeaderColumnWithTimesAndTokens) {
   EXPECT_EQ(m["itl_mean_ms"], "16.667");  // 50 ms for the 3 tokens after the first
   EXPECT_EQ(m["token_times_ms"], "100.000;150.000x3");
   EXPECT_EQ(m["error"], "said \"hi\", then");
+}
+
+TEST(TraceWriter, TheRowOfTheLongestGenerationIsReadableByKvprof) {
+  // The most token times a record keeps, each at the widest time a 600 s request can have.
+  const auto path = std::filesystem::temp_directory_path() / "kvprof_trace_writer_long.csv";
+  auto writer = TraceWriter::open(path, 1000.0).value();
+  RequestRecord r;
+  r.request_id = 1;
+  r.condition_id = "in8_out140000_c1_low";
+  r.max_tokens = 4'000'000;
+  r.intended_send_ns = 0;
+  r.actual_send_ns = 1;
+  r.first_token_ns = 599'000'000'000;
+  r.end_ns = 599'999'000'000;
+  r.http_status = 200;
+  for (size_t i = 0; i < k_max_token_chunks; ++i)
+    r.chunks.push_back({599'000'000'000 + static_cast<int64_t>(i) * 60'000, 4000});
+  r.tokens_streamed = k_max_token_chunks * 4000;
+  ASSERT_TRUE(writer.write(r));
+  const auto size = std::filesystem::file_size(path);
+  EXPECT_LT(size, plot::k_csv_max_line_bytes);
+  const auto cols = plot::read_csv_file(path, {{"tokens_streamed"}, {"token_times_ms"}, {}, {}});
+  ASSERT_TRUE(cols.has_value()) << cols.error().message;
+  ASSERT_EQ(cols->n_rows, 1u);
+  EXPECT_EQ(cols->numeric[0][0], static_cast<double>(k_max_token_chunks * 4000));
+  EXPECT_EQ(std::count(cols->text[0][0].begin(), cols->text[0][0].end(), ';'),
+            static_cast<long>(k_max_token_chunks - 1));
+  std::filesystem::remove(path);
 }
 
 TEST(TraceWriter, MissingTimesAreEmpty) {

@@ -15,6 +15,20 @@ namespace {
 
 constexpr size_t k_max_error_body_bytes = 4096;
 
+// Halves the time resolution of `chunks` past the first: each pair becomes one chunk at the
+// later time holding both counts, so the span and token count are kept exactly.
+void merge_chunk_pairs(std::vector<TokenChunk>& chunks) {
+  size_t out = 1;
+  for (size_t i = 1; i < chunks.size(); i += 2, ++out) {
+    chunks[out] = chunks[i];
+    if (i + 1 < chunks.size()) {
+      chunks[out].t_ns = chunks[i + 1].t_ns;
+      chunks[out].n_tokens += chunks[i + 1].n_tokens;
+    }
+  }
+  chunks.resize(std::min(out, chunks.size()));
+}
+
 // The message of an OpenAI-style error body, or the body itself.
 std::string error_body_message(std::string_view body) {
   auto doc = nlohmann::json::parse(body, nullptr, false);
@@ -83,7 +97,7 @@ double RequestRecord::e2e_ms() const {
 }
 
 uint64_t RequestRecord::completion_tokens() const {
-  return usage ? usage->completion_tokens : tokens_streamed;
+  return usage && usage_trusted ? usage->completion_tokens : tokens_streamed;
 }
 
 ResponseSink::ResponseSink(RequestRecord record, RunClock clock, bool record_token_times,
@@ -114,7 +128,12 @@ bool ResponseSink::on_data(std::string_view bytes, int64_t arrival_ns) {
   }
   const int64_t now = m_last_arrival_ns;
   bool failed = false;
+  bool after_done = false;
   const bool parsed = m_parser.feed(bytes, [&](const SseEventView& event) {
+    if (m_saw_done) {
+      after_done = true;  // nothing after data: [DONE] counts
+      return false;
+    }
     auto chunk = parse_stream_event(event, m_record.tokens_streamed);
     if (!chunk) {
       fail_with(FailureKind::malformed_sse, chunk.error().message);
@@ -133,7 +152,18 @@ bool ResponseSink::on_data(std::string_view bytes, int64_t arrival_ns) {
         if (chunk->n_tokens > 0) {
           if (m_record.first_token_ns == k_no_time) m_record.first_token_ns = now;
           m_record.tokens_streamed += chunk->n_tokens;
-          if (m_record_token_times) m_record.chunks.push_back({now, chunk->n_tokens});
+          if (m_record.max_tokens > 0 && m_record.tokens_streamed > m_record.max_tokens) {
+            fail_with(FailureKind::malformed_sse,
+                      fmt::format("the server streamed more tokens than max_tokens ({}); the "
+                                  "request was cut off there",
+                                  m_record.max_tokens));
+            failed = true;
+            return false;
+          }
+          if (m_record_token_times) {
+            if (m_record.chunks.size() >= k_max_token_chunks) merge_chunk_pairs(m_record.chunks);
+            m_record.chunks.push_back({now, chunk->n_tokens});
+          }
         }
         if (chunk->usage) m_record.usage = chunk->usage;
         if (!chunk->finish_reason.empty()) m_record.finish_reason = chunk->finish_reason;
@@ -141,7 +171,7 @@ bool ResponseSink::on_data(std::string_view bytes, int64_t arrival_ns) {
     }
     return true;
   });
-  if (failed) return false;
+  if (failed || after_done) return false;  // after [DONE]: complete, stop reading
   if (!parsed) {
     fail_with(FailureKind::malformed_sse, m_parser.error());
     return false;
@@ -178,8 +208,12 @@ void ResponseSink::on_done(const TransportResult& result) {
   if (status != 0 && (status < 200 || status >= 300)) {
     const FailureKind kind = status == 429   ? FailureKind::http_429
                              : status >= 500 ? FailureKind::http_5xx
-                                             : FailureKind::http_4xx;
+                             : status >= 400 ? FailureKind::http_4xx
+                                             : FailureKind::other;
     std::string text = fmt::format("HTTP {}", status);
+    if (status >= 300 && status < 400) {
+      text += " (a redirect: kvprof does not follow redirects; give the URL it points to)";
+    }
     if (!m_error_body.empty()) text += ": " + error_body_message(m_error_body);
     // An HTTP error status explains a transport failure better than the failure itself.
     if (m_record.failure != FailureKind::cancelled) {
@@ -198,7 +232,15 @@ void ResponseSink::on_done(const TransportResult& result) {
   }
   if (m_record.failure == FailureKind::none) {
     m_record.status = RequestStatus::ok;
-    if (m_record.usage && m_record.usage->completion_tokens != m_record.max_tokens) {
+    if (m_record.usage && m_record.max_tokens > 0 &&
+        m_record.usage->completion_tokens > m_record.max_tokens) {
+      // A server that claims more than it may send is not believed: kvprof's count stands.
+      m_record.usage_trusted = false;
+      m_record.warning = fmt::format(
+          "the server's usage says {} completion tokens, more than max_tokens {}; kvprof "
+          "counted {} and uses that",
+          m_record.usage->completion_tokens, m_record.max_tokens, m_record.tokens_streamed);
+    } else if (m_record.usage && m_record.usage->completion_tokens != m_record.max_tokens) {
       m_record.warning = fmt::format("completion_tokens {} != max_tokens {}",
                                      m_record.usage->completion_tokens, m_record.max_tokens);
     } else if (m_record.usage && m_record.input_len_exact && m_record.usage->prompt_tokens != 0 &&

@@ -26,10 +26,11 @@ enum class FailureKind {
   http_4xx,  // a 4xx status other than 429
   http_429,  // the server refused for load
   http_5xx,
-  malformed_sse,  // the stream was not valid SSE / OpenAI JSON, or ended before [DONE]
+  malformed_sse,  // the stream broke the protocol: not SSE / OpenAI JSON, more tokens than
+                  // max_tokens, or it ended before [DONE]
   server_error,   // the stream carried {"error": ...}
   cancelled,      // the run was stopped
-  other,
+  other,          // anything else, e.g. a redirect (3xx) kvprof does not follow
 };
 
 std::string_view request_status_name(RequestStatus status);
@@ -42,6 +43,11 @@ struct TokenChunk {
 };
 
 inline constexpr int64_t k_no_time = -1;
+
+// Token chunks kept per request: past it, the chunks after the first are merged in pairs (each
+// keeps the later time and both counts), so a long generation's times stay bounded in memory and
+// in its request_trace.csv row (well under the 1 MiB a row may have).
+inline constexpr size_t k_max_token_chunks = 16384;
 
 struct RequestRecord {
   uint64_t request_id = 0;
@@ -56,9 +62,10 @@ struct RequestRecord {
   int64_t actual_send_ns = 0;
   int64_t first_token_ns = k_no_time;
   int64_t end_ns = k_no_time;
-  std::vector<TokenChunk> chunks;  // only when token times are recorded
+  std::vector<TokenChunk> chunks;  // only when token times are recorded; k_max_token_chunks
   uint64_t tokens_streamed = 0;    // tokens counted from the chunks
   std::optional<Usage> usage;      // from the server's final usage chunk
+  bool usage_trusted = true;       // false when usage claims more tokens than max_tokens
   int http_status = 0;             // 0 when no response arrived
   RequestStatus status = RequestStatus::ok;
   FailureKind failure = FailureKind::none;
@@ -70,7 +77,8 @@ struct RequestRecord {
   [[nodiscard]] double ttft_ms() const;
   // End-to-end latency from the intended send, ms; negative when the request never ended.
   [[nodiscard]] double e2e_ms() const;
-  // Completion tokens: usage when the server sent it, else the streamed count.
+  // Completion tokens: usage when the server sent it and it is believable, else the streamed
+  // count.
   [[nodiscard]] uint64_t completion_tokens() const;
 };
 

@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "kvprof/client/raw_request.hpp"
+#include "kvprof/sys/open_files.hpp"
 #include "kvprof/workload/repeat.hpp"
 
 namespace kvprof::client {
@@ -32,6 +33,10 @@ Expected<void> validate(const RunOptions& options, const std::vector<RequestSpec
       !is_plain_http_url(endpoint_url(options.endpoint, options.api))) {
     return fail(ErrorKind::usage, "the raw transport serves http:// endpoints only; use curl");
   }
+  uint64_t in_flight = 0;
+  for (const auto& r : requests)
+    in_flight = std::max<uint64_t>(in_flight, r.concurrency);
+  if (auto files = sys::check_open_files_for(in_flight); !files) return files;
   if (options.api == ApiKind::chat) {
     for (const auto& r : requests) {
       if (r.prompt_format == PromptFormat::tokens) {
