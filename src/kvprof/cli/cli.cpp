@@ -15,12 +15,16 @@
 #include "kvprof/cli/commands.hpp"
 #include "kvprof/cli/estimate_options.hpp"
 #include "kvprof/cli/suggest.hpp"
+#include "kvprof/sys/open_files.hpp"
 #include "kvprof/util/error.hpp"
+#include "kvprof/util/redact.hpp"
 
 namespace kvprof::cli {
 int run(int argc, char** argv) {
   // A file over the size limit fails its write (EFBIG) like a full disk, instead of killing us.
   std::signal(SIGXFSZ, SIG_IGN);
+  // One socket per request in flight: the usual soft limit of 1,024 files would fail a large grid.
+  sys::raise_open_file_limit();
   CLI::App app{
       "kvprof: plan and measure the GPU memory of LLM serving deployments.\n"
       "  estimate   predict weights, KV cache, activations, CUDA graphs per GPU\n"
@@ -85,7 +89,8 @@ int run(int argc, char** argv) {
     const int rc = app.exit(e);
     return rc == 0 ? 0 : 2;
   } catch (const Fatal& e) {
-    std::fprintf(stderr, "kvprof: error: %s\n", e.error().message.c_str());
+    // A URL's password or a key named in a message is never printed.
+    std::fprintf(stderr, "kvprof: error: %s\n", redact_secrets(e.error().message).c_str());
     return exit_code_for(e.error().kind);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "kvprof: internal error: %s\n", e.what());
