@@ -2,6 +2,7 @@
 // the corpus of broken headers (tests/corpus/safetensors/), each an input error.
 #include "kvprof/model/safetensors.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -123,6 +124,32 @@ TEST(Safetensors, BrokenHeadersNameTheDefect) {
     EXPECT_NE(r.error().message.find(c.needle), std::string::npos)
         << c.name << ": " << r.error().message;
   }
+}
+
+TEST(Safetensors, AHeaderOf100kTensorsParsesInOnePass) {
+  // The JSON library's callback parser took over two minutes on this (quadratic); a linear
+  // parse takes well under the suite's timeout. bench_parsers times it.
+  constexpr uint64_t k_tensors = 100'000;
+  std::string header = "{\"__metadata__\":{\"format\":\"pt\"}";
+  for (uint64_t i = 0; i < k_tensors; ++i) {
+    header += fmt::format(
+        ",\"model.layers.{}.weight\":{{\"dtype\":\"F16\",\"shape\":[4],"
+        "\"data_offsets\":[{},{}]}}",
+        i, i * 8, i * 8 + 8);
+  }
+  header += "}";
+  const auto t = parse(make_file(header, k_tensors * 8));
+  ASSERT_TRUE(t.has_value()) << t.error().message;
+  ASSERT_EQ(t->size(), k_tensors);
+  EXPECT_EQ(t->back().name, "model.layers.99999.weight");
+  // A duplicate at the very end is still found.
+  const std::string dup = header.substr(0, header.size() - 1) +
+                          ",\"model.layers.7.weight\":{\"dtype\":\"F16\",\"shape\":[4],"
+                          "\"data_offsets\":[0,8]}}";
+  const auto d = parse(make_file(dup, k_tensors * 8));
+  ASSERT_FALSE(d.has_value());
+  EXPECT_NE(d.error().message.find("names tensor 'model.layers.7.weight' twice"), std::string::npos)
+      << d.error().message;
 }
 
 TEST(Safetensors, LengthBeyondFileOrLimit) {

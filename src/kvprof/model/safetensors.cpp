@@ -11,6 +11,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <unordered_set>
 
 #include "kvprof/util/json_input.hpp"
 #include "kvprof/util/units.hpp"
@@ -105,6 +106,50 @@ Expected<TensorInfo> parse_tensor(const std::string& name, const json& v, uint64
   return t;
 }
 
+// Checks a header's shape without building it: duplicate top-level names and nesting depth.
+// Returning false stops the parse; `problem` then says why.
+struct HeaderCheck : nlohmann::json_sax<json> {
+  std::unordered_set<std::string> names;
+  std::string problem;
+  int depth = 0;
+
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t) override { return true; }
+  bool number_unsigned(number_unsigned_t) override { return true; }
+  bool number_float(number_float_t, const string_t&) override { return true; }
+  bool string(string_t&) override { return true; }
+  bool binary(binary_t&) override { return true; }
+  bool start_object(std::size_t) override { return enter(); }
+  bool end_object() override { return leave(); }
+  bool start_array(std::size_t) override { return enter(); }
+  bool end_array() override { return leave(); }
+  bool key(string_t& name) override {
+    if (depth == 1 && !names.insert(name).second) {
+      problem = fmt::format("safetensors header names tensor '{}' twice", name);
+      return false;
+    }
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const json::exception& e) override {
+    problem = fmt::format("safetensors header is not valid JSON: {}", json_error_text(e));
+    return false;
+  }
+
+ private:
+  bool enter() {
+    if (++depth > k_max_header_depth) {
+      problem = "safetensors header nests too deeply";
+      return false;
+    }
+    return true;
+  }
+  bool leave() {
+    --depth;
+    return true;
+  }
+};
+
 }  // namespace
 
 Expected<std::vector<TensorInfo>> parse_safetensors_header(std::span<const uint8_t> prefix,
@@ -129,29 +174,23 @@ Expected<std::vector<TensorInfo>> parse_safetensors_header(std::span<const uint8
   }
   const uint64_t data_bytes = file_size - 8 - n;
 
-  // Parse with a callback that rejects duplicate tensor names (the DOM would keep the last) and
-  // nesting deeper than any valid header has.
-  std::set<std::string> names;
-  std::string problem;
-  const auto callback = [&](int depth, json::parse_event_t event, json& parsed) {
-    if (depth > k_max_header_depth && problem.empty())
-      problem = "safetensors header nests too deeply";
-    if (event == json::parse_event_t::key && depth == 1) {
-      const auto key = parsed.get<std::string>();
-      if (!names.insert(key).second && problem.empty()) {
-        problem = fmt::format("safetensors header names tensor '{}' twice", key);
-      }
-    }
-    return depth <= k_max_header_depth;
-  };
+  // A SAX pass first rejects duplicate tensor names (the DOM would keep the last) and nesting
+  // deeper than any valid header has; then a plain DOM parse. Both are linear in the header
+  // (the library's callback parser rescans the whole object at each tensor's end: quadratic).
   const auto* first = reinterpret_cast<const char*>(prefix.data() + 8);
+  HeaderCheck check;
+  try {
+    json::sax_parse(first, first + n, &check);
+  } catch (const json::exception& e) {  // e.g. a string that is not UTF-8
+    return bad(fmt::format("safetensors header is not valid JSON: {}", json_error_text(e)));
+  }
+  if (!check.problem.empty()) return bad(check.problem);
   json doc;
   try {
-    doc = json::parse(first, first + n, callback);
+    doc = json::parse(first, first + n);
   } catch (const json::exception& e) {
     return bad(fmt::format("safetensors header is not valid JSON: {}", json_error_text(e)));
   }
-  if (!problem.empty()) return bad(problem);
   if (!doc.is_object()) return bad("safetensors header must be a JSON object");
 
   std::vector<std::pair<uint64_t, TensorInfo>> by_offset;
