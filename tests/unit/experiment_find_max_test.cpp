@@ -89,6 +89,52 @@ TEST(FindMax, AGoodEstimateNeedsFewSteps) {
   EXPECT_NE(r->margin.find("311 fails"), std::string::npos) << r->margin;
 }
 
+TEST(FindMax, AnInterruptedTrialIsNotAResultAndEndsTheSearch) {
+  // The limit is 40; the second trial is cut short by Ctrl-C (its requests all failed).
+  FindMaxLimits l;
+  l.input_len = 8;
+  l.output_len = 8;
+  l.max_concurrency = 64;
+  l.start = 16;
+  const Trial trial = [](uint32_t c, uint32_t step) -> Expected<TrialOutcome> {
+    TrialOutcome o;
+    o.n_requests = c;
+    o.n_ok = step == 2 ? 0 : c;
+    if (step == 2) {
+      o.interrupted = true;
+      o.first_error = "interrupted";
+    }
+    if (c > 40) o.preemptions = 1;
+    return o;
+  };
+  auto r = find_max(l, trial, nullptr, nullptr);
+  ASSERT_TRUE(r.has_value());
+  ASSERT_EQ(r->steps.size(), 2U);
+  EXPECT_TRUE(r->interrupted);
+  EXPECT_EQ(r->answer, 16U);                // the one step that ended
+  EXPECT_FALSE(r->first_fail.has_value());  // the interrupted step did not fail
+  EXPECT_EQ(r->margin, "interrupted: the limit lies in 16..65");
+  const json j = find_max_json(*r);
+  EXPECT_TRUE(j.at("steps")[1].at("interrupted").get<bool>());
+  EXPECT_FALSE(j.at("steps")[1].at("pass").get<bool>());
+  EXPECT_EQ(j.at("first_failing_concurrency"), nullptr);
+  EXPECT_NE(find_max_step_text(r->steps[1]).find("INTERRUPTED"), std::string::npos);
+
+  // Cut short at the first step: nothing is known.
+  const Trial first = [](uint32_t c, uint32_t) -> Expected<TrialOutcome> {
+    TrialOutcome o;
+    o.n_requests = c;
+    o.interrupted = true;
+    return o;
+  };
+  r = find_max(l, first, nullptr, nullptr);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->steps.size(), 1U);
+  EXPECT_FALSE(r->answer.has_value());
+  EXPECT_FALSE(r->first_fail.has_value());
+  EXPECT_EQ(r->margin, "interrupted before any step ended: nothing is known yet");
+}
+
 TEST(FindMax, BadRangesAndTrialErrorsAreErrors) {
   FindMaxLimits l;
   l.input_len = 8;

@@ -123,6 +123,7 @@ Expected<FindMaxResult> find_max(const FindMaxLimits& limits, const Trial& trial
   // Known: everything <= lo passes, everything >= hi fails.
   uint64_t lo = uint64_t{limits.min_concurrency} - 1;
   uint64_t hi = uint64_t{limits.max_concurrency} + 1;
+  bool cut_short = false;  // a trial came back interrupted
   const auto run = [&](uint64_t c, const char* phase) -> Expected<bool> {
     FindMaxStep s;
     s.step = static_cast<uint32_t>(r.steps.size() + 1);
@@ -132,18 +133,24 @@ Expected<FindMaxResult> find_max(const FindMaxLimits& limits, const Trial& trial
     if (!o) return std::unexpected(o.error());
     s.outcome = std::move(*o);
     s.outcome.concurrency = static_cast<uint32_t>(c);
-    s.verdict = judge_trial(s.outcome, limits);
     s.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
-    if (s.verdict.pass) {
-      lo = c;
+    if (s.outcome.interrupted) {
+      // Stopped before it ended: neither a pass nor a fail, and the search ends here.
+      s.verdict = {false, "interrupted before the trial ended: not a result"};
+      cut_short = true;
     } else {
-      hi = c;
+      s.verdict = judge_trial(s.outcome, limits);
+      if (s.verdict.pass) {
+        lo = c;
+      } else {
+        hi = c;
+      }
     }
     if (on_step) on_step(s);
     r.steps.push_back(std::move(s));
     return r.steps.back().verdict.pass;
   };
-  const auto stopped = [&] { return should_stop && should_stop(); };
+  const auto stopped = [&] { return cut_short || (should_stop && should_stop()); };
   if (limits.start) {
     const uint64_t c0 =
         std::clamp<uint64_t>(*limits.start, limits.min_concurrency, limits.max_concurrency);
@@ -161,7 +168,7 @@ Expected<FindMaxResult> find_max(const FindMaxLimits& limits, const Trial& trial
     auto pass = run(lo + (hi - lo) / 2, "bisect");
     if (!pass) return std::unexpected(pass.error());
   }
-  r.interrupted = hi - lo > 1;
+  r.interrupted = cut_short || hi - lo > 1;
   if (lo >= limits.min_concurrency) r.answer = static_cast<uint32_t>(lo);
   if (hi <= limits.max_concurrency) r.first_fail = static_cast<uint32_t>(hi);
   r.at_range_limit = lo == limits.max_concurrency;
@@ -171,7 +178,11 @@ Expected<FindMaxResult> find_max(const FindMaxLimits& limits, const Trial& trial
     if (r.answer && s.outcome.concurrency == *r.answer) at_answer = &s;
     if (r.first_fail && s.outcome.concurrency == *r.first_fail) at_fail = &s;
   }
-  if (r.interrupted) {
+  const bool judged = std::any_of(r.steps.begin(), r.steps.end(),
+                                  [](const FindMaxStep& s) { return !s.outcome.interrupted; });
+  if (r.interrupted && !judged) {
+    r.margin = "interrupted before any step ended: nothing is known yet";
+  } else if (r.interrupted) {
     r.margin = fmt::format("interrupted: the limit lies in {}..{}", lo, hi);
   } else if (!r.answer) {
     r.margin = fmt::format("even {} fails: {}", limits.min_concurrency,
@@ -196,6 +207,7 @@ json find_max_json(const FindMaxResult& r) {
                      {"phase", s.phase},
                      {"concurrency", s.outcome.concurrency},
                      {"pass", s.verdict.pass},
+                     {"interrupted", s.outcome.interrupted},
                      {"why", s.verdict.why},
                      {"wall_s", s.wall_s},
                      {"outcome", outcome_json(s.outcome)}});
@@ -224,8 +236,11 @@ json find_max_json(const FindMaxResult& r) {
 
 std::string find_max_step_text(const FindMaxStep& s) {
   return fmt::format("step {} ({}): concurrency {} {} in {:.1f} s: {}", s.step, s.phase,
-                     s.outcome.concurrency, s.verdict.pass ? "PASS" : "FAIL", s.wall_s,
-                     s.verdict.why);
+                     s.outcome.concurrency,
+                     s.outcome.interrupted ? "INTERRUPTED"
+                     : s.verdict.pass      ? "PASS"
+                                           : "FAIL",
+                     s.wall_s, s.verdict.why);
 }
 
 std::string find_max_text(const FindMaxResult& r) {

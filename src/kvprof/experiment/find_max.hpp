@@ -45,6 +45,7 @@ struct TrialOutcome {
   std::optional<uint64_t> num_gpu_blocks, block_size_tokens;  // as the server reports them
   std::optional<uint64_t> kv_capacity_tokens;  // the KV cache's tokens (llama.cpp: its cells)
   std::string run_dir;
+  bool interrupted = false;  // the run was stopped before the trial ended: it is not a result
 };
 
 struct TrialVerdict {
@@ -82,7 +83,8 @@ struct FindMaxResult {
 uint32_t find_max_step_bound(uint32_t min_concurrency, uint32_t max_concurrency);
 
 // Searches [min, max] with `trial` (assumed monotone: what fails at c fails above it); `on_step`
-// sees each step as it ends; `should_stop` ends the search early (result.interrupted). Errors:
+// sees each step as it ends; `should_stop` ends the search early (result.interrupted), and so
+// does a trial that comes back interrupted, which is kept as a step but judged neither way. Errors:
 // usage for an empty range or bad lengths, or the trial's error.
 Expected<FindMaxResult> find_max(const FindMaxLimits& limits, const Trial& trial,
                                  const std::function<void(const FindMaxStep&)>& on_step,

@@ -125,6 +125,7 @@ Trial make_bench_trial(BenchTrialSettings settings) {
     o.kv_capacity_tokens = engine_kv_cells(r);
     const bench::ConditionResult* c = r.conditions.empty() ? nullptr : &r.conditions.front();
     if (r.status == "interrupted") {
+      o.interrupted = true;
       o.first_error = "interrupted";
     } else if (r.status != "completed" || c == nullptr) {
       o.first_error = failure_text(s, r, concurrency, o.kv_capacity_tokens);

@@ -92,7 +92,10 @@ Trial make_profile_trial(const ProfileTrialSettings& s, const profile::ProfileDe
       }
     }
     o.queued_requests = count_queued(records);
-    if (outcome->interrupted) o.first_error = "interrupted";
+    if (outcome->interrupted) {
+      o.interrupted = true;
+      o.first_error = "interrupted";
+    }
     return o;
   };
 }

@@ -180,6 +180,7 @@ json find_max_section(const json& fm, const fs::path& dir) {
                      {"phase", text(s, "phase")},
                      {"concurrency", number(s, "concurrency").value_or(0)},
                      {"pass", flag(s, "pass")},
+                     {"interrupted", flag(s, "interrupted")},
                      {"why", text(s, "why")},
                      {"wall_s", number(s, "wall_s").value_or(0)},
                      {"kv_pct", pct("peak_kv_cache_usage")},

@@ -6,7 +6,10 @@
   'use strict';
   const K = window.kvprofLib;
   const el = K.el, num = K.num;
-  const PASS = '#009e73', FAIL = '#c72929';
+  const PASS = '#009e73', FAIL = '#c72929', CUT = '#8a8a96';
+  // A step's verdict: an interrupted step is not a result.
+  function verdict(st) { return st.interrupted ? 'INTERRUPTED' : st.pass ? 'PASS' : 'FAIL'; }
+  function verdictColour(st) { return st.interrupted ? CUT : st.pass ? PASS : FAIL; }
   // A sequential scale, light to dark: low values pale, high values dark.
   const SCALE = ['#f7fcf0', '#e0f3db', '#ccebc5', '#a8ddb5', '#7bccc4', '#4eb3d3', '#2b8cbe',
                  '#0868ac', '#084081'];
@@ -307,7 +310,7 @@
       const datasets = [{
         label: 'concurrency tried', data: steps.map(function (st) { return { x: st.step, y: st.concurrency }; }),
         borderColor: '#8a8a96', borderWidth: 1.4, pointRadius: 7, pointHoverRadius: 9,
-        pointBackgroundColor: steps.map(function (st) { return st.pass ? PASS : FAIL; }),
+        pointBackgroundColor: steps.map(verdictColour),
         pointBorderColor: '#fff', pointBorderWidth: 1.5 }];
       if (section.answer !== null) datasets.push(limitLine('answer: ' + section.answer, section.answer, PASS, xs));
       if (section.first_fail !== null) datasets.push(limitLine('first failing: ' + section.first_fail, section.first_fail, FAIL, xs));
@@ -324,7 +327,7 @@
             y: { beginAtZero: true, title: { display: true, text: 'concurrency' },
                  grid: { color: '#ececf0' }, ticks: { precision: 0 } }
           },
-          plugins: Object.assign(K.titleOptions('The search: each step (green passed, red failed)', lines), {
+          plugins: Object.assign(K.titleOptions('The search: each step (green passed, red failed, grey interrupted)', lines), {
             legend: { position: 'bottom', labels: { boxWidth: 22, boxHeight: 2 } },
             tooltip: tooltip({
               title: function (items) {
@@ -334,7 +337,7 @@
               },
               label: function (item) {
                 const st = steps[item.dataIndex];
-                return 'concurrency ' + st.concurrency + ': ' + (st.pass ? 'PASS' : 'FAIL');
+                return 'concurrency ' + st.concurrency + ': ' + verdict(st);
               },
               footer: function (items) { return items.length ? [steps[items[0].dataIndex].why] : ''; }
             }, { mode: 'point', intersect: false, filter: function (i) { return !i.dataset.hline; } })
@@ -348,13 +351,13 @@
     const xs = [0, niceCeil(Math.max.apply(null, byC.map(function (st) { return st.concurrency; })) * 1.05)];
     const point = function (key) {
       return byC.filter(function (st) { return st[key] !== null; })
-          .map(function (st) { return { x: st.concurrency, y: st[key], pass: st.pass }; });
+          .map(function (st) { return { x: st.concurrency, y: st[key], step: st }; });
     };
     const series = function (label, key, colour, nature, unit) {
       const pts = point(key);
       return { label: label, nature: nature, unit: unit, data: pts, borderColor: colour,
                backgroundColor: colour, borderWidth: 2, pointRadius: 5, pointHoverRadius: 7,
-               pointBackgroundColor: pts.map(function (p) { return p.pass ? PASS : FAIL; }) };
+               pointBackgroundColor: pts.map(function (p) { return verdictColour(p.step); }) };
     };
     const measured = section.simulated ? 'simulated' : 'measured';
     const usage = [series('KV cache usage, peak (%)', 'kv_pct', '#009e73', 'engine-reported', '%'),
@@ -367,7 +370,7 @@
       label: function (item) {
         const d = item.dataset;
         return d.label.replace(/ \([^)]*\)$/, '') + ': ' + num(item.parsed.y) + ' ' + d.unit +
-            ' (' + d.nature + ', ' + (d.data[item.dataIndex].pass ? 'passed' : 'failed') + ')';
+            ' (' + d.nature + ', ' + ({ PASS: 'passed', FAIL: 'failed', INTERRUPTED: 'interrupted' })[verdict(d.data[item.dataIndex].step)] + ')';
       }
     }, { mode: 'nearest', intersect: false, filter: function (i) { return !i.dataset.hline; } });
     // A line chart over the concurrencies tried (x) with the pass/fail-coloured points.
@@ -407,7 +410,7 @@
     table(grid, 'Steps', ['step', 'phase', 'concurrency', 'verdict', 'KV peak (%)', 'memory (%)',
                           'TTFT p99 (ms)', 'errors', 'time (s)', 'why'],
           steps.map(function (st) {
-            return [String(st.step), st.phase, String(st.concurrency), st.pass ? 'PASS' : 'FAIL',
+            return [String(st.step), st.phase, String(st.concurrency), verdict(st),
                     num(st.kv_pct, 1), num(st.memory_pct, 1), num(st.ttft_p99_ms, 1),
                     st.n_errors === null ? '–' : String(st.n_errors), num(st.wall_s, 1), st.why];
           }));
