@@ -1,6 +1,8 @@
 // Black-box tests of `kvprof parse-log`: table, --json, --engine, exit codes and one-line errors.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstdio>
@@ -90,6 +92,35 @@ TEST(CliParseLog, MissingFileIsOneLineExitTwo) {
   const auto r = run("parse-log /no/such/engine.log");
   EXPECT_EQ(r.rc, 2);
   EXPECT_EQ(r.out, "kvprof: error: no such file: /no/such/engine.log\n");
+}
+
+TEST(CliParseLog, AFifoIsRefusedAtOnceAndStandardInputIsRead) {
+  // A FIFO no one writes to: refused, not waited on (the suite's timeout would catch a hang).
+  const auto fifo = std::filesystem::temp_directory_path() /
+                    ("kvprof_parse_log_fifo_" + std::to_string(::getpid()));
+  std::filesystem::remove(fifo);
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  auto r = run("parse-log " + fifo.string());
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_EQ(r.out, "kvprof: error: '" + fifo.string() +
+                       "' is not a regular file (a folder, FIFO, socket or device)\n");
+  // compare and validate read run folders the same way: a summary.json that is a FIFO.
+  const auto run_dir = std::filesystem::temp_directory_path() /
+                       ("kvprof_parse_log_fifo_run_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(run_dir);
+  ASSERT_EQ(::mkfifo((run_dir / "summary.json").c_str(), 0600), 0);
+  for (const std::string& cmd :
+       {"validate " + run_dir.string(), "compare " + run_dir.string() + " " + run_dir.string()}) {
+    r = run(cmd);
+    EXPECT_EQ(r.rc, 2) << cmd << ": " << r.out;
+    EXPECT_NE(r.out.find("is not a regular file"), std::string::npos) << cmd << ": " << r.out;
+  }
+  std::filesystem::remove(fifo);
+  std::filesystem::remove_all(run_dir);
+
+  // "-" reads standard input to its end.
+  r = run("parse-log - < " + fixture("llama_cpp_logs/startup_f16_np4.log"));
+  EXPECT_EQ(r.rc, 0) << r.out;
 }
 
 TEST(CliParseLog, NothingRecognisedExitsOne) {

@@ -24,7 +24,8 @@ void register_parse_log_command(CLI::App& app) {
       "Exit codes: 0 memory figures found; 1 the file was read but no memory line was "
       "recognised (so a script never takes an empty report for a log that reported nothing); "
       "2 the file is missing or unreadable, or a bad flag.");
-  cmd->add_option("file", opts->path, "The log file (stdout/stderr of the engine as printed)")
+  cmd->add_option("file", opts->path,
+                  "The log file (stdout/stderr of the engine as printed); - reads standard input")
       ->required()
       ->type_name("FILE");
   cmd->add_option("--engine", opts->engine, "Which engine wrote it; auto = detect from the lines")

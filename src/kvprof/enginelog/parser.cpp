@@ -6,7 +6,10 @@
 #include <cstring>
 #include <memory>
 
+#include <unistd.h>
+
 #include "kvprof/enginelog/scan.hpp"
+#include "kvprof/sys/proc.hpp"
 
 namespace kvprof::enginelog {
 
@@ -101,13 +104,23 @@ EngineLogReport parse_engine_log(std::string_view text, const ParseOptions& opti
 Expected<EngineLogReport> parse_engine_log_file(const std::filesystem::path& path,
                                                 const ParseOptions& options) {
   std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) {
+  if (path != "-" && !std::filesystem::exists(path, ec)) {
     return fail(ErrorKind::not_found, "no such file: " + path.string());
   }
   if (std::filesystem::is_directory(path, ec)) {
     return fail(ErrorKind::input, path.string() + " is a directory, not a log file");
   }
-  std::unique_ptr<FILE, int (*)(FILE*)> file(std::fopen(path.c_str(), "rb"), &std::fclose);
+  // "-" is standard input (a pipe: read to its end); any other path must be a regular file, as
+  // a FIFO no one writes to would wait forever.
+  std::unique_ptr<FILE, int (*)(FILE*)> file(nullptr, &std::fclose);
+  if (path == "-") {
+    file.reset(::fdopen(::dup(0), "rb"));
+  } else {
+    auto fd = sys::open_regular_file(path.string());
+    if (!fd) return std::unexpected(fd.error());
+    file.reset(::fdopen(*fd, "rb"));
+    if (!file) ::close(*fd);
+  }
   if (!file) {
     return fail(ErrorKind::io, "cannot read " + path.string() + ": " + std::strerror(errno));
   }

@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -62,13 +63,28 @@ bool is_pid_name(const char* name) {
 
 }  // namespace
 
-Expected<std::string> read_text_file(const std::string& path, size_t max_bytes) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+Expected<int> open_regular_file(const std::string& path) {
+  // Non-blocking: opening a FIFO that no one writes to would otherwise wait.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     const int err = errno;
     return fail(err == ENOENT || err == ESRCH ? ErrorKind::not_found : ErrorKind::io,
                 fmt::format("cannot read '{}': {}", path, std::strerror(err)));
   }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return fail(ErrorKind::input,
+                fmt::format("'{}' is not a regular file (a folder, FIFO, socket or device)", path));
+  }
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  return fd;
+}
+
+Expected<std::string> read_text_file(const std::string& path, size_t max_bytes) {
+  auto opened = open_regular_file(path);
+  if (!opened) return std::unexpected(opened.error());
+  const int fd = *opened;
   std::string out;
   char buffer[8192];
   while (out.size() < max_bytes) {

@@ -74,7 +74,13 @@ std::vector<ListenSocket> parse_proc_net_tcp(std::string_view text);
 // listens there; driver error when one does but its owner cannot be seen (another user's process).
 Expected<pid_t> find_listening_pid(uint16_t port, const std::string& proc_root = k_proc_root);
 
-// Reads a small text file whole (at most `max_bytes`); an io error naming the path otherwise.
+// Opens `path` for reading (a blocking, close-on-exec descriptor the caller closes) when it is a
+// regular file; an input error when it is a FIFO, socket or device (reading one could wait
+// forever for a writer), not_found or io otherwise. Never blocks.
+Expected<int> open_regular_file(const std::string& path);
+
+// Reads a small regular text file whole (at most `max_bytes`); an error from open_regular_file,
+// or an io error naming the path.
 Expected<std::string> read_text_file(const std::string& path, size_t max_bytes = 1 << 20);
 
 }  // namespace kvprof::sys
