@@ -239,6 +239,25 @@ TEST_F(History, TwoKvprofProfilesAtOnceAreBothIndexedAndAMovedFolderIsReported) 
   EXPECT_EQ(text->exit_code, 0);
   EXPECT_NE(text->stdout_text.find("MISSING (moved or deleted)"), std::string::npos)
       << text->stdout_text;
+
+  // The history lost (as a run whose record failed: the lock held too long, the disk full):
+  // `kvprof runs` indexes the run folder it finds, as it was.
+  fs::remove(fs::path(results) / k_db_file);
+  fs::remove(fs::path(results) / (std::string(k_db_file) + "-wal"));
+  fs::remove(fs::path(results) / (std::string(k_db_file) + "-shm"));
+  text = sys::run_command({KVPROF_BIN, "runs", "--results-dir", results}, o);
+  ASSERT_TRUE(text);
+  EXPECT_EQ(text->exit_code, 0);
+  EXPECT_NE(text->stderr_text.find("indexed 1 run folder(s) the history lacked"), std::string::npos)
+      << text->stderr_text;
+  h = runs();
+  ASSERT_EQ(h.at("n_entries"), 1);
+  const auto& e = h.at("entries").at(0);
+  EXPECT_EQ(e.at("kind"), "profile");
+  EXPECT_EQ(e.at("status"), "completed");
+  EXPECT_EQ(e.at("n_ok"), 3);
+  EXPECT_TRUE(e.at("folder_exists").get<bool>());
+  EXPECT_EQ(h.at("n_missing_folders"), 0);
 }
 
 }  // namespace

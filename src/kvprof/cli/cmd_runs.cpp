@@ -12,6 +12,7 @@
 #include <memory>
 
 #include "kvprof/cli/commands.hpp"
+#include "kvprof/history/entries.hpp"
 #include "kvprof/history/history_db.hpp"
 #include "kvprof/util/json_text.hpp"
 #include "kvprof/util/units.hpp"
@@ -69,6 +70,13 @@ std::string utc_time(double unix_s) {
 void run_runs_command(RunsCliState& st) {
   if (!st.since.empty()) st.filter.since_unix_s = parse_since(st.since);
   const fs::path results = st.results_dir;
+  // Run folders whose record was missed (a busy lock, a full disk) are indexed now.
+  if (auto added = history::index_unrecorded_runs(results); !added) {
+    std::fprintf(stderr, "kvprof: warning: run folders the history lacks were not indexed: %s\n",
+                 added.error().message.c_str());
+  } else if (*added > 0 && !st.json) {
+    std::fprintf(stderr, "kvprof: indexed %zu run folder(s) the history lacked\n", *added);
+  }
   auto db = history::HistoryDb::open(results, false);
   std::vector<history::Entry> entries;
   if (db) {
