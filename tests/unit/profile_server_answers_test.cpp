@@ -43,6 +43,15 @@ TEST(ServerAnswers, ModelListOfAnotherShapeIsNoList) {
   EXPECT_TRUE(odd.max_model_len_tokens.empty());
 }
 
+TEST(ServerAnswers, ModelIdsWithControlCharactersOrBadBytesAreNotTaken) {
+  // An escape sequence would reach the terminal raw; bad bytes could not be sent back as JSON.
+  ServerInfo info;
+  ASSERT_TRUE(read_model_list(
+      "{\"data\":[{\"id\":\"\\u001b[2Jevil\"},{\"id\":\"tab\\there\"},{\"id\":\"ok-model\"}]}",
+      info));
+  EXPECT_EQ(info.models, (std::vector<std::string>{"ok-model"}));
+}
+
 TEST(ServerAnswers, ModelListIsBounded) {
   json data = json::array();
   for (int i = 0; i < 100; ++i)

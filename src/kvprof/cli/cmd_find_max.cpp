@@ -31,6 +31,7 @@
 #include "kvprof/sim/sim_sizing.hpp"
 #include "kvprof/sys/host_info.hpp"
 #include "kvprof/sys/signals.hpp"
+#include "kvprof/util/redact.hpp"
 #include "kvprof/util/strings.hpp"
 
 namespace kvprof::cli {
@@ -201,7 +202,8 @@ void run_find_max(FindMaxState& st) {
       launched = value_or_fatal(profile::LaunchedServer::start(command, dir / "server.log",
                                                                [](const profile::LogLine&) {}));
       if (!st.quiet)
-        std::fprintf(stderr, "kvprof: launched (pid %d): %s\n", launched->pid(), command.c_str());
+        std::fprintf(stderr, "kvprof: launched (pid %d): %s\n", launched->pid(),
+                     redact_secrets(command).c_str());
       std::vector<std::string> headers;
       if (!st.run.api_key.empty()) headers.push_back("Authorization: Bearer " + st.run.api_key);
       auto ready = launched->wait_ready(profile::server_root(st.run.endpoint), headers,

@@ -298,11 +298,9 @@ void run_profile_command(ProfileCliState& st) {
   if (!st.no_report) report_run_folder(outcome->run_dir, st.json);
   const auto& t = outcome->totals;
   if (outcome->interrupted) {
-    throw Fatal(
-        {ErrorKind::interrupted,
-         fmt::format("interrupted; {} of {} requests completed, {} cancelled, {} not "
-                     "sent; everything measured is in {}",
-                     t.n_ok, t.n_planned, t.n_cancelled, t.n_not_sent, outcome->run_dir.string())});
+    throw Fatal({ErrorKind::interrupted,
+                 fmt::format("interrupted; {}; everything measured is in {}",
+                             profile::request_totals_text(t), outcome->run_dir.string())});
   }
   if (t.n_ok == 0)
     throw Fatal({ErrorKind::network, "no request succeeded (see request_trace.csv)"});

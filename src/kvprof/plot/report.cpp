@@ -11,6 +11,7 @@
 #include "kvprof/plot/experiment_sections.hpp"
 #include "kvprof/plot/figures.hpp"
 #include "kvprof/plot/image.hpp"
+#include "kvprof/util/json_text.hpp"
 
 namespace kvprof::embedded {
 std::string_view chart_js();
@@ -284,7 +285,8 @@ std::string report_html(const json& data) {
     if (type == "find_max") title = "kvprof find-max " + s.value("run_id", "");
     if (type == "run" && title.starts_with("kvprof report")) title += " " + s.value("run_id", "");
   }
-  std::string payload = data.dump();
+  // Paths and names from outside may hold bytes that are not UTF-8: replaced, never thrown on.
+  std::string payload = json_text(data);
   // The data sits in a <script> element: "</" must not end it early.
   for (size_t at = payload.find("</"); at != std::string::npos; at = payload.find("</", at + 3))
     payload.replace(at, 2, "<\\/");

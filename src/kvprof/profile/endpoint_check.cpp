@@ -15,6 +15,7 @@
 #include "kvprof/client/openai.hpp"
 #include "kvprof/profile/server_answers.hpp"
 #include "kvprof/profile/server_probe.hpp"
+#include "kvprof/util/redact.hpp"
 #include "kvprof/util/strings.hpp"
 
 namespace kvprof::profile {
@@ -95,7 +96,7 @@ Expected<EndpointCheck> check_endpoint(const client::RunOptions& run, const Serv
     const auto close = closest_matches(run.model, server.models, 1);
     return fail(ErrorKind::usage,
                 fmt::format("--model '{}' is not served at {} (it serves: {}){}", run.model,
-                            server_root(run.endpoint), served,
+                            redact_secrets(server_root(run.endpoint)), served,
                             close.empty() ? "" : "; did you mean '" + close.front() + "'?"));
   }
 

@@ -221,8 +221,8 @@ Expected<ProfileOutcome> run_profile(const ProfileConfig& config_in, const Profi
   if (!prompt_warning.empty()) warnings.add(prompt_warning);
   const auto conditions = workload::conditions_of(*requests);
   progress(fmt::format("run {}: {} requests in {} conditions against {} ({}) -> {}", report.run_id,
-                       requests->size(), conditions.size(), config.run.endpoint, config.run.model,
-                       report.run_dir));
+                       requests->size(), conditions.size(), redact_secrets(config.run.endpoint),
+                       config.run.model, report.run_dir));
   if (auto ok = workload::write_generated_workload(*dir / "workload.jsonl", config.grid, *requests);
       !ok) {
     return std::unexpected(ok.error());

@@ -167,17 +167,24 @@ RequestTotals request_totals(const ProfileReport& report) {
     t.n_ok += s.n_ok;
     t.n_errors += s.n_errors;
     t.n_cancelled += s.n_cancelled;
+    t.n_repeated += std::min(s.n_repeated, s.n_requests);
     t.output_tokens += s.output_tokens;
     for (const auto& [kind, n] : s.errors_by_kind)
       t.errors_by_kind[kind] += n;
   }
-  uint64_t originals_sent = 0;  // repeats (--min-condition-s) are not planned requests
-  for (const auto& c : report.conditions)
-    originals_sent +=
-        c.requests.n_requests - std::min(c.requests.n_repeated, c.requests.n_requests);
+  const uint64_t originals_sent = t.n_requests - t.n_repeated;  // repeats were not planned
   t.n_planned = std::max(report.n_planned_requests, originals_sent);
   t.n_not_sent = t.n_planned - originals_sent;
   return t;
+}
+
+std::string request_totals_text(const RequestTotals& t) {
+  return fmt::format(
+      "{} of {} requests sent completed{}, {} failed, {} cancelled; {} of the {} planned not sent",
+      t.n_ok, t.n_requests,
+      t.n_repeated > 0 ? fmt::format(" ({} sent again to fill --min-condition-s)", t.n_repeated)
+                       : std::string(),
+      t.n_errors, t.n_cancelled, t.n_not_sent, t.n_planned);
 }
 
 json summary_json(const ProfileReport& r) {
@@ -356,10 +363,8 @@ std::string condition_table(const ProfileReport& r) {
 std::string interrupted_text(const ProfileReport& r) {
   if (!r.interrupted) return "";
   const RequestTotals t = request_totals(r);
-  return fmt::format(
-      "INTERRUPTED: {} of {} requests completed, {} failed, {} cancelled, {} not sent; latency "
-      "figures are over the completed ones\n",
-      t.n_ok, t.n_planned, t.n_errors, t.n_cancelled, t.n_not_sent);
+  return fmt::format("INTERRUPTED: {}; latency figures are over the completed ones\n",
+                     request_totals_text(t));
 }
 
 std::string breakdown_table(const ProfileReport& r) {
@@ -417,8 +422,8 @@ std::string summary_text(const ProfileReport& r) {
   if (r.simulated) {
     out += "SIMULATED server (kvprof serve-sim): no real GPU or model was measured.\n";
   }
-  out += fmt::format("kvprof profile {} -- {} at {}{}\n", r.run_id, r.model, r.endpoint,
-                     r.interrupted ? " (INTERRUPTED)" : "");
+  out += fmt::format("kvprof profile {} -- {} at {}{}\n", r.run_id, r.model,
+                     redact_secrets(r.endpoint), r.interrupted ? " (INTERRUPTED)" : "");
   out += condition_table(r);
   out += interrupted_text(r);
   out += low_sample_footnote(r);

@@ -88,10 +88,15 @@ struct ProfileReport {
 // Request totals over all conditions.
 struct RequestTotals {
   uint64_t n_requests = 0, n_ok = 0, n_errors = 0, n_cancelled = 0, output_tokens = 0;
+  uint64_t n_repeated = 0;                 // of n_requests, repeats sent to fill --min-condition-s
   uint64_t n_planned = 0, n_not_sent = 0;  // the workload's; the planned that were never sent
   std::map<std::string, uint64_t> errors_by_kind;
 };
 RequestTotals request_totals(const ProfileReport& report);
+
+// "A of B requests sent completed, C failed, D cancelled; E of the F planned not sent" (sent
+// counts repeats, planned does not: the two are never set against each other).
+std::string request_totals_text(const RequestTotals& totals);
 
 // summary.json.
 nlohmann::json summary_json(const ProfileReport& report);

@@ -45,7 +45,11 @@ bool read_model_list(std::string_view body, ServerInfo& info) {
   for (const auto& m : *data) {
     if (!m.is_object()) continue;
     const std::string* id = string_at(m, "id");
-    if (id == nullptr || id->size() > k_max_model_id_bytes) continue;
+    // An id kvprof could neither print safely nor send back as JSON is not taken.
+    if (id == nullptr || id->size() > k_max_model_id_bytes || has_control_chars(*id) ||
+        to_valid_utf8(*id) != *id) {
+      continue;
+    }
     if (info.models.size() < k_max_models) info.models.push_back(*id);
     const auto len = m.find("max_model_len");
     if (len != m.end() && len->is_number_unsigned() &&

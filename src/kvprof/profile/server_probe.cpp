@@ -5,6 +5,7 @@
 
 #include "kvprof/client/http_get.hpp"
 #include "kvprof/profile/server_answers.hpp"
+#include "kvprof/util/redact.hpp"
 
 namespace kvprof::profile {
 
@@ -37,7 +38,7 @@ Expected<ServerInfo> probe_server(std::string_view base_url, std::string_view ap
     return fail(ErrorKind::network,
                 fmt::format("cannot reach the server at {}: {} (is it running? leave out "
                             "--endpoint to profile the built-in simulator)",
-                            root, models.error().message));
+                            redact_secrets(root), redact_secrets(models.error().message)));
   }
   info.models_status = models->status;
   if (models->status == 401 || models->status == 403) {
