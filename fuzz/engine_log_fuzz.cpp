@@ -6,7 +6,7 @@
 #include <string_view>
 
 #include "kvprof/enginelog/parser.hpp"
-#include "kvprof/report/engine_log_report.hpp"
+#include "kvprof/report/text/engine_log_report.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace kvprof::enginelog;
@@ -34,11 +34,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
   }
   (void)totals_by_device(whole);
+  using kvprof::engines::Engine;
   for (Engine e : {Engine::llamacpp, Engine::vllm, Engine::sglang, Engine::trtllm}) {
     options.engine = e;
     const auto one = parse_engine_log(text, options);
-    (void)kvprof::report::engine_log_json(one);
-    (void)kvprof::report::engine_log_text(one);
+    (void)kvprof::report::text::engine_log_json(one);
+    (void)kvprof::report::text::engine_log_text(one);
   }
   return 0;
 }

@@ -8,10 +8,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "kvprof/plot/experiment_sections.hpp"
+#include "kvprof/report/html/experiment_sections.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  using namespace kvprof::plot;
+  using namespace kvprof::report::html;
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   const auto doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded()) return 0;

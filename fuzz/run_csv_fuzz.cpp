@@ -1,14 +1,14 @@
-// libFuzzer target for the run-folder CSV reader (plot/csv.cpp): every row it returns has a cell
-// for every requested column, and a filter never lets a non-matching row through.
+// libFuzzer target for the run-folder CSV reader (report/html/csv.cpp): every row it returns has a
+// cell for every requested column, and a filter never lets a non-matching row through.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <string_view>
 
-#include "kvprof/plot/csv.hpp"
+#include "kvprof/report/html/csv.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  using namespace kvprof::plot;
+  using namespace kvprof::report::html;
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   const CsvRequest plain{
       {"t_mono_ns", "used_bytes", "kv_cache_usage"}, {"kind", "condition_id"}, {}, {}};

@@ -12,7 +12,7 @@ bundle_dir=.device
 max_bundle_mib=60 # the GPU machine takes at most 64 MiB of carried files
 jobs=${KVPROF_JOBS:-1}
 targets=(kvprof bench_gpu_check bench_sampler)
-binaries=("$build_dir/src/kvprof" "$build_dir/bench/bench_gpu_check" "$build_dir/bench/bench_sampler")
+binaries=("$build_dir/src/kvprof" "$build_dir/benchmarks/bench_gpu_check" "$build_dir/benchmarks/bench_sampler")
 # glibc's libraries: the GPU machine's own (newer) glibc must serve them, never Debian's copies.
 glibc_family='^(linux-vdso|linux-gate|ld-linux[^ ]*|libc|libm|libdl|libpthread|librt|libresolv|libutil|libanl|libmvec|libBrokenLocale|libthread_db|libnss_[a-z]+)\.so'
 

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "kvprof/engine/llama_lib.hpp"
+#include "kvprof/llama/library.hpp"
 #include "support/gguf_writer.hpp"
 
 namespace kvprof::test {
@@ -25,9 +25,9 @@ inline std::optional<std::filesystem::path> llama_test_dir() {
   }
   const std::filesystem::path dir =
       std::filesystem::path(KVPROF_SOURCE_DIR) / ".deps/llama/linux-x64";
-  engine::LlamaLibOptions o;
+  llama::LlamaLibOptions o;
   o.path = dir.string();
-  if (engine::find_llama_library(o)) return dir;
+  if (llama::find_llama_library(o)) return dir;
   return std::nullopt;
 }
 

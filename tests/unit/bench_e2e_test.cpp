@@ -92,7 +92,8 @@ TEST(BenchE2e, GridOnRealEngineWritesEveryFileAndKvGrowsWithConcurrency) {
     EXPECT_GT(c["latency_stats"]["ttft_ms"]["p50"].get<double>(), 0.0);
     EXPECT_EQ(c["latency_stats"]["itl_ms"]["n"], 11U);  // 12 tokens: 1 from the prefill + 11 steps
     EXPECT_GT(c["peak_rss_bytes"].get<uint64_t>(), 0U);
-    // kvprof's own work between llama.cpp's decode calls is small (checked precisely in bench/).
+    // kvprof's own work between llama.cpp's decode calls is small (checked precisely in
+    // benchmarks/).
     EXPECT_GT(c["llama_cpp_share_of_wall"].get<double>(), 0.5);
   }
   const auto& bd = s["memory_breakdown"];

@@ -9,7 +9,7 @@
 #include <map>
 #include <sstream>
 
-#include "kvprof/plot/csv.hpp"
+#include "kvprof/report/html/csv.hpp"
 #include "kvprof/util/strings.hpp"
 
 namespace kvprof::client {
@@ -103,8 +103,9 @@ TEST(TraceWriter, TheRowOfTheLongestGenerationIsReadableByKvprof) {
   r.tokens_streamed = k_max_token_chunks * 4000;
   ASSERT_TRUE(writer.write(r));
   const auto size = std::filesystem::file_size(path);
-  EXPECT_LT(size, plot::k_csv_max_line_bytes);
-  const auto cols = plot::read_csv_file(path, {{"tokens_streamed"}, {"token_times_ms"}, {}, {}});
+  EXPECT_LT(size, report::html::k_csv_max_line_bytes);
+  const auto cols =
+      report::html::read_csv_file(path, {{"tokens_streamed"}, {"token_times_ms"}, {}, {}});
   ASSERT_TRUE(cols.has_value()) << cols.error().message;
   ASSERT_EQ(cols->n_rows, 1u);
   EXPECT_EQ(cols->numeric[0][0], static_cast<double>(k_max_token_chunks * 4000));

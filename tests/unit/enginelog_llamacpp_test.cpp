@@ -36,7 +36,7 @@ uint64_t mib_x100(uint64_t hundredths) {  // 110.53 MiB -> mib_x100(11053)
 
 TEST(EngineLogLlamaCpp, F16LogEveryFigure) {
   const auto r = parse_fixture("startup_f16_np4.log");
-  EXPECT_EQ(r.engine, Engine::llamacpp);
+  EXPECT_EQ(r.engine, engines::Engine::llamacpp);
   EXPECT_EQ(r.n_lines, 143U);
   EXPECT_EQ(r.n_skipped_long_lines, 0U);
   ASSERT_TRUE(r.version);
@@ -130,7 +130,7 @@ TEST(EngineLogLlamaCpp, F16LogEveryFigure) {
 
 TEST(EngineLogLlamaCpp, Q8KvFlashAttnLogEveryFigure) {
   const auto r = parse_fixture("startup_q8kv_fa_np4.log");
-  EXPECT_EQ(r.engine, Engine::llamacpp);
+  EXPECT_EQ(r.engine, engines::Engine::llamacpp);
   ASSERT_EQ(r.figures.size(), 6U);
   EXPECT_EQ(find(r, Component::weights, "CPU_Mapped")->size.bytes, mib_x100(12638));
   EXPECT_EQ(find(r, Component::output, "CPU")->size.bytes, mib_x100(49));
@@ -207,7 +207,7 @@ TEST(EngineLogLlamaCpp, NewerGenerationContextAndKvLines) {
       "sched_reserve: graph nodes  = 1867\n"
       "sched_reserve: graph splits = 6\n";
   const auto r = parse_engine_log(log);
-  EXPECT_EQ(r.engine, Engine::llamacpp);
+  EXPECT_EQ(r.engine, engines::Engine::llamacpp);
   const auto& s = r.settings;
   EXPECT_EQ(s.n_ctx_seq->value, 4096U);
   EXPECT_EQ(s.n_ctx_seq->source.text, "llama_context: n_ctx_seq     = 4096");
@@ -329,7 +329,7 @@ TEST(EngineLogLlamaCpp, MemoryBreakdownTableWithWrappedUnaccounted) {
       "llama_params_fit_impl: context size reduced from 262144 to 30000 -> need 6257 MiB less "
       "memory in total\n";
   const auto r = parse_engine_log(log);
-  EXPECT_EQ(r.engine, Engine::llamacpp);
+  EXPECT_EQ(r.engine, engines::Engine::llamacpp);
   ASSERT_EQ(r.breakdown.size(), 2U);
   const auto& gpu = r.breakdown[0];
   EXPECT_EQ(gpu.device, "CUDA0");

@@ -8,7 +8,7 @@
 
 #include "kvprof/enginelog/parser.hpp"
 #include "kvprof/enginelog/scan.hpp"
-#include "kvprof/report/engine_log_report.hpp"
+#include "kvprof/report/text/engine_log_report.hpp"
 
 namespace kvprof::enginelog {
 namespace {
@@ -76,9 +76,9 @@ TEST(EngineLogParser, BinaryGarbageAndNulBytes) {
   const auto r = parse_engine_log(log);
   ASSERT_EQ(r.figures.size(), 1U);
   // The JSON of a report with binary bytes in its lines is valid UTF-8.
-  const auto j = report::engine_log_json(r);
+  const auto j = report::text::engine_log_json(r);
   EXPECT_NO_THROW((void)j.dump());
-  EXPECT_NO_THROW((void)report::engine_log_text(r));
+  EXPECT_NO_THROW((void)report::text::engine_log_text(r));
 }
 
 TEST(EngineLogParser, TenMegabyteLineIsSkippedAndCounted) {
@@ -111,13 +111,13 @@ TEST(EngineLogParser, ForcedEngineReadsOnlyItsLines) {
       "llama_kv_cache:      CUDA0 KV buffer size =   182.75 MiB\n"
       "(EngineCore pid=1) INFO [gpu_worker.py:436] Available KV cache memory: 61.66 GiB\n";
   ParseOptions options;
-  options.engine = Engine::vllm;
+  options.engine = engines::Engine::vllm;
   const auto r = parse_engine_log(log, options);
-  EXPECT_EQ(r.engine, Engine::vllm);
+  EXPECT_EQ(r.engine, engines::Engine::vllm);
   ASSERT_EQ(r.figures.size(), 1U);
   EXPECT_EQ(r.figures[0].source.line_no, 2U);
   const auto detected = parse_engine_log(log);
-  EXPECT_EQ(detected.engine, Engine::llamacpp);
+  EXPECT_EQ(detected.engine, engines::Engine::llamacpp);
   EXPECT_EQ(detected.figures.size(), 1U);
 }
 

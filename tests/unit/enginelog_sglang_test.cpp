@@ -28,7 +28,7 @@ TEST(EngineLogSglang, WeightsKvAndGraphsPerRank) {
       "[2026-01-21 19:39:12 DP0 TP1] Ignore import error when loading "
       "sglang.srt.models.nemotron_h: No module named 'cuda'\n";
   const auto r = parse_engine_log(log);
-  EXPECT_EQ(r.engine, Engine::sglang);
+  EXPECT_EQ(r.engine, engines::Engine::sglang);
   ASSERT_EQ(r.figures.size(), 5U);
   EXPECT_EQ(r.figures[0].component, Component::weights);
   EXPECT_EQ(r.figures[0].device, "TP1");
@@ -54,7 +54,7 @@ TEST(EngineLogSglang, SingleGpuPrefixIsGpu) {
       "[2025-12-23 14:18:01] Load weight begin. avail mem=46.81 GB\n"
       "[2025-12-23 14:18:05] Load weight end. type=LlamaForCausalLM, dtype=torch.bfloat16, avail "
       "mem=31.73 GB, mem usage=15.08 GB.\n");
-  EXPECT_EQ(r.engine, Engine::sglang);
+  EXPECT_EQ(r.engine, engines::Engine::sglang);
   ASSERT_EQ(r.figures.size(), 1U);
   EXPECT_EQ(r.figures[0].device, "GPU");
 }

@@ -43,7 +43,7 @@ TEST(EngineLogVllm, EveryRecordEveryFigure) {
     const std::string id = rec.at("id");
     const auto r = parse_engine_log(rec.at("quote").get<std::string>());
     ++n;
-    EXPECT_EQ(r.engine, Engine::vllm) << id;
+    EXPECT_EQ(r.engine, engines::Engine::vllm) << id;
     expect_gib(r, Component::weights, rec.at("weights_gib"), id);
     expect_gib(r, Component::activation_peak, rec.at("activation_peak_gib"), id);
     expect_gib(r, Component::non_torch, rec.at("non_torch_gib"), id);
@@ -88,7 +88,7 @@ TEST(EngineLogVllm, RankDevicesVersionAndOlderWording) {
       // a later startup printing the other wording: the first count stays
       "INFO 03-01 10:00:01 executor_base.py:111] # GPU blocks: 30000, # CPU blocks: 2048\n";
   const auto r = parse_engine_log(log);
-  EXPECT_EQ(r.engine, Engine::vllm);
+  EXPECT_EQ(r.engine, engines::Engine::vllm);
   ASSERT_TRUE(r.version);
   EXPECT_EQ(r.version->value, "0.19.0");
   ASSERT_GE(r.figures.size(), 5U);
@@ -141,7 +141,7 @@ TEST(EngineLogVllm, CudaGraphsCapturedAndEnforceEager) {
 
   // SGLang names its batch sizes.
   ParseOptions o;
-  o.engine = Engine::sglang;
+  o.engine = engines::Engine::sglang;
   r = parse_engine_log("[2025-01-01] Capture cuda graph bs [1, 2, 4, 8, 16, 24, 32]\n", o);
   ASSERT_TRUE(r.settings.cuda_graphs);
   EXPECT_EQ(r.settings.cuda_graphs->value, 7U);

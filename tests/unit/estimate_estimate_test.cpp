@@ -15,7 +15,7 @@ namespace kvprof::estimate {
 namespace {
 
 EstimateInput input(const char* model_id, const char* gpu_name,
-                    EngineKind engine = EngineKind::vllm) {
+                    engines::Engine engine = engines::Engine::vllm) {
   EstimateInput in;
   in.model = model::catalog_model(model_id).value();
   in.gpu = gpu::find_gpu(gpu_name).value();
@@ -207,7 +207,7 @@ TEST(Estimate, LongerThanMaxModelLenIsRejected) {
 }
 
 TEST(Estimate, EnginesWithoutPagingRunOutOfMemoryInsteadOfQueueing) {
-  auto in = input("Qwen/Qwen2.5-7B-Instruct", "L4", EngineKind::hf);
+  auto in = input("Qwen/Qwen2.5-7B-Instruct", "L4", engines::Engine::hf);
   in.settings.max_model_len = 32768;
   in.workload.context_tokens = {32768};
   in.workload.concurrency = {1, 64};
@@ -218,7 +218,7 @@ TEST(Estimate, EnginesWithoutPagingRunOutOfMemoryInsteadOfQueueing) {
 }
 
 TEST(Estimate, TransformersUsesSdpaAndHonoursMaxModelLen) {
-  auto in = input("meta-llama/Llama-3.1-8B-Instruct", "H100", EngineKind::hf);
+  auto in = input("meta-llama/Llama-3.1-8B-Instruct", "H100", engines::Engine::hf);
   in.settings.max_model_len = 32768;
   in.workload.context_tokens = {32768, 65536};
   in.workload.concurrency = {1};
@@ -249,9 +249,9 @@ TEST(Estimate, RecommendFindsSmallestFirst) {
   };
   EXPECT_TRUE(has("L40S"));
   EXPECT_TRUE(has("H100-SXM"));
-  EXPECT_EQ(recommendation_flags(EngineKind::vllm, 8, 2),
+  EXPECT_EQ(recommendation_flags(engines::Engine::vllm, 8, 2),
             "--tensor-parallel-size 8 --pipeline-parallel-size 2");
-  EXPECT_EQ(recommendation_flags(EngineKind::sglang, 4, 1), "--tp-size 4");
+  EXPECT_EQ(recommendation_flags(engines::Engine::sglang, 4, 1), "--tp-size 4");
   for (const auto& r : recs) {
     EXPECT_LE(r.estimate.verdict, Verdict::tight);
     // 70B in bf16 is 131 GiB: no single GPU under 141 GB holds it.
@@ -262,18 +262,19 @@ TEST(Estimate, RecommendFindsSmallestFirst) {
 }
 
 TEST(Estimate, EnginesDifferButAgreeOnWeights) {
-  for (const auto engine : {EngineKind::sglang, EngineKind::trtllm, EngineKind::hf}) {
+  for (const auto engine :
+       {engines::Engine::sglang, engines::Engine::trtllm, engines::Engine::hf}) {
     auto in = input("Qwen/Qwen2.5-7B-Instruct", "H100", engine);
     in.settings.max_model_len = 8192;
     const auto est = estimate(in).value();
-    EXPECT_NEAR(bytes_to_gib(est.per_gpu.weights_bytes), 14.2, 0.1) << engine_name(engine);
-    EXPECT_LE(est.verdict, Verdict::tight) << engine_name(engine);
+    EXPECT_NEAR(bytes_to_gib(est.per_gpu.weights_bytes), 14.2, 0.1) << engines::engine_name(engine);
+    EXPECT_LE(est.verdict, Verdict::tight) << engines::engine_name(engine);
   }
 }
 
 TEST(Estimate, SglangDefaultFractionReservesItsFormulaOnH100) {
   // v0.5.3 and later: 512 MiB + 8192 x 1.5 + 256 graphs x 2 + 1/8 GiB = 13,440 MiB.
-  auto in = input("Qwen/Qwen2.5-7B-Instruct", "H100", EngineKind::sglang);
+  auto in = input("Qwen/Qwen2.5-7B-Instruct", "H100", engines::Engine::sglang);
   const auto est = estimate(in).value();
   const double reserved =
       (1.0 - *est.settings.gpu_memory_utilization) * bytes_to_gib(in.gpu.memory_bytes);
@@ -282,7 +283,7 @@ TEST(Estimate, SglangDefaultFractionReservesItsFormulaOnH100) {
 }
 
 TEST(Estimate, LlamaCppKvIsContextTimesLayers) {
-  auto in = input("meta-llama/Llama-3.1-8B-Instruct", "RTX-4090", EngineKind::llamacpp);
+  auto in = input("meta-llama/Llama-3.1-8B-Instruct", "RTX-4090", engines::Engine::llamacpp);
   in.settings.max_model_len = 8192;
   const auto est = estimate(in).value();
   EXPECT_EQ(est.per_gpu.kv_cache_bytes, 8192ULL * 131072);  // f16 K and V, all layers
@@ -295,7 +296,7 @@ TEST(Estimate, LlamaCppKvIsContextTimesLayers) {
 }
 
 TEST(Estimate, RuntimeDraftLengthControlDoublesGraphSets) {
-  auto in = input("deepseek-ai/DeepSeek-R1-Distill-Llama-8B", "H100", EngineKind::trtllm);
+  auto in = input("deepseek-ai/DeepSeek-R1-Distill-Llama-8B", "H100", engines::Engine::trtllm);
   in.settings.num_speculative_tokens = 4;
   const auto always = estimate(in).value();
   in.settings.spec_runtime_control = true;

@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "kvprof/engine/llama_engine.hpp"
-#include "kvprof/engine/llama_memory.hpp"
 #include "kvprof/estimate/llamacpp_plan.hpp"
+#include "kvprof/llama/engine.hpp"
+#include "kvprof/llama/memory.hpp"
 #include "kvprof/model/dummy_gguf.hpp"
 #include "kvprof/model/resolve.hpp"
 #include "support/run_kvprof.hpp"
@@ -145,8 +145,8 @@ fs::path write_model(const fs::path& dir, const ModelCase& c) {
   return file;
 }
 
-uint64_t bytes_of(const std::vector<engine::BufferMemory>& b, const std::string& type,
-                  uint64_t engine::BufferMemory::*field) {
+uint64_t bytes_of(const std::vector<llama::BufferMemory>& b, const std::string& type,
+                  uint64_t llama::BufferMemory::*field) {
   uint64_t n = 0;
   for (const auto& x : b) {
     if (x.buffer_type == type) n += x.*field;
@@ -159,16 +159,16 @@ TEST_P(PlanVsLlama, WeightsKvAndComputeToTheByte) {
   const fs::path file = write_model(m_dir, GetParam());
   const auto spec = model::load_model(file.string());
   ASSERT_TRUE(spec.has_value()) << spec.error().message;
-  engine::LlamaLibOptions lo;
+  llama::LlamaLibOptions lo;
   lo.path = lib_dir->string();
-  auto lib = engine::LlamaLib::load(lo);
+  auto lib = llama::LlamaLib::load(lo);
   ASSERT_TRUE(lib.has_value()) << lib.error().message;
   for (const bool mmap : {true, false}) {
-    engine::LlamaSettings es;
+    llama::LlamaSettings es;
     es.model_path = file.string();
     es.use_mmap = mmap;
     es.n_threads = 1;
-    auto model = engine::LlamaModel::load(*lib, es);
+    auto model = llama::LlamaModel::load(*lib, es);
     ASSERT_TRUE(model.has_value()) << model.error().message;
     for (const Setting& st : k_settings) {
       SCOPED_TRACE(testing::Message()
@@ -178,16 +178,16 @@ TEST_P(PlanVsLlama, WeightsKvAndComputeToTheByte) {
                    << " swa_full=" << st.swa_full);
       es.n_ctx = st.n_ctx;
       es.n_seq_max = st.n_seq;
-      es.flash_attn = st.fa ? engine::FlashAttn::on : engine::FlashAttn::off;
+      es.flash_attn = st.fa ? llama::FlashAttn::on : llama::FlashAttn::off;
       es.cache_type_k = st.ctk;
       es.cache_type_v = st.ctv;
       es.n_batch = st.n_batch;
       es.n_ubatch = st.n_ubatch;
       es.kv_unified = st.kv_unified;
       es.swa_full = st.swa_full;
-      auto ctx = engine::LlamaContext::create(**model, es);
+      auto ctx = llama::LlamaContext::create(**model, es);
       ASSERT_TRUE(ctx.has_value()) << ctx.error().message;
-      const auto measured = engine::memory_breakdown(**lib, **ctx);
+      const auto measured = llama::memory_breakdown(**lib, **ctx);
       ASSERT_FALSE(measured.empty());
 
       LlamaCppSettings ps;
@@ -196,15 +196,15 @@ TEST_P(PlanVsLlama, WeightsKvAndComputeToTheByte) {
       ps.n_batch = st.n_batch;
       ps.n_ubatch = st.n_ubatch;
       ps.flash_attn = st.fa;
-      ps.type_k = static_cast<uint32_t>(*engine::kv_cache_type_id(st.ctk));
-      ps.type_v = static_cast<uint32_t>(*engine::kv_cache_type_id(st.ctv));
+      ps.type_k = static_cast<uint32_t>(*llama::kv_cache_type_id(st.ctk));
+      ps.type_v = static_cast<uint32_t>(*llama::kv_cache_type_id(st.ctv));
       ps.use_mmap = mmap;
       ps.kv_unified = st.kv_unified;
       ps.swa_full = st.swa_full;
       const auto plan = plan_llamacpp(*spec, ps);
       ASSERT_TRUE(plan.has_value()) << plan.error().message;
 
-      using B = engine::BufferMemory;
+      using B = llama::BufferMemory;
       EXPECT_EQ(bytes_of(measured, "CPU_Mapped", &B::model_bytes), plan->model_mapped_bytes);
       EXPECT_EQ(bytes_of(measured, "CPU", &B::model_bytes), plan->model_host_bytes);
       EXPECT_EQ(bytes_of(measured, "CPU_REPACK", &B::model_bytes), plan->model_repack_bytes);

@@ -115,7 +115,7 @@ TEST(SglangVersion, ThePlanSizesThePoolFromTheFreeMemoryBeforeTheWeights) {
   EstimateInput in;
   in.model = *model::catalog_model("llama-3.1-8b");
   in.gpu = *gpu::find_gpu("H100");
-  in.settings.engine = EngineKind::sglang;
+  in.settings.engine = engines::Engine::sglang;
   in.settings.engine_version = "0.4.1";
   in.settings.max_model_len = 131072;
   const auto est = estimate(in).value();
@@ -141,7 +141,7 @@ TEST(SglangVersion, ThePlanSizesThePoolFromTheFreeMemoryBeforeTheWeights) {
 TEST(SglangPlan, SparseAttentionCachesFp8OnBlackwellInPagesOf64) {
   EstimateInput in;
   in.model = *model::catalog_model("deepseek-v3.2");
-  in.settings.engine = EngineKind::sglang;
+  in.settings.engine = engines::Engine::sglang;
   in.settings.tensor_parallel_size = 8;
   in.gpu = *gpu::find_gpu("H200");
   const auto hopper = estimate(in).value();
@@ -153,18 +153,18 @@ TEST(SglangPlan, SparseAttentionCachesFp8OnBlackwellInPagesOf64) {
 }
 
 TEST(EngineVersion, EveryEngineNamesItsModelledRelease) {
-  EXPECT_EQ(parse_engine_version(EngineKind::vllm, "0.10.1").value(), "v0.10");
-  EXPECT_EQ(parse_engine_version(EngineKind::sglang, "0.4.7.post1").value(), "v0.4.7.post1");
-  EXPECT_EQ(parse_engine_version(EngineKind::trtllm, "1.2.1").value(), "1.x");
-  EXPECT_EQ(parse_engine_version(EngineKind::trtllm, "").value(), "1.x");
-  EXPECT_FALSE(parse_engine_version(EngineKind::trtllm, "0.21").has_value());
-  const auto llama = parse_engine_version(EngineKind::llamacpp, "b5000");
+  EXPECT_EQ(parse_engine_version(engines::Engine::vllm, "0.10.1").value(), "v0.10");
+  EXPECT_EQ(parse_engine_version(engines::Engine::sglang, "0.4.7.post1").value(), "v0.4.7.post1");
+  EXPECT_EQ(parse_engine_version(engines::Engine::trtllm, "1.2.1").value(), "1.x");
+  EXPECT_EQ(parse_engine_version(engines::Engine::trtllm, "").value(), "1.x");
+  EXPECT_FALSE(parse_engine_version(engines::Engine::trtllm, "0.21").has_value());
+  const auto llama = parse_engine_version(engines::Engine::llamacpp, "b5000");
   ASSERT_FALSE(llama.has_value());
   EXPECT_EQ(llama.error().kind, ErrorKind::usage);
   EngineSettings s;
-  s.engine = EngineKind::sglang;
+  s.engine = engines::Engine::sglang;
   EXPECT_EQ(modelled_engine_version(s), "v0.5.3");
-  s.engine = EngineKind::hf;
+  s.engine = engines::Engine::hf;
   EXPECT_EQ(modelled_engine_version(s), "(no version pinned)");
 }
 

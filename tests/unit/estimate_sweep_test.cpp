@@ -238,9 +238,9 @@ TEST(EstimateSweep, InvalidSettingsAreInvalidPoints) {
 
 TEST(EstimateSweep, CreateRefusesWhatEstimateRefuses) {
   EstimateInput base = base_input({.model_id = "meta-llama/Llama-3.1-8B-Instruct"});
-  base.settings.engine = EngineKind::sglang;
+  base.settings.engine = engines::Engine::sglang;
   EXPECT_FALSE(VllmSweep::create(base, gpus({"H100"}), k_splits).has_value());
-  base.settings.engine = EngineKind::vllm;
+  base.settings.engine = engines::Engine::vllm;
   base.settings.quantization = "mxfp4";  // a dense model has no experts to quantize
   EXPECT_FALSE(VllmSweep::create(base, gpus({"H100"}), k_splits).has_value());
   base.settings.quantization = "nope";

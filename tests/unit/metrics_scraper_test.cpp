@@ -267,7 +267,7 @@ TEST(MetricsScraper, LlamacppSlotsArePolledToo) {
   (*scraper)->stop();
   const auto last = (*scraper)->last_ok();
   ASSERT_TRUE(last.has_value());
-  EXPECT_EQ(last->snapshot.engine, Engine::llamacpp);
+  EXPECT_EQ(last->snapshot.engine, engines::Engine::llamacpp);
   EXPECT_EQ(last->snapshot.slots_total.value(), 2.0);
   EXPECT_EQ(last->snapshot.slots_busy.value(), 1.0);
 }

@@ -15,8 +15,8 @@ MetricsSnapshot snapshot_of(std::string_view text) {
 
 TEST(MetricsSnapshot, VllmV1Fixture) {
   const auto s = snapshot_of(test::read_fixture("prometheus/vllm_v1.txt"));
-  EXPECT_EQ(s.engine, Engine::vllm);
-  EXPECT_EQ(engine_name(s.engine), "vllm");
+  EXPECT_EQ(s.engine, engines::Engine::vllm);
+  EXPECT_EQ(engines::engine_name(s.engine), "vllm");
   EXPECT_DOUBLE_EQ(s.kv_cache_usage.value(), 0.4375);
   EXPECT_EQ(s.num_requests_running.value(), 7.0);
   EXPECT_EQ(s.num_requests_waiting.value(), 2.0);
@@ -51,7 +51,7 @@ TEST(MetricsSnapshot, VllmLegacyNamesAndSeveralEngines) {
       "# TYPE vllm:cache_config_info gauge\n"
       "vllm:cache_config_info{block_size=\"32\",engine=\"0\",num_gpu_blocks=\"1000\"} 1\n"
       "vllm:cache_config_info{block_size=\"32\",engine=\"1\",num_gpu_blocks=\"900\"} 1\n");
-  EXPECT_EQ(s.engine, Engine::vllm);
+  EXPECT_EQ(s.engine, engines::Engine::vllm);
   EXPECT_DOUBLE_EQ(s.kv_cache_usage.value(), 0.5);
   EXPECT_EQ(s.num_requests_running.value(), 7.0);
   EXPECT_EQ(s.prefix_cache_queries_total.value(), 150.0);
@@ -78,14 +78,14 @@ TEST(MetricsSnapshot, CacheConfigInfoWithoutBlocksYet) {
 
 TEST(MetricsSnapshot, NanSamplesAreIgnored) {
   const auto s = snapshot_of("llamacpp:kv_cache_usage_ratio NaN\nllamacpp:requests_processing 0\n");
-  EXPECT_EQ(s.engine, Engine::llamacpp);
+  EXPECT_EQ(s.engine, engines::Engine::llamacpp);
   EXPECT_FALSE(s.kv_cache_usage.has_value());
   EXPECT_EQ(s.num_requests_running.value(), 0.0);  // a reported 0 stays 0
 }
 
 TEST(MetricsSnapshot, SglangFixtureSumsOverDpRanks) {
   const auto s = snapshot_of(test::read_fixture("prometheus/sglang.txt"));
-  EXPECT_EQ(s.engine, Engine::sglang);
+  EXPECT_EQ(s.engine, engines::Engine::sglang);
   EXPECT_DOUBLE_EQ(s.kv_cache_usage.value(), 0.4);
   EXPECT_EQ(s.kv_cache_used_tokens.value(), 61440.0 + 36864.0);
   EXPECT_EQ(s.kv_cache_capacity_tokens.value(), 2U * 122880U);
@@ -101,7 +101,7 @@ TEST(MetricsSnapshot, SglangFixtureSumsOverDpRanks) {
 
 TEST(MetricsSnapshot, TgiFixture) {
   const auto s = snapshot_of(test::read_fixture("prometheus/tgi.txt"));
-  EXPECT_EQ(s.engine, Engine::tgi);
+  EXPECT_EQ(s.engine, engines::Engine::tgi);
   EXPECT_EQ(s.num_requests_waiting.value(), 3.0);
   EXPECT_EQ(s.num_requests_running.value(), 12.0);
   EXPECT_EQ(s.batch_max_tokens.value(), 18432.0);
@@ -111,7 +111,7 @@ TEST(MetricsSnapshot, TgiFixture) {
 
 TEST(MetricsSnapshot, LlamacppFixture) {
   const auto s = snapshot_of(test::read_fixture("prometheus/llamacpp.txt"));
-  EXPECT_EQ(s.engine, Engine::llamacpp);
+  EXPECT_EQ(s.engine, engines::Engine::llamacpp);
   EXPECT_DOUBLE_EQ(s.kv_cache_usage.value(), 0.125);
   EXPECT_EQ(s.kv_cache_used_tokens.value(), 1024.0);
   EXPECT_EQ(s.num_requests_running.value(), 2.0);
@@ -123,7 +123,7 @@ TEST(MetricsSnapshot, LlamacppFixture) {
 
 TEST(MetricsSnapshot, UnknownServerHasNoFields) {
   const auto s = snapshot_of("process_cpu_seconds_total 12\ngo_goroutines 40\n");
-  EXPECT_EQ(s.engine, Engine::unknown);
+  EXPECT_EQ(s.engine, engines::Engine::unknown);
   EXPECT_FALSE(s.kv_cache_usage.has_value());
   EXPECT_FALSE(s.num_requests_running.has_value());
 }
@@ -132,7 +132,7 @@ TEST(MetricsSnapshot, EngineGuessCountsFamilies) {
   // A vLLM behind a router that adds one tgi_ metric is still vLLM.
   const auto expo = parse_prometheus_text("tgi_queue_size 1\nvllm:a 1\nvllm:b 2\n");
   ASSERT_TRUE(expo.has_value());
-  EXPECT_EQ(guess_engine(*expo), Engine::vllm);
+  EXPECT_EQ(guess_engine(*expo), engines::Engine::vllm);
 }
 
 TEST(LlamacppSlots, FixtureCountsBusySlots) {

@@ -35,7 +35,7 @@ TEST(TraceCsv, OkRowHasValuesWhereReportedAndEmptyCellsElsewhere) {
   rec.http_status = 200;
   rec.scrape_ms = 1.5;
   rec.skipped_lines = 0;
-  rec.snapshot.engine = Engine::vllm;
+  rec.snapshot.engine = engines::Engine::vllm;
   rec.snapshot.kv_cache_usage = 0.4375;
   rec.snapshot.num_requests_running = 7;
   rec.snapshot.num_gpu_blocks = 27153;

@@ -30,21 +30,21 @@ class ServeBatcher : public testing::Test {
   // Loads the model and a context of `n_ctx` cells for `n_slots` slots.
   void load(const fs::path& lib_dir, uint32_t n_slots, uint32_t n_ctx, uint32_t n_batch) {
     ASSERT_TRUE(s_ok);
-    kvprof::engine::LlamaLibOptions lo;
+    kvprof::llama::LlamaLibOptions lo;
     lo.path = lib_dir.string();
-    auto lib = kvprof::engine::LlamaLib::load(lo);
+    auto lib = kvprof::llama::LlamaLib::load(lo);
     ASSERT_TRUE(lib.has_value()) << lib.error().message;
-    kvprof::engine::LlamaSettings s;
+    kvprof::llama::LlamaSettings s;
     s.model_path = (s_dir / "tiny.gguf").string();
     s.n_ctx = n_ctx;
     s.n_seq_max = n_slots;
     s.n_batch = n_batch;
     s.n_ubatch = n_batch;
     s.n_threads = 1;
-    auto model = kvprof::engine::LlamaModel::load(*lib, s);
+    auto model = kvprof::llama::LlamaModel::load(*lib, s);
     ASSERT_TRUE(model.has_value()) << model.error().message;
     m_model = std::move(*model);
-    auto ctx = kvprof::engine::LlamaContext::create(*m_model, s);
+    auto ctx = kvprof::llama::LlamaContext::create(*m_model, s);
     ASSERT_TRUE(ctx.has_value()) << ctx.error().message;
     m_ctx = std::move(*ctx);
     m_batcher = std::make_unique<ContinuousBatcher>(
@@ -78,8 +78,8 @@ class ServeBatcher : public testing::Test {
 
   static inline fs::path s_dir;
   static inline bool s_ok = false;
-  std::unique_ptr<kvprof::engine::LlamaModel> m_model;
-  std::unique_ptr<kvprof::engine::LlamaContext> m_ctx;
+  std::unique_ptr<kvprof::llama::LlamaModel> m_model;
+  std::unique_ptr<kvprof::llama::LlamaContext> m_ctx;
   std::unique_ptr<ContinuousBatcher> m_batcher;
 };
 

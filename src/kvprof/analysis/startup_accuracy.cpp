@@ -40,7 +40,7 @@ RecordResult run_one(const nlohmann::json& r) {
   in.gpu = *gpu;
   if (auto gib = number(r, "gpu_total_memory_gib")) in.gpu.memory_bytes = gib_to_bytes(*gib);
   auto& s = in.settings;
-  const auto engine = estimate::parse_engine(r.value("engine", std::string("vllm")));
+  const auto engine = engines::parse_planned_engine(r.value("engine", std::string("vllm")));
   if (!engine) {
     out.error = engine.error().message;
     return out;

@@ -8,7 +8,7 @@
 
 #include "kvprof/bench/bench_estimate.hpp"
 #include "kvprof/bench/bench_report.hpp"
-#include "kvprof/report/table.hpp"
+#include "kvprof/report/text/table.hpp"
 
 namespace kvprof::bench {
 namespace {
@@ -96,12 +96,12 @@ estimate::EstimateInput own_input(const BenchConfig& config, const model::ModelS
   estimate::EstimateInput in;
   in.model = spec;
   auto& s = in.settings;
-  s.engine = estimate::EngineKind::llamacpp;
+  s.engine = engines::Engine::llamacpp;
   s.max_model_len = c.n_ctx;
   s.n_parallel = c.n_seq_max;
   s.n_batch = e.n_batch;
   s.n_ubatch = e.n_ubatch;
-  s.flash_attn = e.flash_attn != engine::FlashAttn::off;
+  s.flash_attn = e.flash_attn != llama::FlashAttn::off;
   s.cache_type_k = e.cache_type_k;
   s.cache_type_v = e.cache_type_v;
   s.no_gpu = !has_gpu;
@@ -268,7 +268,7 @@ json estimate_comparison_json(const BenchConfig& config, const BenchReport& r,
 std::string estimate_comparison_text(const json& cmp) {
   if (!cmp.is_object()) return "";
   std::string out = fmt::format("\nestimate check ({}):\n", cmp.value("estimate_flags", ""));
-  report::Table t({"component", "measured", "estimated", "error %", "confidence"});
+  report::text::Table t({"component", "measured", "estimated", "error %", "confidence"});
   for (const auto& row : cmp["rows"]) {
     const bool bytes = row.value("unit", "") == "bytes";
     const auto value = [bytes](const json& v) {

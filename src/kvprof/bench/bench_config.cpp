@@ -43,8 +43,8 @@ std::vector<BenchCondition> make_conditions(const BenchConfig& config) {
   return out;
 }
 
-engine::LlamaSettings settings_for(const BenchConfig& config, const BenchCondition& c) {
-  engine::LlamaSettings s = config.engine;
+llama::LlamaSettings settings_for(const BenchConfig& config, const BenchCondition& c) {
+  llama::LlamaSettings s = config.engine;
   if (config.context_per_condition()) {
     s.n_seq_max = c.concurrency;
     s.n_ctx = static_cast<uint32_t>((c.kv_tokens() + 255) / 256 * 256);

@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "kvprof/engine/llama_engine.hpp"
 #include "kvprof/estimate/assumptions.hpp"
 #include "kvprof/estimate/estimate.hpp"
+#include "kvprof/llama/engine.hpp"
 #include "kvprof/util/error.hpp"
 
 namespace kvprof::bench {
@@ -28,8 +28,8 @@ struct EstimateWith {
 };
 
 struct BenchConfig {
-  engine::LlamaSettings engine;     // model path and llama.cpp settings
-  engine::LlamaLibOptions library;  // where libllama is
+  llama::LlamaSettings engine;     // model path and llama.cpp settings
+  llama::LlamaLibOptions library;  // where libllama is
   std::vector<uint32_t> concurrencies = {1, 2, 4, 8};
   std::vector<uint32_t> prompt_tokens = {128};  // --prompt-toks (one list entry per sweep point)
   uint32_t gen_tokens = 32;                     // --gen-toks
@@ -50,7 +50,7 @@ struct BenchConfig {
 };
 
 // The engine settings for `condition`: the configured ones, or sized for it (see above).
-engine::LlamaSettings settings_for(const BenchConfig& config, const struct BenchCondition& c);
+llama::LlamaSettings settings_for(const BenchConfig& config, const struct BenchCondition& c);
 
 // One condition: the prompt length of each sequence run together.
 struct BenchCondition {

@@ -22,7 +22,7 @@ std::optional<estimate::LlamaCppSettings> run_planner_settings(const BenchConfig
   s.n_batch = e.n_batch;
   s.n_ubatch = e.n_ubatch;
   // auto: the CPU backend and CUDA both run flash attention.
-  s.flash_attn = e.flash_attn != engine::FlashAttn::off;
+  s.flash_attn = e.flash_attn != llama::FlashAttn::off;
   auto tk = estimate::parse_cache_type(e.cache_type_k);
   auto tv = estimate::parse_cache_type(e.cache_type_v);
   if (!tk || !tv) return std::nullopt;

@@ -8,7 +8,7 @@
 #include "kvprof/bench/bench_compare.hpp"
 #include "kvprof/bench/bench_estimate.hpp"
 #include "kvprof/client/stats.hpp"
-#include "kvprof/report/table.hpp"
+#include "kvprof/report/text/table.hpp"
 #include "kvprof/sys/host_info.hpp"
 
 namespace kvprof::bench {
@@ -213,7 +213,7 @@ json summary_json(const BenchConfig& config, const BenchReport& r) {
         {"parallel", config.context_per_condition() ? json("per condition") : json(e.n_seq_max)},
         {"batch_size", e.n_batch},
         {"ubatch_size", e.n_ubatch},
-        {"flash_attn", engine::flash_attn_name(e.flash_attn)},
+        {"flash_attn", llama::flash_attn_name(e.flash_attn)},
         {"cache_type_k", e.cache_type_k},
         {"cache_type_v", e.cache_type_v},
         {"mmap", e.use_mmap},
@@ -290,9 +290,9 @@ std::string summary_text(const BenchConfig& config, const BenchReport& r) {
                   r.lib.value("package", "?"), r.lib.value("cpu_backend", "?"));
   out += fmt::format("model: {} ({})\n\n", r.model.value("description", config.model_label),
                      config.engine.model_path);
-  report::Table t({"condition", "n_ctx", "requests", "TTFT p50 (ms)", "ITL p50 (ms)",
-                   "E2E p90 (ms)", "tok/s total", "tok/s/req", "KV (MiB)", "compute (MiB)",
-                   "peak RSS (MiB)"});
+  report::text::Table t({"condition", "n_ctx", "requests", "TTFT p50 (ms)", "ITL p50 (ms)",
+                         "E2E p90 (ms)", "tok/s total", "tok/s/req", "KV (MiB)", "compute (MiB)",
+                         "peak RSS (MiB)"});
   for (const auto& c : r.conditions) {
     if (!c.started) continue;
     const auto f = figures(c);
@@ -315,7 +315,7 @@ std::string summary_text(const BenchConfig& config, const BenchReport& r) {
   const json& plan = bd["estimate"];
   out += fmt::format("\nmeasured breakdown ({}, {}):\n", bd.value("memory", ""),
                      bd["condition"].is_string() ? bd["condition"].get<std::string>() : "-");
-  report::Table bt({"component", "MiB", "estimate MiB", "confidence", "how"});
+  report::text::Table bt({"component", "MiB", "estimate MiB", "confidence", "how"});
   const std::pair<const char*, const char*> rows[] = {{"weights", "weights_bytes"},
                                                       {"kv_cache", "kv_cache_bytes"},
                                                       {"activations", "compute_bytes"},

@@ -11,7 +11,7 @@
 #include <random>
 
 #include "kvprof/client/transport.hpp"
-#include "kvprof/engine/llama_memory.hpp"
+#include "kvprof/llama/memory.hpp"
 #include "kvprof/sys/proc.hpp"
 #include "kvprof/sys/signals.hpp"
 #include "kvprof/util/json_text.hpp"
@@ -69,9 +69,9 @@ int failed(Events& ev, const Error& error) {
   return error.kind == ErrorKind::interrupted ? 130 : 1;
 }
 
-json breakdown_json(const engine::LlamaLib& lib, const engine::LlamaContext& ctx) {
+json breakdown_json(const llama::LlamaLib& lib, const llama::LlamaContext& ctx) {
   json out = json::array();
-  for (const auto& b : engine::memory_breakdown(lib, ctx)) {
+  for (const auto& b : llama::memory_breakdown(lib, ctx)) {
     out.push_back({{"buffer_type", b.buffer_type},
                    {"model_bytes", b.model_bytes},
                    {"context_bytes", b.context_bytes},
@@ -87,16 +87,16 @@ int run_worker(const BenchConfig& config, int event_fd, const std::filesystem::p
   sys::install_stop_handlers();
   const int log_fd = ::open(engine_log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   phase(ev, "before_load");
-  auto lib = engine::LlamaLib::load(config.library);
+  auto lib = llama::LlamaLib::load(config.library);
   if (!lib) return failed(ev, lib.error());
-  (*lib)->set_log_sink([log_fd](const engine::LlamaLogLine& line) {
+  (*lib)->set_log_sink([log_fd](const llama::LlamaLogLine& line) {
     if (log_fd < 0) return;
     std::string text = line.text;
     text.push_back('\n');
     (void)!::write(log_fd, text.data(), text.size());
   });
   // What was logged while the library loaded (backend choice) goes first.
-  for (const auto& line : (*lib)->recent_log(engine::LlamaLib::k_kept_log_lines)) {
+  for (const auto& line : (*lib)->recent_log(llama::LlamaLib::k_kept_log_lines)) {
     if (log_fd >= 0) (void)!::write(log_fd, (line + "\n").data(), line.size() + 1);
   }
   const auto& info = (*lib)->info();
@@ -117,7 +117,7 @@ int run_worker(const BenchConfig& config, int event_fd, const std::filesystem::p
            {"devices", devices}});
   phase(ev, "after_lib");
 
-  auto model = engine::LlamaModel::load(*lib, config.engine);
+  auto model = llama::LlamaModel::load(*lib, config.engine);
   if (!model) return failed(ev, model.error());
   const auto& facts = (*model)->facts();
   ev.emit({{"ev", "model"},
@@ -132,10 +132,10 @@ int run_worker(const BenchConfig& config, int event_fd, const std::filesystem::p
 
   const auto stop = [] { return sys::stop_requested(); };
   // One context for every condition, or one per condition (created when it starts).
-  std::unique_ptr<engine::LlamaContext> ctx;
-  auto make_context = [&](const engine::LlamaSettings& s) -> Expected<void> {
+  std::unique_ptr<llama::LlamaContext> ctx;
+  auto make_context = [&](const llama::LlamaSettings& s) -> Expected<void> {
     ctx.reset();
-    auto made = engine::LlamaContext::create(**model, s);
+    auto made = llama::LlamaContext::create(**model, s);
     if (!made) return std::unexpected(made.error());
     ctx = std::move(*made);
     ev.emit({{"ev", "context"},

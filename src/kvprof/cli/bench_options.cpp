@@ -55,11 +55,11 @@ bool any_bench_engine_option_given(const CLI::App* where) {
 void apply_bench_engine_flags(const BenchEngineFlags& flags, bench::BenchConfig& config) {
   auto& e = config.engine;
   e.flash_attn =
-      value_or_fatal(engine::parse_flash_attn(flags.flash_attn.empty() ? "on" : flags.flash_attn));
+      value_or_fatal(llama::parse_flash_attn(flags.flash_attn.empty() ? "on" : flags.flash_attn));
   e.use_mmap = !flags.no_mmap;
   e.swa_full = flags.swa_full;
-  value_or_fatal(engine::kv_cache_type_id(e.cache_type_k));
-  value_or_fatal(engine::kv_cache_type_id(e.cache_type_v));
+  value_or_fatal(llama::kv_cache_type_id(e.cache_type_k));
+  value_or_fatal(llama::kv_cache_type_id(e.cache_type_v));
   std::error_code ec;
   if (!std::filesystem::is_regular_file(e.model_path, ec)) {
     throw Fatal(

@@ -16,7 +16,7 @@
 #include "kvprof/cli/estimate_options.hpp"
 #include "kvprof/cli/run_report.hpp"
 #include "kvprof/history/history_db.hpp"
-#include "kvprof/report/progress_line.hpp"
+#include "kvprof/report/text/progress_line.hpp"
 #include "kvprof/util/json_text.hpp"
 #include "kvprof/util/units.hpp"
 
@@ -46,7 +46,7 @@ history::Entry bench_entry(const bench::BenchConfig& config, const bench::BenchR
 
 // The status and lines `kvprof bench` shows as the worker's events come (ETA from the sequences
 // done of all conditions and the time they took).
-void show_bench_event(report::ProgressLine& progress, const bench::BenchReport& r,
+void show_bench_event(report::text::ProgressLine& progress, const bench::BenchReport& r,
                       const nlohmann::json& e, double elapsed_s) {
   uint64_t done = 0, total = 0;
   for (const auto& c : r.conditions) {
@@ -61,8 +61,8 @@ void show_bench_event(report::ProgressLine& progress, const bench::BenchReport& 
                                : "";
   const std::string counts =
       fmt::format("{}/{} sequences, {}", done, total,
-                  report::eta_text(report::eta_s(static_cast<double>(done),
-                                                 static_cast<double>(total), elapsed_s)));
+                  report::text::eta_text(report::text::eta_s(
+                      static_cast<double>(done), static_cast<double>(total), elapsed_s)));
   if (ev == "phase") {
     progress.status(fmt::format("engine: {}", e.value("name", "")));
   } else if ((ev == "condition_start" || ev == "request") && !head.empty()) {
@@ -72,7 +72,7 @@ void show_bench_event(report::ProgressLine& progress, const bench::BenchReport& 
     progress.line(fmt::format("{}: {} in {:.0f} ms, peak RSS {}; {}", head,
                               c.finished ? "done" : "INTERRUPTED", c.wall_ms,
                               c.peak_rss_bytes ? format_bytes(*c.peak_rss_bytes) : "-", counts),
-                  c.finished ? report::Tone::plain : report::Tone::warn);
+                  c.finished ? report::text::Tone::plain : report::text::Tone::warn);
   }
 }
 
@@ -108,7 +108,7 @@ bench::EstimateWith estimate_with(const std::string& flags, const std::string& m
       src.gpu_note = "--estimate-with";
     }
     auto input = parse_estimate_flags(flags, defaults);
-    if (input && input->settings.engine != estimate::EngineKind::llamacpp) {
+    if (input && input->settings.engine != engines::Engine::llamacpp) {
       return fail(ErrorKind::usage,
                   "--estimate-with: bench runs llama.cpp; its plan needs --engine llamacpp");
     }
@@ -137,7 +137,7 @@ void run_bench_command(BenchState& st) {
   }
   value_or_fatal(bench::resolve_defaults(config));
   // The library must be there before a run folder is made for nothing.
-  value_or_fatal(engine::find_llama_library(config.library));
+  value_or_fatal(llama::find_llama_library(config.library));
   std::string gpu_name;
   const auto gpu_source = open_bench_gpu_source(st.flags.gpu_source, gpu_name);
   if (gpu_source) {
@@ -152,8 +152,8 @@ void run_bench_command(BenchState& st) {
     if (!input) throw Fatal(input.error());
     value_or_fatal(estimate::estimate(*input));
   }
-  std::unique_ptr<report::ProgressLine> progress;
-  if (!st.quiet) progress = report::stderr_progress(st.no_color);
+  std::unique_ptr<report::text::ProgressLine> progress;
+  if (!st.quiet) progress = report::text::stderr_progress(st.no_color);
   const auto started = std::chrono::steady_clock::now();
   const auto on_event = [&](const bench::BenchReport& r, const nlohmann::json& e) {
     if (!progress) return;

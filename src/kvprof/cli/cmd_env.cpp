@@ -2,7 +2,7 @@
 // and the inference engines on PATH with their versions.
 #include <fmt/format.h>
 
-#include "kvprof/engine/llama_lib.hpp"
+#include "kvprof/llama/library.hpp"
 
 #include <cstdlib>
 
@@ -90,7 +90,7 @@ void describe_gpus(nlohmann::json& json, std::string& text) {
 
 // llama.cpp's libllama (dlopen): fills json["llama_cpp"] and appends the text lines.
 void describe_libllama(nlohmann::json& json, std::string& text) {
-  auto lib = engine::LlamaLib::load();
+  auto lib = llama::LlamaLib::load();
   if (!lib) {
     json["llama_cpp"] = {{"found", false}, {"note", lib.error().message}};
     text += fmt::format("libllama: not loaded: {}\n", lib.error().message);

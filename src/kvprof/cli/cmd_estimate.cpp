@@ -11,8 +11,8 @@
 #include "kvprof/estimate/inverse.hpp"
 #include "kvprof/experiment/compare.hpp"
 #include "kvprof/model/resolve.hpp"
-#include "kvprof/plot/plan_figure.hpp"
-#include "kvprof/report/estimate_report.hpp"
+#include "kvprof/report/html/plan_figure.hpp"
+#include "kvprof/report/text/estimate_report.hpp"
 #include "kvprof/util/strings.hpp"
 #include "kvprof/util/units.hpp"
 
@@ -48,8 +48,8 @@ void register_estimate_command(CLI::App& app) {
   add_output_options(cmd, o->out);
   cmd->callback([o, cmd] {
     const bool want_plot = !o->plot_path.empty();
-    const auto plot_format =
-        want_plot ? value_or_fatal(plot::plot_format_of(o->plot_path)) : plot::ImageFormat::png;
+    const auto plot_format = want_plot ? value_or_fatal(report::html::plot_format_of(o->plot_path))
+                                       : report::html::ImageFormat::png;
     if (want_plot && (o->recommend || !o->compare.empty()))
       throw Fatal({ErrorKind::usage, "--plot draws one plan: not with --recommend or --compare"});
     if (!o->compare.empty()) {
@@ -73,8 +73,8 @@ void register_estimate_command(CLI::App& app) {
           input.workload.context_tokens.empty()
               ? input.settings.max_model_len.value_or(input.model.max_position_embeddings)
               : input.workload.context_tokens.front();
-      emit(o->out, report::recommendations_json(recs, ctx),
-           report::recommendations_text(recs, ctx, o->all ? 0 : 12));
+      emit(o->out, report::text::recommendations_json(recs, ctx),
+           report::text::recommendations_text(recs, ctx, o->all ? 0 : 12));
       if (recs.empty()) throw Fatal({ErrorKind::input, "no catalog GPU configuration fits"});
       return;
     }
@@ -86,12 +86,12 @@ void register_estimate_command(CLI::App& app) {
                              : estimate::GpuOrigin::assumed;
     if (sources.gpu_origin == estimate::GpuOrigin::assumed) sources.gpu_note = "no --gpu given";
     const auto assumptions = estimate::estimate_assumptions(est, sources);
-    auto doc = report::estimate_json(est);
+    auto doc = report::text::estimate_json(est);
     doc["assumptions"] = assumptions;
-    emit(o->out, doc, report::estimate_text(est) + estimate::assumptions_text(assumptions));
+    emit(o->out, doc, report::text::estimate_text(est) + estimate::assumptions_text(assumptions));
     if (want_plot) {
-      value_or_fatal(plot::write_plan_figure(est, plot::plan_point(est, input.workload),
-                                             o->plot_path, plot_format));
+      value_or_fatal(report::html::write_plan_figure(
+          est, report::html::plan_point(est, input.workload), o->plot_path, plot_format));
       fmt::print(o->out.json ? stderr : stdout, "plot: {}\n", o->plot_path);
     }
   });

@@ -25,7 +25,7 @@
 #include "kvprof/profile/launcher.hpp"
 #include "kvprof/profile/manifest.hpp"
 #include "kvprof/profile/server_probe.hpp"
-#include "kvprof/report/progress_line.hpp"
+#include "kvprof/report/text/progress_line.hpp"
 #include "kvprof/sim/sim_memory_source.hpp"
 #include "kvprof/sim/sim_server.hpp"
 #include "kvprof/sim/sim_sizing.hpp"
@@ -106,7 +106,7 @@ experiment::BenchTrialSettings in_process_settings(FindMaxState& st,
   if (config.engine.n_ctx == 0 || (config.parallel_from_user && config.engine.n_seq_max == 0)) {
     throw Fatal({ErrorKind::usage, "-c and --parallel must be at least 1"});
   }
-  value_or_fatal(engine::find_llama_library(config.library));
+  value_or_fatal(llama::find_llama_library(config.library));
   experiment::BenchTrialSettings bt;
   memory = open_bench_gpu_source(st.bench_flags.gpu_source, bt.gpu_name);
   bt.gpu = memory.get();
@@ -237,8 +237,8 @@ void run_find_max(FindMaxState& st) {
   deps.should_stop = [] { return sys::stop_requested(); };
   // Progress: each trial's live status, a line per trial with the ETA of the trials left at
   // most (from the trials done and the time they took).
-  std::unique_ptr<report::ProgressLine> progress;
-  if (!st.quiet) progress = report::stderr_progress(st.no_color);
+  std::unique_ptr<report::text::ProgressLine> progress;
+  if (!st.quiet) progress = report::text::stderr_progress(st.no_color);
   const uint32_t step_bound =
       experiment::find_max_step_bound(limits.min_concurrency, limits.max_concurrency);
   const auto started = std::chrono::steady_clock::now();
@@ -270,10 +270,11 @@ void run_find_max(FindMaxState& st) {
     if (!progress) return;
     const double elapsed_s =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    const auto eta = report::eta_s(steps_done, step_bound, elapsed_s);
-    progress->line(fmt::format(
-        "{}; at most {} more trial(s), ETA <= {}", experiment::find_max_step_text(s),
-        step_bound - std::min(step_bound, steps_done), eta ? report::short_duration(*eta) : "-"));
+    const auto eta = report::text::eta_s(steps_done, step_bound, elapsed_s);
+    progress->line(fmt::format("{}; at most {} more trial(s), ETA <= {}",
+                               experiment::find_max_step_text(s),
+                               step_bound - std::min(step_bound, steps_done),
+                               eta ? report::text::short_duration(*eta) : "-"));
   };
   auto result = experiment::find_max(limits, trial, on_step, [] { return sys::stop_requested(); });
   progress.reset();  // the status line ends before the answer

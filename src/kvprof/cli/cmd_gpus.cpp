@@ -5,7 +5,7 @@
 #include "kvprof/cli/commands.hpp"
 #include "kvprof/cli/output.hpp"
 #include "kvprof/gpu/gpu_catalog.hpp"
-#include "kvprof/report/table.hpp"
+#include "kvprof/report/text/table.hpp"
 #include "kvprof/util/units.hpp"
 
 namespace kvprof::cli {
@@ -28,8 +28,8 @@ void register_gpus_command(CLI::App& app) {
   add_output_options(cmd, *out);
   cmd->callback([out] {
     nlohmann::json json = {{"schema_version", 1}, {"gpus", nlohmann::json::array()}};
-    report::Table table({"gpu", "name (as the driver reports)", "usable", "bandwidth", "bf16",
-                         "fp8", "link", "aliases"});
+    report::text::Table table({"gpu", "name (as the driver reports)", "usable", "bandwidth", "bf16",
+                               "fp8", "link", "aliases"});
     for (const auto& g : gpu::gpu_catalog()) {
       json["gpus"].push_back({{"id", g.id},
                               {"name", g.name},

@@ -5,7 +5,7 @@
 #include "kvprof/cli/commands.hpp"
 #include "kvprof/cli/output.hpp"
 #include "kvprof/model/catalog.hpp"
-#include "kvprof/report/table.hpp"
+#include "kvprof/report/text/table.hpp"
 
 namespace kvprof::cli {
 
@@ -21,7 +21,7 @@ void register_models_command(CLI::App& app) {
   cmd->callback([opts] {
     const auto hits = model::search_catalog(opts->search);
     nlohmann::json json = {{"schema_version", 1}, {"models", nlohmann::json::array()}};
-    report::Table table({"model", "family", "params", "aliases", "tags"});
+    report::text::Table table({"model", "family", "params", "aliases", "tags"});
     for (const auto* e : hits) {
       json["models"].push_back({{"id", e->id},
                                 {"aliases", e->aliases},

@@ -5,7 +5,7 @@
 #include "kvprof/cli/commands.hpp"
 #include "kvprof/cli/output.hpp"
 #include "kvprof/enginelog/parser.hpp"
-#include "kvprof/report/engine_log_report.hpp"
+#include "kvprof/report/text/engine_log_report.hpp"
 #include "kvprof/util/error.hpp"
 
 namespace kvprof::cli {
@@ -28,20 +28,24 @@ void register_parse_log_command(CLI::App& app) {
                   "The log file (stdout/stderr of the engine as printed); - reads standard input")
       ->required()
       ->type_name("FILE");
+  std::vector<std::string> engines = {"auto"};
+  for (const auto& row : engines::engine_rows()) {
+    if (row.startup_log_read) engines.emplace_back(row.name);
+  }
   cmd->add_option("--engine", opts->engine, "Which engine wrote it; auto = detect from the lines")
-      ->check(CLI::IsMember({"auto", "llamacpp", "vllm", "sglang", "trtllm"}))
+      ->check(CLI::IsMember(engines))
       ->capture_default_str();
   add_output_options(cmd, opts->out);
   cmd->callback([opts] {
     enginelog::ParseOptions options;
-    if (opts->engine != "auto") options.engine = *enginelog::engine_from_name(opts->engine);
+    if (opts->engine != "auto") options.engine = *engines::find_engine(opts->engine);
     const auto log = value_or_fatal(enginelog::parse_engine_log_file(opts->path, options));
-    emit(opts->out, report::engine_log_json(log), report::engine_log_text(log));
+    emit(opts->out, report::text::engine_log_json(log), report::text::engine_log_text(log));
     if (!enginelog::has_memory_figures(log)) {
       // Exit 1: the input was fine as a file but gave no figure, a runtime outcome.
       throw Fatal({ErrorKind::internal,
                    fmt::format("no memory lines recognised in '{}' ({} lines read, engine: {})",
-                               opts->path, log.n_lines, enginelog::engine_name(log.engine))});
+                               opts->path, log.n_lines, engines::engine_name(log.engine))});
     }
   });
 }

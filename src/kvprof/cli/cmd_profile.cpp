@@ -19,7 +19,7 @@
 #include "kvprof/profile/launcher.hpp"
 #include "kvprof/profile/profiler.hpp"
 #include "kvprof/profile/server_probe.hpp"
-#include "kvprof/report/progress_line.hpp"
+#include "kvprof/report/text/progress_line.hpp"
 #include "kvprof/sim/sim_jitter.hpp"
 #include "kvprof/sim/sim_memory_source.hpp"
 #include "kvprof/sim/sim_server.hpp"
@@ -275,11 +275,11 @@ void run_profile_command(ProfileCliState& st) {
   deps.memory = memory.get();
   sys::install_stop_handlers();
   deps.should_stop = [] { return sys::stop_requested(); };
-  std::unique_ptr<report::ProgressLine> progress;
+  std::unique_ptr<report::text::ProgressLine> progress;
   if (!st.quiet) {
-    progress = report::stderr_progress(st.no_color);
+    progress = report::text::stderr_progress(st.no_color);
     deps.on_progress = [&progress](const std::string& line) {
-      progress->line(line, report::tone_of(line));
+      progress->line(line, report::text::tone_of(line));
     };
     deps.on_status = [&progress](const std::string& line) { progress->status(line); };
   }

@@ -10,8 +10,8 @@
 #include "kvprof/cli/run_report.hpp"
 #include "kvprof/experiment/compare.hpp"
 #include "kvprof/history/history_db.hpp"
-#include "kvprof/plot/experiment_sections.hpp"
-#include "kvprof/plot/report.hpp"
+#include "kvprof/report/html/experiment_sections.hpp"
+#include "kvprof/report/html/page.hpp"
 
 namespace kvprof::cli {
 namespace {
@@ -58,8 +58,8 @@ void print_written(const std::vector<fs::path>& written) {
 }
 
 void run_report_command(const ReportCliState& st) {
-  auto options = value_or_fatal(plot::parse_formats(st.formats));
-  std::vector<plot::RunData> runs;
+  auto options = value_or_fatal(report::html::parse_formats(st.formats));
+  std::vector<report::html::RunData> runs;
   std::vector<fs::path> dirs;
   for (const auto& name : st.runs) {
     const auto dir = history::resolve_run(st.results_dir, name);
@@ -68,31 +68,31 @@ void run_report_command(const ReportCliState& st) {
                    fmt::format("no run '{}': not a folder, nor a run id in {} (see `kvprof runs`)",
                                name, st.results_dir)});
     }
-    if (const auto kind = plot::experiment_kind(*dir)) {
+    if (const auto kind = report::html::experiment_kind(*dir)) {
       if (st.runs.size() > 1) {
         throw Fatal({ErrorKind::usage,
                      fmt::format("'{}' is a {} folder: report it alone", dir->string(), *kind)});
       }
       const fs::path out = st.output_dir.empty() ? *dir : fs::path(st.output_dir);
-      print_written(value_or_fatal(plot::write_experiment_report(*dir, out, options)));
+      print_written(value_or_fatal(report::html::write_experiment_report(*dir, out, options)));
       return;
     }
-    auto run = plot::load_run(*dir);
+    auto run = report::html::load_run(*dir);
     if (!run) throw Fatal(run.error().with_context(dir->string()));
     runs.push_back(std::move(*run));
     dirs.push_back(*dir);
   }
   const fs::path out = st.output_dir.empty() ? default_output(dirs) : fs::path(st.output_dir);
-  plot::ReportExtras extras;
+  report::html::ReportExtras extras;
   if (runs.size() > 1 && options.html) extras.comparison = comparison_of(dirs, st.results_dir);
-  print_written(value_or_fatal(plot::write_report(runs, out, options, extras)));
+  print_written(value_or_fatal(report::html::write_report(runs, out, options, extras)));
 }
 
 }  // namespace
 
 void report_experiment_folder(const std::filesystem::path& dir, bool json_on_stdout) {
-  plot::ReportOptions options;
-  auto written = plot::write_experiment_report(dir, dir, options);
+  report::html::ReportOptions options;
+  auto written = report::html::write_experiment_report(dir, dir, options);
   if (!written) {
     std::fprintf(stderr, "kvprof: warning: report not written: %s\n",
                  written.error().message.c_str());
@@ -105,7 +105,7 @@ void report_experiment_folder(const std::filesystem::path& dir, bool json_on_std
 }
 
 void report_run_folder(const std::filesystem::path& run_dir, bool json_on_stdout) {
-  auto page = plot::write_run_report(run_dir);
+  auto page = report::html::write_run_report(run_dir);
   if (!page) {
     std::fprintf(stderr, "kvprof: warning: report not written: %s\n", page.error().message.c_str());
     return;

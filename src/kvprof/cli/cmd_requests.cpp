@@ -11,8 +11,8 @@
 #include "kvprof/client/runner.hpp"
 #include "kvprof/client/trace_writer.hpp"
 #include "kvprof/profile/grid_progress.hpp"
-#include "kvprof/report/progress_line.hpp"
-#include "kvprof/report/table.hpp"
+#include "kvprof/report/text/progress_line.hpp"
+#include "kvprof/report/text/table.hpp"
 #include "kvprof/sys/signals.hpp"
 #include "kvprof/workload/workload_io.hpp"
 
@@ -21,8 +21,8 @@ namespace kvprof::cli {
 namespace {
 
 std::string summary_table(const client::RunResult& result) {
-  report::Table table({"condition", "conc", "ok/sent", "errors", "req/s", "out tok/s",
-                       "TTFT p50/p99 ms", "ITL p50/p99 ms", "E2E p50/p99 ms"});
+  report::text::Table table({"condition", "conc", "ok/sent", "errors", "req/s", "out tok/s",
+                             "TTFT p50/p99 ms", "ITL p50/p99 ms", "E2E p50/p99 ms"});
   for (const auto& s : result.conditions) {
     std::string errors;
     for (const auto& [kind, n] : s.errors_by_kind) {
@@ -79,7 +79,7 @@ void register_requests_command(CLI::App& app) {
     auto trace = value_or_fatal(client::TraceWriter::open(st->trace_path, runner.start_clock()));
     runner.set_on_record([&trace](const client::RequestRecord& r) { return trace.write(r); });
     // Progress as `profile` shows it: a status per request with the ETA, a line per condition.
-    std::unique_ptr<report::ProgressLine> progress;
+    std::unique_ptr<report::text::ProgressLine> progress;
     const auto now_ns = [] {
       return std::chrono::duration_cast<std::chrono::nanoseconds>(
                  std::chrono::steady_clock::now().time_since_epoch())
@@ -88,7 +88,7 @@ void register_requests_command(CLI::App& app) {
     profile::GridProgress grid(requests.size(), now_ns());
     int64_t condition_start_ns = now_ns();
     if (!st->quiet) {
-      progress = report::stderr_progress(st->no_color);
+      progress = report::text::stderr_progress(st->no_color);
       runner.set_progress([&](const client::Progress& p) {
         grid.update(p, now_ns());
         if (p.done == 0 && !p.condition_done) condition_start_ns = now_ns();
@@ -98,7 +98,7 @@ void register_requests_command(CLI::App& app) {
         }
         const std::string line =
             grid.end_text(p, static_cast<double>(now_ns() - condition_start_ns) / 1e9, "", "");
-        progress->line(line, report::tone_of(line));
+        progress->line(line, report::text::tone_of(line));
       });
     }
     sys::install_stop_handlers();

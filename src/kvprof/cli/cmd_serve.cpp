@@ -28,7 +28,7 @@ struct ServeOptions {
 void run_serve(ServeOptions& o) {
   auto& e = o.backend.engine;
   e.flash_attn =
-      value_or_fatal(engine::parse_flash_attn(o.flash_attn.empty() ? "on" : o.flash_attn));
+      value_or_fatal(llama::parse_flash_attn(o.flash_attn.empty() ? "on" : o.flash_attn));
   e.use_mmap = !o.no_mmap;
   e.kv_unified = true;  // -np slots share the -c cells, as llama-server's default
   o.backend.slots = !o.no_slots;
@@ -45,11 +45,11 @@ void run_serve(ServeOptions& o) {
     std::fprintf(stderr, "kvprof serve: warning: %s\n", backend->chat_template_warning().c_str());
   }
   if (!quiet) {
-    for (const auto& line : backend->lib().recent_log(engine::LlamaLib::k_kept_log_lines))
+    for (const auto& line : backend->lib().recent_log(llama::LlamaLib::k_kept_log_lines))
       std::fprintf(stderr, "%s\n", line.c_str());
   }
-  backend->lib().set_log_sink([quiet](const engine::LlamaLogLine& line) {
-    if (!quiet || line.level >= engine::abi::log_warn)
+  backend->lib().set_log_sink([quiet](const llama::LlamaLogLine& line) {
+    if (!quiet || line.level >= llama::abi::log_warn)
       std::fprintf(stderr, "%s\n", line.text.c_str());
   });
   auto server = value_or_fatal(serve::Server::start(backend, o.server));

@@ -17,7 +17,7 @@
 #include "kvprof/experiment/sweep_runner.hpp"
 #include "kvprof/gpu/gpu_catalog.hpp"
 #include "kvprof/gpu/nvml.hpp"
-#include "kvprof/report/progress_line.hpp"
+#include "kvprof/report/text/progress_line.hpp"
 #include "kvprof/sys/signals.hpp"
 #include "kvprof/util/json_text.hpp"
 
@@ -115,17 +115,17 @@ void run_sweep_command(const SweepCliState& st) {
   deps.memory_note = memory_note;
   sys::install_stop_handlers();
   deps.should_stop = [] { return sys::stop_requested(); };
-  std::unique_ptr<report::ProgressLine> progress;
+  std::unique_ptr<report::text::ProgressLine> progress;
   if (!st.quiet) {
-    progress = report::stderr_progress(st.no_color);
+    progress = report::text::stderr_progress(st.no_color);
     deps.on_progress = [&progress](const std::string& line) {
-      progress->line("sweep " + line, report::tone_of(line));
+      progress->line("sweep " + line, report::text::tone_of(line));
     };
     deps.on_run_status = [&progress](const std::string& line) { progress->status(line); };
   }
   if (st.verbose && progress) {
     deps.on_run_progress = [&progress](const std::string& line) {
-      progress->line("  " + line, report::tone_of(line));
+      progress->line("  " + line, report::text::tone_of(line));
     };
   }
   const auto out = value_or_fatal(experiment::run_sweep(config, plan, options, deps));

@@ -53,7 +53,7 @@ estimate::EstimateInput build_estimate_input(const EstimateOptions& o) {
     in.gpu = value_or_fatal(gpu::find_gpu(o.gpu.empty() ? std::string(k_default_gpu) : o.gpu));
   }
   auto& s = in.settings;
-  s.engine = value_or_fatal(estimate::parse_engine(o.engine));
+  s.engine = value_or_fatal(engines::parse_planned_engine(o.engine));
   if (!o.engine_version.empty()) {
     s.engine_version = value_or_fatal(estimate::parse_engine_version(s.engine, o.engine_version));
   }
@@ -98,7 +98,7 @@ estimate::EstimateInput build_estimate_input(const EstimateOptions& o) {
     }
     s.tensor_split.push_back(share);
   }
-  if (!s.tensor_split.empty() && s.engine != estimate::EngineKind::llamacpp) {
+  if (!s.tensor_split.empty() && s.engine != engines::Engine::llamacpp) {
     throw Fatal({ErrorKind::usage,
                  "-ts splits layers over GPUs in llama.cpp (--engine llamacpp); "
                  "vLLM, SGLang and TensorRT-LLM use -tp/-pp"});

@@ -62,32 +62,34 @@ void EngineLogParser::parse_line(std::string_view line) {
     line = clean;
   }
   const detail::LineInput in{m_report.n_lines, line};
-  const Engine engine = m_report.engine;
+  const engines::Engine engine = m_report.engine;
   bool recognised = false;
-  Engine found = Engine::unknown;
-  auto try_engine = [&](Engine e, auto&& parse, auto&& marker) {
-    if (recognised || (engine != Engine::unknown && engine != e)) return;
+  engines::Engine found = engines::Engine::unknown;
+  auto try_engine = [&](engines::Engine e, auto&& parse, auto&& marker) {
+    if (recognised || (engine != engines::Engine::unknown && engine != e)) return;
     if (parse()) {
       recognised = true;
       found = e;
-    } else if (found == Engine::unknown && engine == Engine::unknown && marker()) {
+    } else if (found == engines::Engine::unknown && engine == engines::Engine::unknown &&
+               marker()) {
       found = e;
     }
   };
   try_engine(
-      Engine::llamacpp, [&] { return detail::parse_llamacpp_line(in, m_llama, m_report); },
+      engines::Engine::llamacpp, [&] { return detail::parse_llamacpp_line(in, m_llama, m_report); },
       [&] { return detail::is_llamacpp_marker(line); });
   try_engine(
-      Engine::vllm, [&] { return detail::parse_vllm_line(in, m_report); },
+      engines::Engine::vllm, [&] { return detail::parse_vllm_line(in, m_report); },
       [&] { return detail::is_vllm_marker(line); });
   try_engine(
-      Engine::sglang, [&] { return detail::parse_sglang_line(in, m_report); },
+      engines::Engine::sglang, [&] { return detail::parse_sglang_line(in, m_report); },
       [&] { return detail::is_sglang_marker(line); });
   try_engine(
-      Engine::trtllm, [&] { return detail::parse_trtllm_line(in, m_report); },
+      engines::Engine::trtllm, [&] { return detail::parse_trtllm_line(in, m_report); },
       [&] { return detail::is_trtllm_marker(line); });
   if (recognised) ++m_report.n_recognised_lines;
-  if (engine == Engine::unknown && found != Engine::unknown) m_report.engine = found;
+  if (engine == engines::Engine::unknown && found != engines::Engine::unknown)
+    m_report.engine = found;
 }
 
 EngineLogReport EngineLogParser::finish() {

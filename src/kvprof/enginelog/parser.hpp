@@ -17,7 +17,7 @@ namespace kvprof::enginelog {
 struct ParseOptions {
   // The engine whose lines to read; unknown = detect it from the lines (the first engine whose
   // figure or logger mark appears; until then every engine's lines are read).
-  Engine engine = Engine::unknown;
+  engines::Engine engine = engines::Engine::unknown;
   size_t max_line_bytes = 64 * 1024;
   uint64_t max_total_bytes = 256ULL << 20;
 };

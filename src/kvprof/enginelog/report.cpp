@@ -51,31 +51,6 @@ bool has_memory_figures(const EngineLogReport& report) {
   return !report.figures.empty() || !report.breakdown.empty();
 }
 
-std::string_view engine_name(Engine engine) {
-  switch (engine) {
-    case Engine::llamacpp:
-      return "llamacpp";
-    case Engine::vllm:
-      return "vllm";
-    case Engine::sglang:
-      return "sglang";
-    case Engine::trtllm:
-      return "trtllm";
-    case Engine::unknown:
-      break;
-  }
-  return "unknown";
-}
-
-std::optional<Engine> engine_from_name(std::string_view name) {
-  if (name == "llamacpp" || name == "llama.cpp") return Engine::llamacpp;
-  if (name == "vllm") return Engine::vllm;
-  if (name == "sglang") return Engine::sglang;
-  if (name == "trtllm" || name == "tensorrt-llm") return Engine::trtllm;
-  if (name == "unknown") return Engine::unknown;
-  return std::nullopt;
-}
-
 std::string_view component_name(Component component) {
   switch (component) {
     case Component::weights:

@@ -9,9 +9,9 @@
 #include <string_view>
 #include <vector>
 
-namespace kvprof::enginelog {
+#include "kvprof/engines/engine.hpp"
 
-enum class Engine { unknown, llamacpp, vllm, sglang, trtllm };
+namespace kvprof::enginelog {
 
 // What a buffer holds. K/V halves are the parts of a KV cache when the engine prints them;
 // they are never added to kv_cache in the totals.
@@ -114,7 +114,7 @@ struct BreakdownRow {
 inline constexpr uint64_t k_breakdown_tolerance_bytes = 1ULL << 19;  // 0.5 MiB
 
 struct EngineLogReport {
-  Engine engine = Engine::unknown;
+  engines::Engine engine = engines::Engine::unknown;
   std::optional<Printed<std::string>> version;  // "6527 (abc1234)" for llama.cpp, "0.19.0" for vLLM
   std::vector<MemoryFigure> figures;            // in log order
   std::vector<BreakdownRow> breakdown;          // the last memory breakdown table printed
@@ -142,12 +142,6 @@ std::vector<DeviceTotals> totals_by_device(const EngineLogReport& report);
 
 // Returns true when the report holds at least one memory figure or breakdown row.
 bool has_memory_figures(const EngineLogReport& report);
-
-// Returns "llamacpp", "vllm", "sglang", "trtllm" or "unknown".
-std::string_view engine_name(Engine engine);
-
-// Returns the engine named `name` (the same names; "llama.cpp" too), or nullopt.
-std::optional<Engine> engine_from_name(std::string_view name);
 
 // Returns the component's name in JSON and tables, e.g. "kv_cache_k".
 std::string_view component_name(Component component);

@@ -100,10 +100,10 @@ json estimate_assumptions(const Estimate& est, const AssumptionSources& src) {
       {"block_size",
        setting(s.block_size ? json(*s.block_size) : json(nullptr), src, "block-size", "")},
       {"enforce_eager", setting(s.enforce_eager, src, "enforce-eager", "")}};
-  if (s.engine == EngineKind::llamacpp) settings = llamacpp_settings_json(est, src);
+  if (s.engine == engines::Engine::llamacpp) settings = llamacpp_settings_json(est, src);
   return {{"gpu", gpu},
           {"model", est.model_id},
-          {"engine", engine_name(s.engine)},
+          {"engine", engines::engine_name(s.engine)},
           {"engine_version_modelled", modelled_engine_version(s)},
           {"settings", settings}};
 }

@@ -148,18 +148,23 @@ Expected<Estimate> estimate(const EstimateInput& in) {
   if (in.gpu.memory_bytes == 0) return fail(ErrorKind::usage, "the GPU has no memory");
   auto est = [&]() -> Expected<Estimate> {
     switch (in.settings.engine) {
-      case EngineKind::vllm:
+      case engines::Engine::vllm:
         return estimate_vllm(in);
-      case EngineKind::sglang:
+      case engines::Engine::sglang:
         return estimate_sglang(in);
-      case EngineKind::trtllm:
+      case engines::Engine::trtllm:
         return estimate_trtllm(in);
-      case EngineKind::llamacpp:
+      case engines::Engine::llamacpp:
         return estimate_llamacpp(in);
-      case EngineKind::hf:
+      case engines::Engine::hf:
         return estimate_hf(in);
+      case engines::Engine::tgi:
+      case engines::Engine::unknown:
+        break;
     }
-    return fail(ErrorKind::internal, "unknown engine");
+    return fail(ErrorKind::usage,
+                fmt::format("kvprof does not plan {}",
+                            engines::engine_row(in.settings.engine).display_name));
   }();
   // What reading the model found (a variant's entry, config and checkpoint disagreeing) comes
   // first: it qualifies every figure.

@@ -28,40 +28,39 @@ Expected<std::string> parse_trtllm_version(std::string_view text) {
 
 }  // namespace
 
-Expected<std::string> parse_engine_version(EngineKind engine, std::string_view text) {
+Expected<std::string> parse_engine_version(engines::Engine engine, std::string_view text) {
   switch (engine) {
-    case EngineKind::vllm: {
+    case engines::Engine::vllm: {
       auto r = parse_vllm_version(text);
       if (!r) return std::unexpected(r.error());
       return std::string((*r)->name);
     }
-    case EngineKind::sglang: {
+    case engines::Engine::sglang: {
       auto r = parse_sglang_version(text);
       if (!r) return std::unexpected(r.error());
       return std::string((*r)->name);
     }
-    case EngineKind::trtllm:
+    case engines::Engine::trtllm:
       return parse_trtllm_version(text);
-    case EngineKind::llamacpp:
-    case EngineKind::hf:
+    case engines::Engine::llamacpp:
+    case engines::Engine::hf:
+    case engines::Engine::tgi:
+    case engines::Engine::unknown:
       break;
   }
   if (trim(text).empty()) return std::string();
   return fail(ErrorKind::usage, fmt::format("--engine-version applies to --engine vllm, sglang and "
                                             "trtllm; kvprof models {} without versions",
-                                            engine_name(engine)));
+                                            engines::engine_name(engine)));
 }
 
 std::string modelled_engine_version(const EngineSettings& s) {
-  if (s.engine != EngineKind::vllm && s.engine != EngineKind::sglang &&
-      s.engine != EngineKind::trtllm) {
-    return "(no version pinned)";
-  }
+  if (!engines::engine_row(s.engine).releases_modelled) return "(no version pinned)";
   auto v = parse_engine_version(s.engine, s.engine_version);
   if (v) return *v;
-  return s.engine == EngineKind::vllm     ? std::string(vllm_default_version().name)
-         : s.engine == EngineKind::sglang ? std::string(sglang_latest_version().name)
-                                          : std::string(k_trtllm_version);
+  return s.engine == engines::Engine::vllm     ? std::string(vllm_default_version().name)
+         : s.engine == engines::Engine::sglang ? std::string(sglang_latest_version().name)
+                                               : std::string(k_trtllm_version);
 }
 
 std::string engine_versions_help() {

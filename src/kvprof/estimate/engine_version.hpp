@@ -13,7 +13,7 @@ namespace kvprof::estimate {
 // The canonical name of the modelled release of `engine` that `text` names ("" or "latest": the
 // newest). A usage error naming the supported releases for one not modelled, or for an engine
 // kvprof models without versions (llama.cpp, HF transformers).
-Expected<std::string> parse_engine_version(EngineKind engine, std::string_view text);
+Expected<std::string> parse_engine_version(engines::Engine engine, std::string_view text);
 
 // The release whose memory rules the planner follows for `s` ("v0.19" for vLLM unless
 // --engine-version chose another); "(no version pinned)" for engines without versions.

@@ -61,23 +61,14 @@ std::vector<Recommendation> recommend(const EstimateInput& base) {
   return out;
 }
 
-std::string recommendation_flags(EngineKind engine, uint32_t tp, uint32_t pp) {
+std::string recommendation_flags(engines::Engine engine, uint32_t tp, uint32_t pp) {
   const auto pair = [&](std::string_view tp_flag, std::string_view pp_flag) {
     return pp > 1 ? fmt::format("{} {} {} {}", tp_flag, tp, pp_flag, pp)
                   : fmt::format("{} {}", tp_flag, tp);
   };
-  switch (engine) {
-    case EngineKind::sglang:
-      return pair("--tp-size", "--pp-size");
-    case EngineKind::trtllm:
-      return pair("--tp_size", "--pp_size");
-    case EngineKind::llamacpp:
-    case EngineKind::hf:
-      return "";
-    case EngineKind::vllm:
-      break;
-  }
-  return pair("--tensor-parallel-size", "--pipeline-parallel-size");
+  const auto& row = engines::engine_row(engine);
+  if (row.tensor_parallel_flag.empty()) return "";
+  return pair(row.tensor_parallel_flag, row.pipeline_parallel_flag);
 }
 
 }  // namespace kvprof::estimate

@@ -35,6 +35,6 @@ std::vector<Recommendation> recommend(const EstimateInput& base);
 // The engine's own flags for a recommendation, to paste: "--tensor-parallel-size 8
 // --pipeline-parallel-size 2" (vLLM), "--tp-size 8 --pp-size 2" (SGLang), "--tp_size 8 --pp_size
 // 2" (TensorRT-LLM); llama.cpp splits layers over the GPUs by itself.
-std::string recommendation_flags(EngineKind engine, uint32_t tp, uint32_t pp);
+std::string recommendation_flags(engines::Engine engine, uint32_t tp, uint32_t pp);
 
 }  // namespace kvprof::estimate

@@ -1,4 +1,4 @@
-// Engine and KV dtype names.
+// KV cache dtype names.
 #include "kvprof/estimate/settings.hpp"
 
 #include <fmt/format.h>
@@ -6,37 +6,6 @@
 #include "kvprof/util/strings.hpp"
 
 namespace kvprof::estimate {
-
-std::string_view engine_name(EngineKind e) {
-  switch (e) {
-    case EngineKind::vllm:
-      return "vllm";
-    case EngineKind::sglang:
-      return "sglang";
-    case EngineKind::trtllm:
-      return "trtllm";
-    case EngineKind::llamacpp:
-      return "llamacpp";
-    case EngineKind::hf:
-      return "hf";
-  }
-  return "?";
-}
-
-Expected<EngineKind> parse_engine(std::string_view text) {
-  const std::string s = to_lower(trim(text));
-  if (s == "vllm") return EngineKind::vllm;
-  if (s == "sglang") return EngineKind::sglang;
-  if (s == "trtllm" || s == "tensorrt-llm" || s == "tensorrt_llm" || s == "trt-llm") {
-    return EngineKind::trtllm;
-  }
-  if (s == "llamacpp" || s == "llama.cpp" || s == "llama-cpp" || s == "llama-server") {
-    return EngineKind::llamacpp;
-  }
-  if (s == "hf" || s == "transformers" || s == "huggingface") return EngineKind::hf;
-  return fail(ErrorKind::usage,
-              fmt::format("unknown engine '{}' (use vllm, sglang, trtllm, llamacpp or hf)", text));
-}
 
 Expected<KvCacheDtype> parse_kv_cache_dtype(std::string_view text) {
   const std::string s = to_lower(trim(text));

@@ -8,18 +8,11 @@
 #include <string_view>
 #include <vector>
 
+#include "kvprof/engines/engine.hpp"
 #include "kvprof/model/dtype.hpp"
 #include "kvprof/util/error.hpp"
 
 namespace kvprof::estimate {
-
-enum class EngineKind : uint8_t { vllm, sglang, trtllm, llamacpp, hf };
-
-// "vllm", "sglang", "trtllm", "llamacpp", "hf".
-std::string_view engine_name(EngineKind e);
-
-// Parses an engine name (also "llama.cpp", "tensorrt-llm", "transformers"); usage error otherwise.
-Expected<EngineKind> parse_engine(std::string_view text);
 
 // KV cache element type: auto = the model dtype.
 enum class KvCacheDtype : uint8_t { auto_, f16, bf16, f32, fp8_e4m3, fp8_e5m2, q8_0, q4_0 };
@@ -30,7 +23,7 @@ std::string_view kv_cache_dtype_name(KvCacheDtype t);
 
 // Engine settings. Unset optionals take the engine's own default for the model and GPU.
 struct EngineSettings {
-  EngineKind engine = EngineKind::vllm;
+  engines::Engine engine = engines::Engine::vllm;
   uint32_t tensor_parallel_size = 1;
   uint32_t pipeline_parallel_size = 1;
   uint32_t data_parallel_size = 1;

@@ -11,7 +11,7 @@ namespace kvprof::estimate {
 Expected<VllmSweep> VllmSweep::create(const EstimateInput& base, std::vector<gpu::GpuSpec> gpus,
                                       std::vector<SweepSplit> splits) {
   const model::ModelSpec& m = base.model;
-  if (base.settings.engine != EngineKind::vllm) {
+  if (base.settings.engine != engines::Engine::vllm) {
     return fail(ErrorKind::usage, "the sweep models vLLM only");
   }
   if (m.n_layer == 0 || m.hidden_size == 0) {

@@ -7,7 +7,7 @@
 #include <cmath>
 #include <set>
 
-#include "kvprof/report/table.hpp"
+#include "kvprof/report/text/table.hpp"
 #include "kvprof/util/units.hpp"
 
 namespace kvprof::experiment {
@@ -300,7 +300,7 @@ std::string rows_text(const std::vector<DiffRow>& rows, size_t n_runs, bool with
     header.push_back(fmt::format("{}-A", letter));
     header.push_back(fmt::format("{} %", letter));
   }
-  report::Table t(header);
+  report::text::Table t(header);
   std::string last_section;
   for (const auto& r : rows) {
     std::vector<std::string> cells{r.section == last_section ? "" : r.section,
@@ -369,8 +369,7 @@ PlanFigures plan_figures(const estimate::Estimate& est, std::string flags) {
       {"total", d(m.total_bytes)},
       {"cuda_graph", d(m.cuda_graph_bytes)},
   };
-  if (est.settings.engine == estimate::EngineKind::vllm)
-    p.cuda_graphs = est.engine_report.cuda_graphs;
+  if (est.settings.engine == engines::Engine::vllm) p.cuda_graphs = est.engine_report.cuda_graphs;
   return p;
 }
 
@@ -469,7 +468,7 @@ std::string comparison_text(const Comparison& c) {
     std::vector<std::string> header{"setting"};
     for (size_t i = 0; i < c.runs.size(); ++i)
       header.push_back(std::string(1, static_cast<char>('A' + std::min<size_t>(i, 25))));
-    report::Table t(header);
+    report::text::Table t(header);
     for (const auto& s : c.settings) {
       std::vector<std::string> cells{s.name};
       cells.insert(cells.end(), s.values.begin(), s.values.end());
@@ -515,7 +514,7 @@ std::string plan_comparison_text(const PlanFigures& a, const PlanFigures& b) {
                                                              : flags;
   };
   std::string out = fmt::format("A: {}\nB: {}\n", label(a.flags), label(b.flags));
-  report::Table t({"per GPU", "A", "B", "B-A", "%"});
+  report::text::Table t({"per GPU", "A", "B", "B-A", "%"});
   for (std::string_view n :
        {"weights", "kv_cache", "activations", "overhead", "cuda_graph", "total"}) {
     const std::string name(n);

@@ -9,8 +9,8 @@
 #include "kvprof/bench/bench_estimate.hpp"
 #include "kvprof/bench/bench_run.hpp"
 #include "kvprof/client/stats.hpp"
-#include "kvprof/engine/llama_engine.hpp"
 #include "kvprof/enginelog/parser.hpp"
+#include "kvprof/llama/engine.hpp"
 
 namespace kvprof::experiment {
 namespace {
@@ -50,7 +50,7 @@ std::optional<uint64_t> gpu_total_bytes(gpu::MemorySource& source) {
 // Why a step whose worker did not complete failed, in one line.
 std::string failure_text(const BenchTrialSettings& s, const bench::BenchReport& r,
                          uint32_t concurrency, const std::optional<uint64_t>& cells) {
-  if (r.error.starts_with(engine::k_no_kv_room)) {
+  if (r.error.starts_with(llama::k_no_kv_room)) {
     const uint64_t per_seq = sequence_kv_cells(s.input_len, s.output_len);
     return fmt::format(
         "the KV cache ran out: llama_decode found no free cell; {} sequences x {} cells = {} > "

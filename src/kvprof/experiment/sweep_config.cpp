@@ -295,7 +295,7 @@ void apply_model_key(Checker& c, const std::string& key, const YAML::Node& v,
     }
   } else if (key == "engine") {
     if (auto s = c.string(v, path)) {
-      if (auto k = estimate::parse_engine(*s); k) {
+      if (auto k = engines::parse_planned_engine(*s); k) {
         e.engine = *s;
       } else {
         c.error(v, fmt::format("{}: {}", path, k.error().message));

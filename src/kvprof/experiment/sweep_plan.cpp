@@ -158,7 +158,7 @@ Expected<estimate::Estimate> estimate_entry(const ModelEntry& e, const std::stri
   if (!g) return std::unexpected(g.error());
   in.gpu = *g;
   auto& s = in.settings;
-  auto engine = estimate::parse_engine(e.engine);
+  auto engine = engines::parse_planned_engine(e.engine);
   if (!engine) return std::unexpected(engine.error());
   s.engine = *engine;
   s.tensor_parallel_size = e.tensor_parallel_size;

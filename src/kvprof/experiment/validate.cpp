@@ -5,7 +5,7 @@
 
 #include <cmath>
 
-#include "kvprof/report/table.hpp"
+#include "kvprof/report/text/table.hpp"
 
 namespace kvprof::experiment {
 
@@ -167,8 +167,8 @@ std::string validation_text(const Validation& v) {
   std::string out =
       fmt::format("validate {} ({} run, {} memory{}) against {}\n", v.run.id, v.run.kind,
                   v.run.memory, v.run.simulated ? ", SIMULATED" : "", v.reference);
-  report::Table t({"component", "sampled GiB", "confidence", "engine GiB", "reference GiB", "error",
-                   "expected", "verdict"});
+  report::text::Table t({"component", "sampled GiB", "confidence", "engine GiB", "reference GiB",
+                         "error", "expected", "verdict"});
   for (const auto& r : v.rows) {
     t.add_row({r.component, gib_text(r.sampled_bytes),
                r.sampled_confidence.empty() ? "-" : r.sampled_confidence,

@@ -225,7 +225,7 @@ ScrapeRecord MetricsScraper::scrape_once() {
     error = fmt::format("GET {}: HTTP {}", m_options.metrics_url, response->status);
     // llama-server without --metrics (404 or 501) may still serve /slots: the one source left.
     MetricsSnapshot from_slots;
-    from_slots.engine = Engine::llamacpp;
+    from_slots.engine = engines::Engine::llamacpp;
     if ((response->status == 404 || response->status == 501) && !m_slots_url.empty() &&
         poll_slots(from_slots)) {
       if (!m_warned_slots_only && !stopping()) {
@@ -250,7 +250,8 @@ ScrapeRecord MetricsScraper::scrape_once() {
       rec.status = ScrapeStatus::ok;
       rec.skipped_lines = exposition->n_skipped_lines;
       rec.snapshot = extract_snapshot(*exposition);
-      if (rec.snapshot.engine == Engine::llamacpp && !m_slots_url.empty()) poll_slots(rec.snapshot);
+      if (rec.snapshot.engine == engines::Engine::llamacpp && !m_slots_url.empty())
+        poll_slots(rec.snapshot);
     }
   }
 

@@ -138,43 +138,22 @@ void extract_llamacpp(const Exposition& expo, MetricsSnapshot& snap) {
 
 }  // namespace
 
-std::string_view engine_name(Engine engine) {
-  switch (engine) {
-    case Engine::vllm:
-      return "vllm";
-    case Engine::sglang:
-      return "sglang";
-    case Engine::tgi:
-      return "tgi";
-    case Engine::llamacpp:
-      return "llamacpp";
-    case Engine::unknown:
-      return "unknown";
-  }
-  return "unknown";
-}
-
-Engine guess_engine(const Exposition& exposition) {
-  struct Prefix {
-    std::string_view prefix;
-    Engine engine;
-  };
-  static constexpr std::array<Prefix, 4> k_prefixes{{{"vllm:", Engine::vllm},
-                                                     {"sglang:", Engine::sglang},
-                                                     {"tgi_", Engine::tgi},
-                                                     {"llamacpp:", Engine::llamacpp}}};
-  std::array<size_t, k_prefixes.size()> counts{};
+engines::Engine guess_engine(const Exposition& exposition) {
+  const auto rows = engines::engine_rows();
+  std::vector<size_t> counts(rows.size(), 0);
   for (const auto& family : exposition.families) {
-    for (size_t i = 0; i < k_prefixes.size(); ++i) {
-      if (family.name.starts_with(k_prefixes[i].prefix)) ++counts[i];
+    for (size_t i = 0; i < rows.size(); ++i) {
+      if (!rows[i].metrics_prefix.empty() && family.name.starts_with(rows[i].metrics_prefix)) {
+        ++counts[i];
+      }
     }
   }
-  Engine best = Engine::unknown;
+  engines::Engine best = engines::Engine::unknown;
   size_t best_count = 0;
-  for (size_t i = 0; i < k_prefixes.size(); ++i) {
+  for (size_t i = 0; i < rows.size(); ++i) {
     if (counts[i] > best_count) {
       best_count = counts[i];
-      best = k_prefixes[i].engine;
+      best = rows[i].id;
     }
   }
   return best;
@@ -184,19 +163,21 @@ MetricsSnapshot extract_snapshot(const Exposition& exposition) {
   MetricsSnapshot snap;
   snap.engine = guess_engine(exposition);
   switch (snap.engine) {
-    case Engine::vllm:
+    case engines::Engine::vllm:
       extract_vllm(exposition, snap);
       break;
-    case Engine::sglang:
+    case engines::Engine::sglang:
       extract_sglang(exposition, snap);
       break;
-    case Engine::tgi:
+    case engines::Engine::tgi:
       extract_tgi(exposition, snap);
       break;
-    case Engine::llamacpp:
+    case engines::Engine::llamacpp:
       extract_llamacpp(exposition, snap);
       break;
-    case Engine::unknown:
+    case engines::Engine::unknown:
+    case engines::Engine::trtllm:
+    case engines::Engine::hf:
       break;
   }
   if (snap.kv_cache_usage) snap.kv_cache_source = KvSource::metrics;

@@ -7,19 +7,15 @@
 #include <optional>
 #include <string_view>
 
+#include "kvprof/engines/engine.hpp"
 #include "kvprof/metrics/prometheus.hpp"
 #include "kvprof/util/error.hpp"
 
 namespace kvprof::metrics {
 
-enum class Engine { unknown, vllm, sglang, tgi, llamacpp };
-
-// "vllm", "sglang", "tgi", "llamacpp" or "unknown".
-std::string_view engine_name(Engine engine);
-
-// Returns the engine whose metric prefix ("vllm:", "sglang:", "tgi_", "llamacpp:") names the
-// most families; unknown when none does.
-Engine guess_engine(const Exposition& exposition);
+// Returns the engine whose metric prefix (its row's: "vllm:", "sglang:", "tgi_", "llamacpp:")
+// names the most families; unknown when none does.
+engines::Engine guess_engine(const Exposition& exposition);
 
 // Where a snapshot's KV usage came from: the engine's /metrics gauge, or llama.cpp's /slots
 // (tokens held by the busy slots over the slots' n_ctx; llama.cpp no longer exports KV gauges).
@@ -29,7 +25,7 @@ enum class KvSource : uint8_t { none, metrics, slots };
 std::string_view kv_source_name(KvSource source);
 
 struct MetricsSnapshot {
-  Engine engine = Engine::unknown;
+  engines::Engine engine = engines::Engine::unknown;
   // Fraction of the KV cache in use, 0..1 (vLLM kv_cache_usage_perc, SGLang token_usage,
   // llama.cpp kv_cache_usage_ratio); the mean over engines/ranks when several report.
   std::optional<double> kv_cache_usage;

@@ -76,7 +76,7 @@ std::string format_trace_row(const ScrapeRecord& record) {
   const MetricsSnapshot& s = record.snapshot;
   std::string row = fmt::format("{},{},{},{:.3f},", record.mono_ns, record.wall_ms,
                                 scrape_status_text(record), record.scrape_ms);
-  if (record.status == ScrapeStatus::ok) row.append(engine_name(s.engine));
+  if (record.status == ScrapeStatus::ok) row.append(engines::engine_name(s.engine));
   append_cell(row, s.kv_cache_usage);
   append_cell(row, s.kv_cache_used_tokens);
   append_cell(row, s.kv_cache_capacity_tokens);

@@ -169,7 +169,7 @@ std::string version_cause(const Evidence& e, const estimate::Estimate& est,
         j.value("cuda_graph_factor", 1.0), j.value("fragmentation_fraction", 0.0) * 100);
   }
   return fmt::format("another engine version: kvprof models {} {}{}",
-                     estimate::engine_name(est.settings.engine),
+                     engines::engine_name(est.settings.engine),
                      modelled_engine_version(est.settings),
                      e.server_version.empty() ? "" : ", the server reports " + e.server_version);
 }

@@ -3,7 +3,7 @@
 
 #include <fmt/format.h>
 
-#include "kvprof/report/progress_line.hpp"
+#include "kvprof/report/text/progress_line.hpp"
 
 namespace kvprof::profile {
 
@@ -29,8 +29,8 @@ bool GridProgress::condition_ended(const client::Progress& p) {
 
 std::string GridProgress::eta() const {
   const double elapsed_s = static_cast<double>(m_now_ns - m_start_ns) / 1e9;
-  return report::eta_text(report::eta_s(static_cast<double>(m_done),
-                                        static_cast<double>(m_n_requests + m_repeats), elapsed_s));
+  return report::text::eta_text(report::text::eta_s(
+      static_cast<double>(m_done), static_cast<double>(m_n_requests + m_repeats), elapsed_s));
 }
 
 std::string GridProgress::status_text(const client::Progress& p) const {

@@ -402,7 +402,7 @@ Expected<ProfileOutcome> run_profile(const ProfileConfig& config_in, const Profi
   report.peak = capture_point("peak", memory, load_window, true);
   report.server_during_load = metrics_in(scraped, load_window);
   if (!scraped.empty()) {
-    report.engine_type = std::string(metrics::engine_name(scraped.back().snapshot.engine));
+    report.engine_type = std::string(engines::engine_name(scraped.back().snapshot.engine));
   }
   if (result) {
     report.interrupted = result->stopped;

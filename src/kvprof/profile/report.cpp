@@ -6,7 +6,7 @@
 #include <ctime>
 
 #include "kvprof/profile/estimate_check.hpp"
-#include "kvprof/report/table.hpp"
+#include "kvprof/report/text/table.hpp"
 #include "kvprof/util/redact.hpp"
 #include "kvprof/util/units.hpp"
 
@@ -324,9 +324,9 @@ std::string latency_text(const client::Percentiles& p) {
 }
 
 std::string condition_table(const ProfileReport& r) {
-  report::Table t({"condition", "ok/planned", "errors", "out tok/s", "TTFT p50/p99 ms",
-                   "E2E p50/p99 ms", "peak GiB", "KV peak", "KV tokens", "KV tok/req", "running",
-                   "waiting", "preempt"});
+  report::text::Table t({"condition", "ok/planned", "errors", "out tok/s", "TTFT p50/p99 ms",
+                         "E2E p50/p99 ms", "peak GiB", "KV peak", "KV tokens", "KV tok/req",
+                         "running", "waiting", "preempt"});
   for (size_t i = 0; i < r.conditions.size(); ++i) {
     const auto& c = r.conditions[i];
     const auto& s = c.requests;
@@ -379,7 +379,7 @@ std::string breakdown_table(const ProfileReport& r) {
     header.emplace_back("estimated GiB");
     header.emplace_back(r.simulated ? "error (simulated)" : "error");
   }
-  report::Table t(header);
+  report::text::Table t(header);
   const auto add = [&](const std::string& label, const std::string& key,
                        std::optional<uint64_t> bytes, Confidence conf) {
     std::vector<std::string> cells{label, gib_text(bytes),

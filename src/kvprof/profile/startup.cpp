@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <map>
 
-#include "kvprof/report/engine_log_report.hpp"
+#include "kvprof/report/text/engine_log_report.hpp"
 #include "kvprof/util/redact.hpp"
 #include "kvprof/util/units.hpp"
 #include "kvprof/util/utf8.hpp"
@@ -179,7 +179,7 @@ json launch_json(const LaunchReport& l, const std::vector<MemoryPoint>& memory) 
 }
 
 json engine_reported_json(const enginelog::EngineLogReport& log, const std::string& source) {
-  json j = report::engine_log_json(log);
+  json j = report::text::engine_log_json(log);
   j["source"] = source;
   json components = json::object();
   for (const auto& f : log.figures) {

@@ -76,8 +76,8 @@ struct LaunchReport {
 // after the allocation it reports), else its last one before.
 std::optional<uint64_t> used_at(const std::vector<MemoryPoint>& memory, int64_t t_ns);
 
-// summary.json's "engine_reported" object: the engine log parse (report::engine_log_json, with
-// `source`) and "components": the first device's weights, KV cache, activation peak, non-torch
+// summary.json's "engine_reported" object: the engine log parse (report::text::engine_log_json,
+// with `source`) and "components": the first device's weights, KV cache, activation peak, non-torch
 // and CUDA graph figures, each with confidence "reported by engine".
 nlohmann::json engine_reported_json(const enginelog::EngineLogReport& log,
                                     const std::string& source);

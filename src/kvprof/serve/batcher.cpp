@@ -10,7 +10,7 @@
 
 namespace kvprof::serve {
 
-ContinuousBatcher::ContinuousBatcher(const engine::LlamaModel& model, engine::LlamaContext& ctx,
+ContinuousBatcher::ContinuousBatcher(const llama::LlamaModel& model, llama::LlamaContext& ctx,
                                      BatcherSettings settings)
     : m_model(model), m_ctx(ctx), m_settings(settings) {
   m_settings.n_slots = std::max(1U, m_settings.n_slots);
@@ -123,7 +123,7 @@ Expected<std::vector<TaskEvent>> ContinuousBatcher::step() {
   }
 
   // Decode tokens first (one per generating slot), then prompt chunks in slot order.
-  std::vector<engine::LlamaContext::BatchToken> batch;
+  std::vector<llama::LlamaContext::BatchToken> batch;
   std::vector<Slot*> outputs;  // the slot of each logits entry, in batch order
   std::vector<Slot*> prefilled;
   const size_t cap = m_settings.n_batch;

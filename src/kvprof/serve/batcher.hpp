@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "kvprof/engine/llama_engine.hpp"
+#include "kvprof/llama/engine.hpp"
 #include "kvprof/util/error.hpp"
 
 namespace kvprof::serve {
@@ -66,7 +66,7 @@ struct BatcherStats {
 class ContinuousBatcher {
  public:
   // Drives `ctx` (of `model`); both must outlive the batcher.
-  ContinuousBatcher(const engine::LlamaModel& model, engine::LlamaContext& ctx,
+  ContinuousBatcher(const llama::LlamaModel& model, llama::LlamaContext& ctx,
                     BatcherSettings settings);
 
   // llama-server's refusal of a request that cannot fit a slot: an input error worded like
@@ -118,8 +118,8 @@ class ContinuousBatcher {
   TaskEvent event_for(const Slot& slot, int64_t now_ns) const;
   void release(Slot& slot, int64_t now_ns);
 
-  const engine::LlamaModel& m_model;
-  engine::LlamaContext& m_ctx;
+  const llama::LlamaModel& m_model;
+  llama::LlamaContext& m_ctx;
   BatcherSettings m_settings;
   std::deque<Waiting> m_waiting;
   std::vector<Slot> m_slots;

@@ -12,8 +12,8 @@
 #include <thread>
 #include <unordered_map>
 
-#include "kvprof/engine/llama_chat.hpp"
-#include "kvprof/engine/llama_memory.hpp"
+#include "kvprof/llama/chat.hpp"
+#include "kvprof/llama/memory.hpp"
 #include "kvprof/serve/batcher.hpp"
 #include "kvprof/serve/llama_api.hpp"
 #include "kvprof/util/strings.hpp"
@@ -26,11 +26,11 @@ using nlohmann::ordered_json;
 class LlamaBackend::Impl {
  public:
   LlamaBackendOptions options;
-  std::shared_ptr<engine::LlamaLib> lib;
-  std::unique_ptr<engine::LlamaModel> model;
-  std::unique_ptr<engine::LlamaContext> ctx;
+  std::shared_ptr<llama::LlamaLib> lib;
+  std::unique_ptr<llama::LlamaModel> model;
+  std::unique_ptr<llama::LlamaContext> ctx;
   std::unique_ptr<ContinuousBatcher> batcher;
-  std::vector<engine::BufferMemory> memory;
+  std::vector<llama::BufferMemory> memory;
   std::string model_id;
   int64_t created_unix_s = 0;
   std::string chat_template;          // applied to chat requests; empty: a plain join
@@ -194,11 +194,11 @@ namespace {
 // Sets the chat template: --chat-template (usage error, with the closest built-in names, when
 // llama.cpp does not know it), else the model's; without a usable one, why not.
 Expected<void> choose_chat_template(LlamaBackend::Impl& impl) {
-  const std::vector<engine::ChatMessage> probe = {{"user", "w0"}};
+  const std::vector<llama::ChatMessage> probe = {{"user", "w0"}};
   const std::string& given = impl.options.chat_template;
   if (!given.empty()) {
-    if (auto ok = engine::apply_chat_template(*impl.lib, given, probe); !ok) {
-      const auto names = engine::builtin_chat_templates(*impl.lib);
+    if (auto ok = llama::apply_chat_template(*impl.lib, given, probe); !ok) {
+      const auto names = llama::builtin_chat_templates(*impl.lib);
       const auto close = closest_matches(given, names);
       std::string hint;
       for (const auto& n : close)
@@ -210,12 +210,12 @@ Expected<void> choose_chat_template(LlamaBackend::Impl& impl) {
     impl.chat_template = given;
     return {};
   }
-  const auto from_model = engine::model_chat_template(*impl.model);
+  const auto from_model = llama::model_chat_template(*impl.model);
   if (!from_model) {
     impl.chat_template_warning =
         "the model has no chat template (tokenizer.chat_template): chat messages are joined "
         "with newlines; give --chat-template NAME";
-  } else if (!engine::apply_chat_template(*impl.lib, *from_model, probe)) {
+  } else if (!llama::apply_chat_template(*impl.lib, *from_model, probe)) {
     impl.chat_template_warning =
         "llama.cpp does not know the model's chat template: chat messages are joined with "
         "newlines; give --chat-template NAME";
@@ -236,13 +236,13 @@ LlamaBackend::~LlamaBackend() {
 Expected<std::unique_ptr<LlamaBackend>> LlamaBackend::start(const LlamaBackendOptions& options) {
   auto impl = std::make_unique<Impl>();
   impl->options = options;
-  auto lib = engine::LlamaLib::load(options.library);
+  auto lib = llama::LlamaLib::load(options.library);
   if (!lib) return std::unexpected(lib.error());
   impl->lib = std::move(*lib);
-  auto model = engine::LlamaModel::load(impl->lib, options.engine);
+  auto model = llama::LlamaModel::load(impl->lib, options.engine);
   if (!model) return std::unexpected(model.error());
   impl->model = std::move(*model);
-  auto ctx = engine::LlamaContext::create(*impl->model, options.engine);
+  auto ctx = llama::LlamaContext::create(*impl->model, options.engine);
   if (!ctx) return std::unexpected(ctx.error());
   impl->ctx = std::move(*ctx);
   BatcherSettings bs;
@@ -250,7 +250,7 @@ Expected<std::unique_ptr<LlamaBackend>> LlamaBackend::start(const LlamaBackendOp
   bs.n_ctx_slot = impl->ctx->n_ctx() / std::max(1U, bs.n_slots);
   bs.n_batch = impl->ctx->n_batch();
   impl->batcher = std::make_unique<ContinuousBatcher>(*impl->model, *impl->ctx, bs);
-  impl->memory = engine::memory_breakdown(*impl->lib, *impl->ctx);
+  impl->memory = llama::memory_breakdown(*impl->lib, *impl->ctx);
   if (auto chat = choose_chat_template(*impl); !chat) return std::unexpected(chat.error());
   impl->model_id = !options.alias.empty()
                        ? options.alias
@@ -276,7 +276,7 @@ std::string LlamaBackend::model_id() const {
   return m_impl->model_id;
 }
 
-engine::LlamaLib& LlamaBackend::lib() const {
+llama::LlamaLib& LlamaBackend::lib() const {
   return *m_impl->lib;
 }
 
@@ -287,11 +287,11 @@ Expected<std::vector<int32_t>> LlamaBackend::tokenize(std::string_view text,
 
 Expected<std::string> LlamaBackend::chat_prompt(std::span<const ChatMessage> messages) const {
   if (m_impl->chat_template.empty()) return plain_chat_join(messages);
-  std::vector<engine::ChatMessage> chat;
+  std::vector<llama::ChatMessage> chat;
   chat.reserve(messages.size());
   for (const auto& m : messages)
     chat.push_back({m.role, m.content});
-  auto text = engine::apply_chat_template(*m_impl->lib, m_impl->chat_template, chat);
+  auto text = llama::apply_chat_template(*m_impl->lib, m_impl->chat_template, chat);
   if (!text) return fail(ErrorKind::input, text.error().message);
   return text;
 }

@@ -9,19 +9,19 @@
 #include <memory>
 #include <string>
 
-#include "kvprof/engine/llama_engine.hpp"
-#include "kvprof/engine/llama_lib.hpp"
+#include "kvprof/llama/engine.hpp"
+#include "kvprof/llama/library.hpp"
 #include "kvprof/serve/backend.hpp"
 #include "kvprof/util/error.hpp"
 
 namespace kvprof::serve {
 
 struct LlamaBackendOptions {
-  engine::LlamaSettings engine;     // -m -c -np -b -ub -fa -ctk -ctv -ngl -t
-  engine::LlamaLibOptions library;  // --llama-lib
-  std::string alias;                // --alias: the served model id (default: the file name)
-  bool metrics = false;             // --metrics: serve /metrics (llama-server's default is off)
-  bool slots = true;                // /slots (llama-server: on unless --no-slots)
+  llama::LlamaSettings engine;     // -m -c -np -b -ub -fa -ctk -ctv -ngl -t
+  llama::LlamaLibOptions library;  // --llama-lib
+  std::string alias;               // --alias: the served model id (default: the file name)
+  bool metrics = false;            // --metrics: serve /metrics (llama-server's default is off)
+  bool slots = true;               // /slots (llama-server: on unless --no-slots)
   std::string chat_template;  // --chat-template: a built-in name or a template; "" = the model's
 };
 
@@ -55,7 +55,7 @@ class LlamaBackend final : public Backend {
   // for a warning at startup; empty when a chat template is applied.
   [[nodiscard]] const std::string& chat_template_warning() const;
   // The loaded library (for its log sink).
-  [[nodiscard]] engine::LlamaLib& lib() const;
+  [[nodiscard]] llama::LlamaLib& lib() const;
 
   class Impl;
 

@@ -14,7 +14,7 @@
 #include <ctime>
 #include <nlohmann/json.hpp>
 
-#include "kvprof/sim/openai_api.hpp"
+#include "kvprof/serve/openai_wire.hpp"
 
 namespace kvprof::serve {
 
@@ -132,8 +132,8 @@ asio::awaitable<bool> Server::Impl::handle_generate(tcp::socket& socket, const s
   const bool chat = endpoint == Endpoint::chat;
   const bool native = endpoint == Endpoint::native_completion;
   const std::string model = backend->model_id();
-  const sim::ResponseBuilder builder(chat, model, number, static_cast<int64_t>(std::time(nullptr)),
-                                     parsed->include_usage, id_tag);
+  const ResponseBuilder builder(chat, model, number, static_cast<int64_t>(std::time(nullptr)),
+                                parsed->include_usage, id_tag);
   auto give_up = [&] {
     backend->cancel(task);
     ++aborted;
@@ -187,7 +187,7 @@ asio::awaitable<bool> Server::Impl::handle_generate(tcp::socket& socket, const s
   }
 
   std::string start = stream_head(keep_alive);
-  if (chat) start += http_chunk(sim::sse_event(builder.role_chunk()));
+  if (chat) start += http_chunk(sse_event(builder.role_chunk()));
   if (!co_await write_all(socket, start)) {
     give_up();
     co_return false;
@@ -225,10 +225,10 @@ asio::awaitable<bool> Server::Impl::handle_generate(tcp::socket& socket, const s
     std::string chunk;
     if (native) {
       if (!ev.tokens.empty())
-        chunk = sim::sse_event(native_json(ev.text, ev.tokens, false, model, nullptr).dump());
-      if (finished) chunk += sim::sse_event(native_json("", {}, true, model, &ev).dump());
+        chunk = sse_event(native_json(ev.text, ev.tokens, false, model, nullptr).dump());
+      if (finished) chunk += sse_event(native_json("", {}, true, model, &ev).dump());
     } else if (!ev.tokens.empty() || finished) {
-      chunk = sim::sse_event(builder.text_chunk(ev.text, finished ? ev.finish_reason : ""));
+      chunk = sse_event(builder.text_chunk(ev.text, finished ? ev.finish_reason : ""));
     }
     if (!chunk.empty() && !co_await write_all(socket, http_chunk(chunk))) {
       give_up();
@@ -243,8 +243,7 @@ asio::awaitable<bool> Server::Impl::handle_generate(tcp::socket& socket, const s
   }
   std::string tail;
   if (!native && parsed->include_usage) {
-    tail +=
-        http_chunk(sim::sse_event(builder.usage_chunk(last.prompt_tokens, last.completion_tokens)));
+    tail += http_chunk(sse_event(builder.usage_chunk(last.prompt_tokens, last.completion_tokens)));
   }
   if (!native) tail += http_chunk("data: [DONE]\n\n");
   tail += "0\r\n\r\n";

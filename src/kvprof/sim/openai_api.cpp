@@ -1,4 +1,4 @@
-// OpenAI-compatible bodies of the simulator (see openai_api.hpp).
+// The simulator's parsing of OpenAI-compatible requests (see openai_api.hpp).
 #include "kvprof/sim/openai_api.hpp"
 
 #include <fmt/format.h>
@@ -10,38 +10,6 @@
 #include "kvprof/util/json_input.hpp"
 
 namespace kvprof::sim {
-
-namespace {
-
-using ojson = nlohmann::ordered_json;
-
-const char* error_type(int status) {
-  switch (status) {
-    case 400:
-      return "BadRequestError";
-    case 404:
-      return "NotFoundError";
-    case 429:
-      return "RateLimitError";
-    case 503:
-      return "ServiceUnavailableError";
-    default:
-      return "InternalServerError";
-  }
-}
-
-ojson usage_json(uint32_t prompt_tokens, uint32_t completion_tokens) {
-  return ojson{{"prompt_tokens", prompt_tokens},
-               {"total_tokens", prompt_tokens + completion_tokens},
-               {"completion_tokens", completion_tokens},
-               {"prompt_tokens_details", nullptr}};
-}
-
-ojson reason_or_null(std::string_view reason) {
-  return reason.empty() ? ojson(nullptr) : ojson(std::string(reason));
-}
-
-}  // namespace
 
 // parse_completion_request without the guard against the JSON library's exceptions.
 static Expected<CompletionRequest> parse_completion_request_unchecked(std::string_view body,
@@ -104,104 +72,6 @@ static Expected<CompletionRequest> parse_completion_request_unchecked(std::strin
     req.ignore_eos = ie->get<bool>();
   }
   return req;
-}
-
-std::string error_body(int http_status, std::string_view message) {
-  return ojson{{"error",
-                {{"message", std::string(message)},
-                 {"type", error_type(http_status)},
-                 {"param", nullptr},
-                 {"code", http_status}}}}
-      .dump();
-}
-
-std::string sse_event(std::string_view json) {
-  return fmt::format("data: {}\n\n", json);
-}
-
-ResponseBuilder::ResponseBuilder(bool chat, std::string model, uint64_t request_number,
-                                 int64_t created_unix_s, bool include_usage,
-                                 std::string_view id_tag)
-    : m_chat(chat),
-      m_model(std::move(model)),
-      m_id(fmt::format("{}-{}{:016x}", chat ? "chatcmpl" : "cmpl", id_tag, request_number)),
-      m_created(created_unix_s),
-      m_include_usage(include_usage) {}
-
-std::string ResponseBuilder::role_chunk() const {
-  ojson j{{"id", m_id},
-          {"object", "chat.completion.chunk"},
-          {"created", m_created},
-          {"model", m_model},
-          {"choices", ojson::array({{{"index", 0},
-                                     {"delta", {{"role", "assistant"}, {"content", ""}}},
-                                     {"logprobs", nullptr},
-                                     {"finish_reason", nullptr}}})}};
-  if (m_include_usage) j["usage"] = nullptr;
-  return j.dump();
-}
-
-std::string ResponseBuilder::text_chunk(std::string_view text,
-                                        std::string_view finish_reason) const {
-  ojson choice;
-  if (m_chat) {
-    choice = {{"index", 0},
-              {"delta", {{"content", std::string(text)}}},
-              {"logprobs", nullptr},
-              {"finish_reason", reason_or_null(finish_reason)}};
-  } else {
-    choice = {{"index", 0},
-              {"text", std::string(text)},
-              {"logprobs", nullptr},
-              {"finish_reason", reason_or_null(finish_reason)}};
-  }
-  if (!finish_reason.empty()) choice["stop_reason"] = nullptr;
-  ojson j{{"id", m_id},
-          {"object", m_chat ? "chat.completion.chunk" : "text_completion"},
-          {"created", m_created},
-          {"model", m_model},
-          {"choices", ojson::array({choice})}};
-  if (m_include_usage) j["usage"] = nullptr;
-  return j.dump();
-}
-
-std::string ResponseBuilder::usage_chunk(uint32_t prompt_tokens, uint32_t completion_tokens) const {
-  return ojson{{"id", m_id},
-               {"object", m_chat ? "chat.completion.chunk" : "text_completion"},
-               {"created", m_created},
-               {"model", m_model},
-               {"choices", ojson::array()},
-               {"usage", usage_json(prompt_tokens, completion_tokens)}}
-      .dump();
-}
-
-std::string ResponseBuilder::full_response(std::string_view text, std::string_view finish_reason,
-                                           uint32_t prompt_tokens,
-                                           uint32_t completion_tokens) const {
-  ojson choice;
-  if (m_chat) {
-    choice = {
-        {"index", 0},
-        {"message",
-         {{"role", "assistant"}, {"content", std::string(text)}, {"tool_calls", ojson::array()}}},
-        {"logprobs", nullptr},
-        {"finish_reason", reason_or_null(finish_reason)},
-        {"stop_reason", nullptr}};
-  } else {
-    choice = {{"index", 0},
-              {"text", std::string(text)},
-              {"logprobs", nullptr},
-              {"finish_reason", reason_or_null(finish_reason)},
-              {"stop_reason", nullptr},
-              {"prompt_logprobs", nullptr}};
-  }
-  return ojson{{"id", m_id},
-               {"object", m_chat ? "chat.completion" : "text_completion"},
-               {"created", m_created},
-               {"model", m_model},
-               {"choices", ojson::array({choice})},
-               {"usage", usage_json(prompt_tokens, completion_tokens)}}
-      .dump();
 }
 
 Expected<CompletionRequest> parse_completion_request(std::string_view body, bool chat,

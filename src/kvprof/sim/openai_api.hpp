@@ -1,6 +1,5 @@
-// The OpenAI-compatible request and response bodies of the simulator, shaped like vLLM's:
-// parsing /v1/completions and /v1/chat/completions requests, building SSE chunks, final
-// responses, usage chunks and {"error": {...}} bodies. No sockets here.
+// The simulator's reading of OpenAI-compatible /v1/completions and /v1/chat/completions
+// requests, checked as vLLM checks them; the responses are serve/openai_wire.hpp's. No sockets.
 #pragma once
 
 #include <cstdint>
@@ -28,38 +27,5 @@ struct CompletionRequest {
 // for another model name.
 Expected<CompletionRequest> parse_completion_request(std::string_view body, bool chat,
                                                      const SimConfig& config);
-
-// vLLM's error body: {"error":{"message":...,"type":...,"param":null,"code":N}}.
-std::string error_body(int http_status, std::string_view message);
-
-// "data: <json>\n\n", one server-sent event.
-std::string sse_event(std::string_view json);
-
-// Builds the bodies of one completion response, streamed or not.
-class ResponseBuilder {
- public:
-  // The response id is "chatcmpl-" (chat) or "cmpl-", then `id_tag`, then the request number in
-  // hex: serve-sim's tag is "sim", kvprof serve's a random one per server.
-  ResponseBuilder(bool chat, std::string model, uint64_t request_number, int64_t created_unix_s,
-                  bool include_usage, std::string_view id_tag = "sim");
-
-  [[nodiscard]] const std::string& id() const { return m_id; }
-  // Chat only: the first chunk, {"role":"assistant","content":""}.
-  [[nodiscard]] std::string role_chunk() const;
-  // One streamed chunk with `text`; `finish_reason` empty = null.
-  [[nodiscard]] std::string text_chunk(std::string_view text, std::string_view finish_reason) const;
-  // The final usage chunk (empty choices).
-  [[nodiscard]] std::string usage_chunk(uint32_t prompt_tokens, uint32_t completion_tokens) const;
-  // The whole non-streamed response.
-  [[nodiscard]] std::string full_response(std::string_view text, std::string_view finish_reason,
-                                          uint32_t prompt_tokens, uint32_t completion_tokens) const;
-
- private:
-  bool m_chat;
-  std::string m_model;
-  std::string m_id;
-  int64_t m_created;
-  bool m_include_usage;
-};
 
 }  // namespace kvprof::sim

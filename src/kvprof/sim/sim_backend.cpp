@@ -7,6 +7,7 @@
 #include <ctime>
 #include <nlohmann/json.hpp>
 
+#include "kvprof/serve/openai_wire.hpp"
 #include "kvprof/sim/live_state.hpp"
 #include "kvprof/sim/metrics_text.hpp"
 #include "kvprof/sim/openai_api.hpp"
@@ -183,7 +184,7 @@ serve::HttpReply SimBackend::refusal(int status) const {
 }
 
 std::string SimBackend::error_body(int status, std::string_view message) const {
-  return sim::error_body(status, message);
+  return serve::error_body(status, message);
 }
 
 void SimBackend::stop() {

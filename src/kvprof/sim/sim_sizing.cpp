@@ -47,7 +47,7 @@ Expected<std::optional<estimate::Estimate>> estimate_for_sim(const SimFlags& fla
   if (!gpu) return std::unexpected(gpu.error());
   in.gpu = *gpu;
   auto& s = in.settings;
-  s.engine = estimate::EngineKind::vllm;
+  s.engine = engines::Engine::vllm;
   s.block_size = flags.block_size;
   s.max_num_seqs = flags.max_num_seqs;
   s.max_num_batched_tokens = flags.max_num_batched_tokens;
