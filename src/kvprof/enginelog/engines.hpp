@@ -3,7 +3,9 @@
 #pragma once
 
 #include <cstdint>
+#include <set>
 #include <string_view>
+#include <utility>
 
 #include "kvprof/enginelog/report.hpp"
 
@@ -28,10 +30,16 @@ struct LlamaCppState {
   bool in_breakdown = false;   // inside a memory breakdown table
 };
 
+// State carried from line to line by the TensorRT-LLM parser: the CUDA graphs warmed up, as
+// (draft length, batch size), counted once however often the warm-up runs (at most 4,096).
+struct TrtllmState {
+  std::set<std::pair<uint64_t, uint64_t>> graphs;
+};
+
 bool parse_llamacpp_line(const LineInput& in, LlamaCppState& state, EngineLogReport& report);
 bool parse_vllm_line(const LineInput& in, EngineLogReport& report);
 bool parse_sglang_line(const LineInput& in, EngineLogReport& report);
-bool parse_trtllm_line(const LineInput& in, EngineLogReport& report);
+bool parse_trtllm_line(const LineInput& in, TrtllmState& state, EngineLogReport& report);
 
 // Returns true when the line carries a mark of the engine without figures (a logger prefix,
 // a banner), used to detect the engine before its first figure.

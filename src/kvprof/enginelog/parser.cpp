@@ -85,7 +85,7 @@ void EngineLogParser::parse_line(std::string_view line) {
       engines::Engine::sglang, [&] { return detail::parse_sglang_line(in, m_report); },
       [&] { return detail::is_sglang_marker(line); });
   try_engine(
-      engines::Engine::trtllm, [&] { return detail::parse_trtllm_line(in, m_report); },
+      engines::Engine::trtllm, [&] { return detail::parse_trtllm_line(in, m_trtllm, m_report); },
       [&] { return detail::is_trtllm_marker(line); });
   if (recognised) ++m_report.n_recognised_lines;
   if (engine == engines::Engine::unknown && found != engines::Engine::unknown)

@@ -41,6 +41,7 @@ class EngineLogParser {
   ParseOptions m_options;
   EngineLogReport m_report;
   detail::LlamaCppState m_llama;
+  detail::TrtllmState m_trtllm;
   std::string m_line;
   bool m_skipping = false;  // the current line went past max_line_bytes
   uint64_t m_total_bytes = 0;

@@ -75,7 +75,8 @@ Expected<Estimate> estimate_trtllm(const EstimateInput& in) {
   rep.kv_cache_tokens = blocks * *s.block_size;
   rep.max_concurrency = static_cast<double>(blocks) / cdiv(*s.max_model_len, *s.block_size);
   rep.log_lines = {
-      fmt::format("Memory used after loading model weights (inside torch) {:.2f} GiB",
+      fmt::format("Memory used after loading model weights (inside torch) in memory usage "
+                  "profiling: {:.2f} GiB",
                   bytes_to_gib(mb.weights_bytes)),
       fmt::format("[MemUsageChange] Allocated {:.2f} GiB for max tokens in paged KV cache ({}).",
                   bytes_to_gib(mb.kv_cache_bytes), rep.kv_cache_tokens)};
