@@ -210,6 +210,40 @@ TEST(MetricsScraper, NotFoundIsOneWarningAndSlowerRetries) {
   }
 }
 
+TEST(MetricsScraper, AMetricsPageOfGarbageOrLiesIsOneWarningEach) {
+  LoopbackHttpServer server([](const std::string&) {
+    return TestReply{200, "<html>\n<body>not metrics</body>\n</html>\n", "text/html", 0};
+  });
+  Warnings warnings;
+  ScraperOptions options;
+  options.metrics_url = server.url("/metrics");
+  options.interval_ms = 10;
+  options.on_warning = warnings.sink();
+  auto scraper = MetricsScraper::start(options);
+  ASSERT_TRUE(scraper.has_value());
+  ASSERT_TRUE((*scraper)->wait_for_scrapes(3, 3000));
+  (*scraper)->stop();
+  ASSERT_EQ(warnings.count(), 1U);
+  EXPECT_NE(warnings.lines.at(0).find("none of its 3 lines is Prometheus text"), std::string::npos)
+      << warnings.lines.at(0);
+
+  LoopbackHttpServer liar([](const std::string&) {
+    return TestReply{200, "vllm:kv_cache_usage_perc -3.5\nvllm:num_requests_running 1\n",
+                     "text/plain", 0};
+  });
+  Warnings lies;
+  options.metrics_url = liar.url("/metrics");
+  options.on_warning = lies.sink();
+  scraper = MetricsScraper::start(options);
+  ASSERT_TRUE(scraper.has_value());
+  ASSERT_TRUE((*scraper)->wait_for_scrapes(3, 3000));
+  (*scraper)->stop();
+  ASSERT_EQ(lies.count(), 1U);
+  EXPECT_NE(lies.lines.at(0).find("reported 1 value(s) no engine can have"), std::string::npos)
+      << lies.lines.at(0);
+  EXPECT_FALSE((*scraper)->peaks().kv_cache_usage.has_value());
+}
+
 TEST(MetricsScraper, NothingListeningIsAWarningNotAFailure) {
   const auto port = kvprof::testing::unused_loopback_port();
   Warnings warnings;

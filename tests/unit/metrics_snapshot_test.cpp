@@ -83,6 +83,33 @@ TEST(MetricsSnapshot, NanSamplesAreIgnored) {
   EXPECT_EQ(s.num_requests_running.value(), 0.0);  // a reported 0 stays 0
 }
 
+TEST(MetricsSnapshot, ImpossibleValuesAreLeftOutAndCounted) {
+  // A lying server: a negative KV share ("KV peak -350%"), a share over 100%, negative gauges.
+  const char* text =
+      "vllm:kv_cache_usage_perc -3.5\n"
+      "vllm:num_requests_running -4\n"
+      "vllm:num_requests_waiting 2\n"
+      "vllm:num_preemptions_total -1\n";
+  const auto s = snapshot_of(text);
+  EXPECT_EQ(s.engine, engines::Engine::vllm);
+  EXPECT_FALSE(s.kv_cache_usage.has_value());
+  EXPECT_FALSE(s.num_requests_running.has_value());
+  EXPECT_FALSE(s.num_preemptions_total.has_value());
+  EXPECT_EQ(s.num_requests_waiting.value(), 2.0);
+  auto expo = parse_prometheus_text(text, {});
+  ASSERT_TRUE(expo.has_value());
+  EXPECT_EQ(count_impossible_values(*expo), 3U);
+
+  const auto over = snapshot_of("vllm:kv_cache_usage_perc 1.7\nvllm:num_requests_running 1\n");
+  EXPECT_FALSE(over.kv_cache_usage.has_value());
+  expo = parse_prometheus_text("vllm:kv_cache_usage_perc 1.7\n", {});
+  ASSERT_TRUE(expo.has_value());
+  EXPECT_EQ(count_impossible_values(*expo), 1U);
+  expo = parse_prometheus_text("vllm:kv_cache_usage_perc 1.0\nvllm:num_requests_running 0\n", {});
+  ASSERT_TRUE(expo.has_value());
+  EXPECT_EQ(count_impossible_values(*expo), 0U);
+}
+
 TEST(MetricsSnapshot, SglangFixtureSumsOverDpRanks) {
   const auto s = snapshot_of(test::read_fixture("prometheus/sglang.txt"));
   EXPECT_EQ(s.engine, engines::Engine::sglang);

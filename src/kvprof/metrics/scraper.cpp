@@ -250,6 +250,22 @@ ScrapeRecord MetricsScraper::scrape_once() {
       rec.status = ScrapeStatus::ok;
       rec.skipped_lines = exposition->n_skipped_lines;
       rec.snapshot = extract_snapshot(*exposition);
+      if (exposition->families.empty() && exposition->n_skipped_lines > 0 && !m_warned_garbage &&
+          !stopping()) {
+        m_warned_garbage = true;
+        warn(
+            fmt::format("{} answered, but none of its {} lines is Prometheus text kvprof can "
+                        "read; KV cache and queue columns stay empty",
+                        m_options.metrics_url, exposition->n_skipped_lines));
+      }
+      if (const size_t bad = count_impossible_values(*exposition);
+          bad > 0 && !m_warned_impossible && !stopping()) {
+        m_warned_impossible = true;
+        warn(
+            fmt::format("{} reported {} value(s) no engine can have (a negative count or size, a "
+                        "KV share over 100%); they are left out",
+                        m_options.metrics_url, bad));
+      }
       if (rec.snapshot.engine == engines::Engine::llamacpp && !m_slots_url.empty())
         poll_slots(rec.snapshot);
     }

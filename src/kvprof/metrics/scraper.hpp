@@ -111,6 +111,8 @@ class MetricsScraper {
   bool m_missing = false;  // thread-only: the endpoint is missing, poll at missing_interval_ms
   bool m_warned_missing = false;
   bool m_warned_failure = false;
+  bool m_warned_garbage = false;     // a 200 whose body held no Prometheus line
+  bool m_warned_impossible = false;  // negative counts or a KV share over 100%
   bool m_warned_slots_only = false;
 
   mutable std::mutex m_mutex;

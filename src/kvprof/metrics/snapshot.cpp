@@ -13,13 +13,18 @@
 namespace kvprof::metrics {
 namespace {
 
-// Calls `fn` for every sample named exactly `sample_name` whose value is not NaN.
+bool possible(double value) {
+  return !std::isnan(value) && value >= 0.0;
+}
+
+// Calls `fn` for every sample named exactly `sample_name` whose value is possible: not NaN and not
+// negative (every figure kvprof reads is a count, a ratio or a size).
 template <class Fn>
 void for_each_sample(const Exposition& expo, std::string_view sample_name, Fn&& fn) {
   for (const auto& family : expo.families) {
     if (!sample_name.starts_with(family.name)) continue;
     for (const auto& sample : family.samples) {
-      if (sample.name == sample_name && !std::isnan(sample.value)) fn(sample);
+      if (sample.name == sample_name && possible(sample.value)) fn(sample);
     }
   }
 }
@@ -180,8 +185,25 @@ MetricsSnapshot extract_snapshot(const Exposition& exposition) {
     case engines::Engine::hf:
       break;
   }
+  // A share of the KV cache over 100% is not believed.
+  if (snap.kv_cache_usage && *snap.kv_cache_usage > 1.0) snap.kv_cache_usage.reset();
   if (snap.kv_cache_usage) snap.kv_cache_source = KvSource::metrics;
   return snap;
+}
+
+size_t count_impossible_values(const Exposition& exposition) {
+  const std::string_view prefix = engines::engine_row(guess_engine(exposition)).metrics_prefix;
+  size_t n = 0;
+  for (const auto& family : exposition.families) {
+    if (prefix.empty() || !family.name.starts_with(prefix)) continue;
+    const bool ratio = family.name.ends_with("_perc") || family.name.ends_with("_ratio") ||
+                       family.name.ends_with("token_usage");
+    for (const auto& sample : family.samples) {
+      if (std::isnan(sample.value)) continue;
+      if (sample.value < 0.0 || (ratio && sample.value > 1.0)) ++n;
+    }
+  }
+  return n;
 }
 
 std::string_view kv_source_name(KvSource source) {

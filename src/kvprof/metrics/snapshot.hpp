@@ -3,6 +3,7 @@
 // server does not report stays absent, never 0.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string_view>
@@ -47,6 +48,10 @@ struct MetricsSnapshot {
   std::optional<double> slots_total;          // llama.cpp /slots
   KvSource kv_cache_source = KvSource::none;  // of kv_cache_usage
 };
+
+// The samples of the engine's own families that no engine can report: negative counts or sizes,
+// a KV share over 1. extract_snapshot leaves them out; the scraper says so.
+size_t count_impossible_values(const Exposition& exposition);
 
 // Extracts the canonical fields from `exposition` for the engine guess_engine() names. Counts are
 // summed over label sets (model_name, engine index, DP rank); fractions are averaged; NaN samples
