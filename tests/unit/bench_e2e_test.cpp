@@ -70,6 +70,8 @@ TEST(BenchE2e, GridOnRealEngineWritesEveryFileAndKvGrowsWithConcurrency) {
                      lib_dir->string() + " --output-dir " + (dir / "out").string());
   ASSERT_EQ(r.rc, 0) << r.out;
   EXPECT_NE(r.out.find("c4 p100"), std::string::npos) << r.out;
+  // The model by its own name (general.name), llama.cpp's size class beside it.
+  EXPECT_NE(r.out.find("model: kvprof-tiny-llama (llama.cpp: llama "), std::string::npos) << r.out;
   const fs::path run = run_dir(dir / "out");
   for (const char* f :
        {"summary.json", "manifest.json", "engine.log", "request_trace.csv", "host_mem_trace.csv"}) {

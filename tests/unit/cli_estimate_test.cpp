@@ -29,6 +29,26 @@ TEST(CliEstimate, DefaultRunPrintsTableAndVerdict) {
   EXPECT_NE(r.out.find("Verdict:"), std::string::npos);
 }
 
+TEST(CliEstimate, APlanThatDoesNotFitExits4AfterPrintingIt) {
+  // 70B in bf16 (131 GiB of weights) on one 24 GiB L4: it cannot even load.
+  auto r = run("estimate -m meta-llama/Llama-3.1-70B-Instruct -g L4 --json");
+  EXPECT_EQ(r.rc, 4) << r.out;
+  const auto j = kvprof::test::json_in(r.out);
+  ASSERT_FALSE(j.is_discarded()) << r.out;
+  EXPECT_EQ(j.at("verdict"), "does_not_start");
+  EXPECT_NE(r.out.find("kvprof: error: the plan does not fit: "), std::string::npos) << r.out;
+  // A plan that fits exits 0.
+  EXPECT_EQ(run("estimate -m meta-llama/Llama-3.1-8B-Instruct -g H100").rc, 0);
+}
+
+TEST(CliEstimate, AMistypedCommandIsNamedWithTheClosestOne) {
+  const auto r = run("estimat -m qwen2.5-7b");
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_EQ(r.out,
+            "kvprof: error: unknown command 'estimat' (did you mean 'estimate'?)\n"
+            "Run kvprof --help for the commands.\n");
+}
+
 TEST(CliEstimate, JsonHasUnitsInNamesAndEngineFigures) {
   const auto r =
       run("estimate -m qwen2.5-7b -g h100-sxm --max-model-len 8192 --context 8k "

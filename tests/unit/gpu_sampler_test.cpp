@@ -327,7 +327,12 @@ TEST_F(SamplerTest, CommandWithoutDriverFailsUnlessHostOnly) {
       o);
   ASSERT_TRUE(r.has_value());
   EXPECT_EQ(r->exit_code, 0) << r->stderr_text;
-  EXPECT_FALSE(fs::exists(m_dir / "gpu.csv"));
+  // The GPU trace asked for is there with its header, and the note says why it is empty.
+  const auto gpu_lines = read_lines(m_dir / "gpu.csv");
+  ASSERT_EQ(gpu_lines.size(), 1U);
+  EXPECT_EQ(gpu_lines[0], k_gpu_trace_header);
+  EXPECT_NE(r->stderr_text.find("gpu.csv holds only its header"), std::string::npos)
+      << r->stderr_text;
   const auto lines = read_lines(host);
   ASSERT_GE(lines.size(), 5U);
   EXPECT_EQ(split(lines[1], ',')[2], std::to_string(::getpid()));

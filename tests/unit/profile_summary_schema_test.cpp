@@ -257,8 +257,9 @@ TEST_F(SummarySchema, EveryFieldWrittenIsDocumentedAndEveryDocumentedFieldIsWrit
   walk.visit(s_llama.summary, "");
   for (const auto& p : walk.problems)
     ADD_FAILURE() << p;
-  // Written only when GPU readings fail during a run: ProfileThroughPrometheus.AnOutageDuringTheRun...
-  // (profile_remote_gpu_test.cpp) checks each of them in a run through a real Prometheus.
+  // Written only when GPU readings fail during a run:
+  // ProfileThroughPrometheus.AnOutageDuringTheRun... (profile_remote_gpu_test.cpp) checks each of
+  // them in a run through a real Prometheus.
   const std::set<std::string> outage_only{"gpu_gaps.gaps[].gpu", "gpu_gaps.gaps[].from_s",
                                           "gpu_gaps.gaps[].to_s",
                                           "gpu_gaps.gaps[].filled_readings"};
@@ -351,8 +352,12 @@ TEST_F(SummarySchema, DerivedLargestConcurrencyIsTheOneTheServersLimitsImply) {
                                       std::to_string(implied_max_concurrency(512))),
             std::string::npos)
       << s_limits.stdout_text;
-  EXPECT_NE(s_limits.stdout_text.find("running"), std::string::npos);
-  EXPECT_NE(s_limits.stdout_text.find("waiting"), std::string::npos);
+  // The server's gauges are named as the server's, apart from kvprof's own "queued".
+  EXPECT_NE(s_limits.stdout_text.find("srv running"), std::string::npos);
+  EXPECT_NE(s_limits.stdout_text.find("srv waiting"), std::string::npos);
+  EXPECT_NE(s_limits.stdout_text.find("srv running / srv waiting: the server's own gauges"),
+            std::string::npos)
+      << s_limits.stdout_text;
 
   // KV tokens: usage x capacity where serve-sim (like vLLM) gives no token count; per request at
   // the KV peak within one block of prompt + output rounded up to blocks.

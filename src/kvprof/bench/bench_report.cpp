@@ -288,8 +288,12 @@ std::string summary_text(const BenchConfig& config, const BenchReport& r) {
   out +=
       fmt::format("engine: llama.cpp {} ({}), CPU backend {}\n", r.lib.value("llama_version", "?"),
                   r.lib.value("package", "?"), r.lib.value("cpu_backend", "?"));
-  out += fmt::format("model: {} ({})\n\n", r.model.value("description", config.model_label),
-                     config.engine.model_path);
+  const std::string model_name = r.model.value("name", "");
+  const std::string description = r.model.value("description", config.model_label);
+  out += model_name.empty()
+             ? fmt::format("model: {} ({})\n\n", description, config.engine.model_path)
+             : fmt::format("model: {} (llama.cpp: {}; {})\n\n", model_name, description,
+                           config.engine.model_path);
   report::text::Table t({"condition", "n_ctx", "requests", "TTFT p50 (ms)", "ITL p50 (ms)",
                          "E2E p90 (ms)", "tok/s total", "tok/s/req", "KV (MiB)", "compute (MiB)",
                          "peak RSS (MiB)"});

@@ -12,9 +12,11 @@
 
 #include "kvprof/client/transport.hpp"
 #include "kvprof/llama/memory.hpp"
+#include "kvprof/model/gguf.hpp"
 #include "kvprof/sys/proc.hpp"
 #include "kvprof/sys/signals.hpp"
 #include "kvprof/util/json_text.hpp"
+#include "kvprof/util/utf8.hpp"
 
 namespace kvprof::bench {
 namespace {
@@ -120,7 +122,15 @@ int run_worker(const BenchConfig& config, int event_fd, const std::filesystem::p
   auto model = llama::LlamaModel::load(*lib, config.engine);
   if (!model) return failed(ev, model.error());
   const auto& facts = (*model)->facts();
+  // The model's own name (general.name): llama.cpp's description is only its size class.
+  std::string name;
+  if (auto gguf = model::read_gguf(config.engine.model_path)) {
+    if (const auto* n = gguf->find("general.name"); n != nullptr && n->as_string()) {
+      name = to_valid_utf8(*n->as_string(), /*printable=*/true);
+    }
+  }
   ev.emit({{"ev", "model"},
+           {"name", name},
            {"description", facts.description},
            {"size_bytes", facts.size_bytes},
            {"n_params", facts.n_params},

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <exception>
@@ -18,6 +19,8 @@
 #include "kvprof/sys/open_files.hpp"
 #include "kvprof/util/error.hpp"
 #include "kvprof/util/redact.hpp"
+#include "kvprof/util/strings.hpp"
+#include "kvprof/util/utf8.hpp"
 
 namespace kvprof::cli {
 int run(int argc, char** argv) {
@@ -71,6 +74,21 @@ int run(int argc, char** argv) {
   register_validate_command(app);
   register_find_max_command(app);
 
+  // A mistyped command: named, with the closest one (CLI11 would only say one is required).
+  if (argc > 1 && argv[1][0] != '-') {
+    std::vector<std::string> names;
+    for (const CLI::App* sub :
+         std::as_const(app).get_subcommands([](const CLI::App*) { return true; }))
+      names.push_back(sub->get_name());
+    if (std::find(names.begin(), names.end(), argv[1]) == names.end()) {
+      const auto close = closest_matches(argv[1], names, 1);
+      std::fprintf(stderr,
+                   "kvprof: error: unknown command '%s'%s\nRun kvprof --help for the commands.\n",
+                   one_line(argv[1], 80).c_str(),
+                   close.empty() ? "" : fmt::format(" (did you mean '{}'?)", close[0]).c_str());
+      return 2;
+    }
+  }
   try {
     auto args =
         normalize_short_flags(attach_flag_strings(std::vector<std::string>(argv, argv + argc)));

@@ -29,7 +29,8 @@ history::Entry bench_entry(const bench::BenchConfig& config, const bench::BenchR
   e.kind = "bench";
   e.id = report.run_id;
   e.status = report.status == "crashed" ? "failed" : report.status;
-  e.model = config.model_label;
+  e.model = report.model.value("name", "");
+  if (e.model.empty()) e.model = config.model_label;
   e.engine = "llamacpp";
   e.gpu = report.memory_source == "nvml" ? "nvml" : "none (CPU)";
   e.started_unix_s = report.started_unix_s;

@@ -31,7 +31,9 @@ void register_estimate_command(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "estimate",
       "Predict per-GPU memory (weights, KV cache, activations, CUDA graphs, overhead), what the "
-      "engine will log, whether it fits, max concurrency and context; --recommend GPUs");
+      "engine will log, whether it fits, max concurrency and context; --recommend GPUs.\n"
+      "Exit codes: 0 it fits (or is tight, queues or rejects some requests); 4 it does not start "
+      "or runs out of memory (the plan is still printed); 2 a bad flag or model.");
   add_estimate_options(cmd, o->options);
   cmd->add_flag("--recommend", o->recommend,
                 "List every catalog GPU that fits on the fewest GPUs (1, 2, 4, 8, or 16 as two "
@@ -93,6 +95,11 @@ void register_estimate_command(CLI::App& app) {
       value_or_fatal(report::html::write_plan_figure(
           est, report::html::plan_point(est, input.workload), o->plot_path, plot_format));
       fmt::print(o->out.json ? stderr : stdout, "plot: {}\n", o->plot_path);
+    }
+    // A script can gate on the answer: exit 4 when the deployment would not run.
+    if (est.verdict == estimate::Verdict::does_not_start || est.verdict == estimate::Verdict::oom) {
+      throw Fatal({ErrorKind::check_failed,
+                   fmt::format("the plan does not fit: {}", estimate::verdict_text(est.verdict))});
     }
   });
 }

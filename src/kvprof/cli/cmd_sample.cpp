@@ -11,6 +11,7 @@
 #include "kvprof/cli/commands.hpp"
 #include "kvprof/gpu/nvml.hpp"
 #include "kvprof/gpu/sampler.hpp"
+#include "kvprof/gpu/trace_file.hpp"
 #include "kvprof/sys/proc.hpp"
 #include "kvprof/sys/signals.hpp"
 #include "kvprof/util/json_text.hpp"
@@ -62,13 +63,19 @@ void run_sample(const SampleOptions& o) {
   }
 
   std::unique_ptr<gpu::NvmlSource> nvml;
+  std::string no_gpu_reason;  // why the GPU trace holds only its header
   if (auto opened = gpu::NvmlSource::open()) {
     nvml = std::move(*opened);
   } else if (!host_pid) {
     throw Fatal(opened.error());
   } else {
-    std::fprintf(stderr, "kvprof: note: %s; sampling host memory of pid %d only\n",
-                 opened.error().message.c_str(), static_cast<int>(*host_pid));
+    // The GPU trace is still written, with its header, so a script finds the file it asked for.
+    no_gpu_reason = opened.error().message;
+    value_or_fatal(gpu::TraceFile::create(o.gpu_trace_path, gpu::k_gpu_trace_header));
+    std::fprintf(stderr,
+                 "kvprof: note: %s; sampling host memory of pid %d only (%s holds only its "
+                 "header)\n",
+                 no_gpu_reason.c_str(), static_cast<int>(*host_pid), o.gpu_trace_path.c_str());
   }
 
   gpu::SamplerOptions so;
@@ -111,7 +118,9 @@ void run_sample(const SampleOptions& o) {
   nlohmann::json json = {
       {"schema_version", 1},
       {"duration_s", elapsed_s},
-      {"gpu_trace", nvml ? nlohmann::json(so.gpu_trace_path) : nlohmann::json(nullptr)},
+      {"gpu_trace", o.gpu_trace_path},
+      {"gpu_trace_empty_because",
+       no_gpu_reason.empty() ? nlohmann::json(nullptr) : nlohmann::json(no_gpu_reason)},
       {"host_trace", host_pid ? nlohmann::json(so.host_trace_path) : nlohmann::json(nullptr)},
       {"device_rows", stats.device_rows},
       {"process_rows", stats.process_rows},

@@ -326,7 +326,7 @@ std::string latency_text(const client::Percentiles& p) {
 std::string condition_table(const ProfileReport& r) {
   report::text::Table t({"condition", "ok/planned", "errors", "out tok/s", "TTFT p50/p99 ms",
                          "E2E p50/p99 ms", "peak GiB", "KV peak", "KV tokens", "KV tok/req",
-                         "running", "waiting", "preempt"});
+                         "srv running", "srv waiting", "preempt"});
   for (size_t i = 0; i < r.conditions.size(); ++i) {
     const auto& c = r.conditions[i];
     const auto& s = c.requests;
@@ -356,7 +356,11 @@ std::string condition_table(const ProfileReport& r) {
                per_request, count_text(c.server.peak_num_requests_running),
                count_text(c.server.peak_num_requests_waiting), count_text(c.server.preemptions)});
   }
-  return t.render();
+  // The server's gauges and kvprof's "queued" are two things: a request the server counted as
+  // waiting only for a step's token budget, then run with the others, did not queue.
+  return t.render() +
+         "srv running / srv waiting: the server's own gauges at their peak (a request waiting only "
+         "for a step's token budget is not queued by kvprof's reckoning)\n";
 }
 
 // For an interrupted run, one line with the counts (empty otherwise).

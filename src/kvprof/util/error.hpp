@@ -10,7 +10,8 @@
 namespace kvprof {
 
 // What went wrong, which decides the exit code: usage and input errors exit 2, a run that
-// finished with some failed requests 3, an interrupted one 130, the rest 1.
+// finished with some failed requests 3, a check whose answer is no 4, an interrupted one 130, the
+// rest 1.
 enum class ErrorKind {
   usage,      // a wrong flag or an impossible setting
   input,      // a malformed or unsupported file or value given by the user
@@ -20,6 +21,9 @@ enum class ErrorKind {
   driver,     // NVML or /proc failed
   interrupted,
   partial,  // the work finished, but part of it failed (e.g. some requests ended in errors)
+  // The command answered, and the answer is no: a plan that does not fit (estimate), a
+  // measurement outside its expected band (validate); for scripts that gate on it.
+  check_failed,
   internal,
 };
 
@@ -41,8 +45,8 @@ inline std::unexpected<Error> fail(ErrorKind kind, std::string message) {
   return std::unexpected(Error{kind, std::move(message)});
 }
 
-// The exit code for an error kind: 2 for usage/input/not_found, 3 for partial, 130 for
-// interrupted, 1 otherwise.
+// The exit code for an error kind: 2 for usage/input/not_found, 3 for partial, 4 for
+// check_failed, 130 for interrupted, 1 otherwise.
 inline int exit_code_for(ErrorKind kind) {
   switch (kind) {
     case ErrorKind::usage:
@@ -51,6 +55,8 @@ inline int exit_code_for(ErrorKind kind) {
       return 2;
     case ErrorKind::partial:
       return 3;
+    case ErrorKind::check_failed:
+      return 4;
     case ErrorKind::interrupted:
       return 130;
     default:
