@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <set>
+#include <string>
 #include <string_view>
 #include <utility>
 
@@ -21,6 +22,22 @@ struct LineInput {
 inline LineRef ref(const LineInput& in) {
   return LineRef{in.line_no, std::string(in.text)};
 }
+
+// Adds a figure of `component` on `device`, printed in line `in`.
+inline void add_figure(EngineLogReport& report, const LineInput& in, Component component,
+                       std::string device, PrintedSize size) {
+  MemoryFigure f;
+  f.component = component;
+  f.device = std::move(device);
+  f.size = std::move(size);
+  f.source = ref(in);
+  report.figures.push_back(std::move(f));
+}
+
+// Adds the size printed after `key` in line `in` ("GB" read as GiB) as a figure; false when the
+// line has no such size.
+bool add_size_after(EngineLogReport& report, const LineInput& in, std::string_view key,
+                    Component component, std::string device);
 
 // State carried from line to line by the llama.cpp parser.
 struct LlamaCppState {

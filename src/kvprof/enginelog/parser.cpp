@@ -141,4 +141,18 @@ Expected<EngineLogReport> parse_engine_log_file(const std::filesystem::path& pat
   return parser.finish();
 }
 
+namespace detail {
+
+bool add_size_after(EngineLogReport& report, const LineInput& in, std::string_view key,
+                    Component component, std::string device) {
+  Cursor c(in.text);
+  if (!c.seek_past(key)) return false;
+  auto size = c.read_size(GbMeans::gib);
+  if (!size) return false;
+  add_figure(report, in, component, std::move(device), std::move(*size));
+  return true;
+}
+
+}  // namespace detail
+
 }  // namespace kvprof::enginelog

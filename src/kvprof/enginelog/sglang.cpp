@@ -29,25 +29,6 @@ std::string rank_device(std::string_view text) {
   return device.empty() || device.size() > 32 ? "GPU" : device;
 }
 
-void add(EngineLogReport& report, const LineInput& in, Component component, PrintedSize size) {
-  MemoryFigure f;
-  f.component = component;
-  f.device = rank_device(in.text);
-  f.size = std::move(size);
-  f.source = ref(in);
-  report.figures.push_back(std::move(f));
-}
-
-bool size_after(const LineInput& in, std::string_view key, Component component,
-                EngineLogReport& report) {
-  Cursor c(in.text);
-  if (!c.seek_past(key)) return false;
-  auto size = c.read_size(GbMeans::gib);
-  if (!size) return false;
-  add(report, in, component, std::move(*size));
-  return true;
-}
-
 bool parse_kv_allocated(const LineInput& in, EngineLogReport& report) {
   Cursor c(in.text);
   if (!c.seek_past("KV Cache is allocated. #tokens:")) return false;
@@ -61,9 +42,10 @@ bool parse_kv_allocated(const LineInput& in, EngineLogReport& report) {
   if (__builtin_add_overflow(k->bytes, v->bytes, &total.bytes)) return false;
   total.tolerance_bytes = k->tolerance_bytes + v->tolerance_bytes;
   total.text = k->text + " + " + v->text;
-  add(report, in, Component::kv_cache, std::move(total));
-  add(report, in, Component::kv_cache_k, std::move(*k));
-  add(report, in, Component::kv_cache_v, std::move(*v));
+  const std::string device = rank_device(in.text);
+  add_figure(report, in, Component::kv_cache, device, std::move(total));
+  add_figure(report, in, Component::kv_cache_k, device, std::move(*k));
+  add_figure(report, in, Component::kv_cache_v, device, std::move(*v));
   if (!report.settings.kv_cache_tokens) {
     report.settings.kv_cache_tokens = Printed<uint64_t>{*tokens, ref(in)};
   }
@@ -94,11 +76,11 @@ bool is_sglang_marker(std::string_view text) {
 bool parse_sglang_line(const LineInput& in, EngineLogReport& report) {
   const std::string_view text = in.text;
   if (contains(text, "Load weight end."))
-    return size_after(in, "mem usage=", Component::weights, report);
+    return add_size_after(report, in, "mem usage=", Component::weights, rank_device(text));
   if (contains(text, "KV Cache is allocated.")) return parse_kv_allocated(in, report);
   if (contains(text, "Capture cuda graph bs [")) return parse_graph_batch_sizes(in, report);
   if (contains(text, "Capture cuda graph end."))
-    return size_after(in, "mem usage=", Component::cuda_graph, report);
+    return add_size_after(report, in, "mem usage=", Component::cuda_graph, rank_device(text));
   if (contains(text, "max_total_num_tokens=")) {
     Cursor c(text);
     c.seek_past("max_total_num_tokens=");

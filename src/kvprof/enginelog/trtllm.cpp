@@ -24,24 +24,7 @@ namespace {
 
 constexpr size_t k_max_draft_lengths = 16;
 
-void add(EngineLogReport& report, const LineInput& in, Component component, PrintedSize size) {
-  MemoryFigure f;
-  f.component = component;
-  f.device = "GPU";
-  f.size = std::move(size);
-  f.source = ref(in);
-  report.figures.push_back(std::move(f));
-}
-
-bool size_after(const LineInput& in, std::string_view key, Component component,
-                EngineLogReport& report) {
-  Cursor c(in.text);
-  if (!c.seek_past(key)) return false;
-  auto size = c.read_size(GbMeans::gib);
-  if (!size) return false;
-  add(report, in, component, std::move(*size));
-  return true;
-}
+constexpr std::string_view k_device = "GPU";
 
 void set_tokens(EngineLogReport& report, const LineInput& in, uint64_t tokens) {
   report.settings.kv_cache_tokens = Printed<uint64_t>{tokens, ref(in)};  // the last one stays
@@ -59,7 +42,7 @@ bool parse_paged_kv(const LineInput& in, EngineLogReport& report) {
   for (auto& f : report.figures) {
     if (f.component == Component::kv_cache) f.superseded = true;
   }
-  add(report, in, Component::kv_cache, std::move(*size));
+  add_figure(report, in, Component::kv_cache, std::string(k_device), std::move(*size));
   set_tokens(report, in, *tokens);
   return true;
 }
@@ -70,7 +53,8 @@ bool parse_kv_bytes(const LineInput& in, EngineLogReport& report) {
   if (!c.seek_past("Allocate ")) return false;
   const auto bytes = c.read_uint();
   if (!bytes || !c.eat("bytes for k/v cache")) return false;
-  add(report, in, Component::kv_cache, PrintedSize{*bytes, 0, std::to_string(*bytes) + " bytes"});
+  add_figure(report, in, Component::kv_cache, std::string(k_device),
+             PrintedSize{*bytes, 0, std::to_string(*bytes) + " bytes"});
   return true;
 }
 
@@ -148,23 +132,28 @@ bool parse_trtllm_line(const LineInput& in, TrtllmState& state, EngineLogReport&
   const std::string_view text = in.text;
   if (contains(text, "TensorRT-LLM version:")) return parse_version(in, report);
   if (contains(text, "Memory used after loading model weights (inside torch)")) {
-    return size_after(in, "memory usage profiling:", Component::weights, report);
+    return add_size_after(report, in, "memory usage profiling:", Component::weights,
+                          std::string(k_device));
   }
   if (contains(text, "Memory dynamically allocated during inference (inside torch)")) {
-    return size_after(in, "memory usage profiling:", Component::activation_peak, report);
+    return add_size_after(report, in, "memory usage profiling:", Component::activation_peak,
+                          std::string(k_device));
   }
   if (contains(text, "Memory used outside torch")) {
-    return size_after(in, "memory usage profiling:", Component::non_torch, report);
+    return add_size_after(report, in, "memory usage profiling:", Component::non_torch,
+                          std::string(k_device));
   }
   if (contains(text, "for max tokens in paged KV cache")) return parse_paged_kv(in, report);
   if (contains(text, "CUDA graph warmup for batch size=")) {
     return parse_graph_warmup(in, report, state);
   }
   if (contains(text, "Loaded engine size:")) {
-    return size_after(in, "Loaded engine size:", Component::weights, report);
+    return add_size_after(report, in, "Loaded engine size:", Component::weights,
+                          std::string(k_device));
   }
   if (contains(text, "for execution context memory")) {
-    return size_after(in, "[MemUsageChange] Allocated", Component::compute, report);
+    return add_size_after(report, in, "[MemUsageChange] Allocated", Component::compute,
+                          std::string(k_device));
   }
   if (contains(text, "bytes for k/v cache")) return parse_kv_bytes(in, report);
   if (contains(text, "total tokens in paged KV cache")) return parse_total_tokens(in, report);
