@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -162,6 +163,38 @@ TEST(CompareRuns, EstimateCompareShowsTheGraphDifference) {
     }
   }
   EXPECT_NE(test::run_kvprof("estimate --compare \"--enforce-eager\"").rc, 0);
+}
+
+TEST(CompareRuns, SpeculationWithRuntimeControlDoublesTensorRtLlmsGraphs) {
+  // Seed 000's experiment: max_batch_size 32, draft length 4; speculation always on captures one
+  // graph per batch size (1..32) for draft length 4, runtime control captures draft length 0 too.
+  const auto r = test::run_kvprof(
+      "estimate -m deepseek-r1-distill-llama-8b -g H100 --engine trtllm --max-num-seqs 32 "
+      "--num-speculative-tokens 4 --json --compare \"\" \"--spec-runtime-control\"");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  const json j = parse_output(r.out);
+  ASSERT_TRUE(j.is_object()) << r.out;
+  EXPECT_EQ(j.at("a").at("cuda_graph_sets"), json({{"draft_len_4", 32}}));
+  EXPECT_EQ(j.at("b").at("cuda_graph_sets"), json({{"draft_len_4", 32}, {"draft_len_0", 32}}));
+  EXPECT_EQ(j.at("a").at("cuda_graphs"), 32);
+  EXPECT_EQ(j.at("extra_cuda_graphs"), 32);
+  // The graphs' memory, and the KV cache TensorRT-LLM gave up for it (it sizes the cache from
+  // what is free after the warm-up): the total alone hides most of it.
+  const double graphs = j.at("cuda_graph_diff_bytes").get<double>();
+  EXPECT_GT(graphs, 0);
+  EXPECT_LT(j.at("kv_cache_diff_bytes").get<double>(), 0);
+  EXPECT_LT(std::abs(j.at("memory_overhead_bytes").get<double>()), graphs);
+  EXPECT_DOUBLE_EQ(j.at("memory_per_extra_graph_bytes").get<double>(), graphs / 32);
+
+  const auto text = test::run_kvprof(
+      "estimate -m deepseek-r1-distill-llama-8b -g H100 --engine trtllm --max-num-seqs 32 "
+      "--num-speculative-tokens 4 --compare \"\" \"--spec-runtime-control\"");
+  ASSERT_EQ(text.rc, 0) << text.out;
+  EXPECT_NE(text.out.find("  of which CUDA graphs"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("  draft_len_0"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("+32 CUDA graphs"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("where it came from: the CUDA graphs take +"), std::string::npos)
+      << text.out;
 }
 
 class CompareE2E : public ::testing::Test {

@@ -142,4 +142,17 @@ uint32_t vllm_cuda_graph_count(const std::vector<uint32_t>& sizes, uint32_t max_
   return n * std::max<uint32_t>(graph_sets, 1);
 }
 
+std::vector<uint32_t> trtllm_cuda_graph_sizes(uint32_t max_batch_size) {
+  std::vector<uint32_t> sizes;
+  for (uint32_t s = 1; s < 32 && s <= max_batch_size; ++s)
+    sizes.push_back(s);
+  for (uint32_t s : {32U, 64U, 128U}) {
+    if (s <= max_batch_size) sizes.push_back(s);
+  }
+  // Powers of two from 2^8 up to (not including) 2^floor(log2(max_batch_size)).
+  for (uint64_t s = 256; s * 2 <= max_batch_size; s *= 2)
+    sizes.push_back(static_cast<uint32_t>(s));
+  return sizes;
+}
+
 }  // namespace kvprof::estimate

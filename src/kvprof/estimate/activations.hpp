@@ -80,6 +80,12 @@ std::vector<uint32_t> vllm_cuda_graph_sizes(uint32_t max_size, bool step16_above
 uint32_t vllm_cuda_graph_count(const std::vector<uint32_t>& sizes, uint32_t max_num_seqs,
                                uint32_t graph_sets);
 
+// TensorRT-LLM's CUDA graph batch sizes (CudaGraphConfig without padding: 1..31, 32, 64, 128,
+// then powers of two from 256 below `max_batch_size`), those up to `max_batch_size`. The
+// PyTorch backend's cuda_graph_config.max_batch_size defaults to 128, and the warm-up captures
+// the sizes up to the engine's max_batch_size too.
+std::vector<uint32_t> trtllm_cuda_graph_sizes(uint32_t max_batch_size);
+
 // CUDA context + allocator baseline present before any weights load (about 0.5 GiB on H100).
 inline constexpr uint64_t k_cuda_context_bytes = 512ULL << 20;
 

@@ -74,6 +74,20 @@ Expected<Estimate> estimate_trtllm(const EstimateInput& in) {
   rep.num_gpu_blocks = blocks;
   rep.kv_cache_tokens = blocks * *s.block_size;
   rep.max_concurrency = static_cast<double>(blocks) / cdiv(*s.max_model_len, *s.block_size);
+  // CUDA graphs: one per batch size and draft length warmed up; with speculation always on only
+  // the draft length, with runtime control (max_concurrency) draft length 0 as well.
+  if (!s.enforce_eager) {
+    const auto n = static_cast<uint32_t>(
+        trtllm_cuda_graph_sizes(std::min<uint32_t>(128, *s.max_num_seqs)).size());
+    if (s.num_speculative_tokens > 0) {
+      rep.cuda_graph_sets.emplace_back(fmt::format("draft_len_{}", s.num_speculative_tokens), n);
+    }
+    if (s.num_speculative_tokens == 0 || s.spec_runtime_control) {
+      rep.cuda_graph_sets.emplace_back("draft_len_0", n);
+    }
+    for (const auto& set : rep.cuda_graph_sets)
+      rep.cuda_graphs += set.second;
+  }
   rep.log_lines = {
       fmt::format("Memory used after loading model weights (inside torch) in memory usage "
                   "profiling: {:.2f} GiB",

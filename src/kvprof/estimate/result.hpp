@@ -6,6 +6,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kvprof/estimate/kv.hpp"
@@ -54,7 +55,10 @@ struct EngineReport {
   uint64_t max_model_len = 0;
   uint32_t max_num_seqs = 0;
   uint32_t max_num_batched_tokens = 0;
-  uint32_t cuda_graphs = 0;             // CUDA graphs captured per GPU (0: eager or not modelled)
+  uint32_t cuda_graphs = 0;  // CUDA graphs captured per GPU (0: eager or not modelled)
+  // The graphs per set where the engine captures several ("draft_len_4", "draft_len_0": each
+  // speculative draft length TensorRT-LLM warms up); empty otherwise.
+  std::vector<std::pair<std::string, uint32_t>> cuda_graph_sets;
   double memory_fraction = 0;           // gpu_memory_utilization / mem_fraction_static / ...
   uint64_t requested_memory_bytes = 0;  // total * fraction (vLLM), or the engine's budget
   std::vector<std::string> log_lines;   // the lines as the engine prints them

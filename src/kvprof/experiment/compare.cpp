@@ -369,7 +369,11 @@ PlanFigures plan_figures(const estimate::Estimate& est, std::string flags) {
       {"total", d(m.total_bytes)},
       {"cuda_graph", d(m.cuda_graph_bytes)},
   };
-  if (est.settings.engine == engines::Engine::vllm) p.cuda_graphs = est.engine_report.cuda_graphs;
+  if (est.settings.engine == engines::Engine::vllm ||
+      est.settings.engine == engines::Engine::trtllm) {
+    p.cuda_graphs = est.engine_report.cuda_graphs;
+    p.cuda_graph_sets = est.engine_report.cuda_graph_sets;
+  }
   return p;
 }
 
@@ -496,16 +500,35 @@ json plan_comparison_json(const PlanFigures& a, const PlanFigures& b) {
                     {"pct_change", vb && va != 0 ? json((*vb - va) / va * 100.0) : json(nullptr)}});
   }
   const auto extra = delta(a.cuda_graphs, b.cuda_graphs);
-  const double total_diff =
-      find_d(b.components, "total").value_or(0) - find_d(a.components, "total").value_or(0);
+  const auto diff = [&](const char* component) {
+    return find_d(b.components, component).value_or(0) -
+           find_d(a.components, component).value_or(0);
+  };
+  const auto sets = [](const PlanFigures& p) {
+    json out = json::object();
+    for (const auto& [name, graphs] : p.cuda_graph_sets)
+      out[name] = graphs;
+    return out;
+  };
+  const double graph_diff = diff("cuda_graph");
   return {{"schema_version", 1},
-          {"a", {{"flags", a.flags}, {"cuda_graphs", opt_json(a.cuda_graphs)}}},
-          {"b", {{"flags", b.flags}, {"cuda_graphs", opt_json(b.cuda_graphs)}}},
+          {"a",
+           {{"flags", a.flags},
+            {"cuda_graphs", opt_json(a.cuda_graphs)},
+            {"cuda_graph_sets", sets(a)}}},
+          {"b",
+           {{"flags", b.flags},
+            {"cuda_graphs", opt_json(b.cuda_graphs)},
+            {"cuda_graph_sets", sets(b)}}},
           {"components", rows},
           {"extra_cuda_graphs", opt_json(extra)},
-          {"memory_overhead_bytes", total_diff},
+          {"memory_overhead_bytes", diff("total")},
+          // Where the overhead came from: the graphs' own memory, and the KV cache an engine that
+          // sizes its cache from what is left gave up for them.
+          {"cuda_graph_diff_bytes", graph_diff},
+          {"kv_cache_diff_bytes", diff("kv_cache")},
           {"memory_per_extra_graph_bytes",
-           extra && *extra != 0 ? json(total_diff / static_cast<double>(*extra)) : json(nullptr)}};
+           extra && *extra != 0 ? json(graph_diff / static_cast<double>(*extra)) : json(nullptr)}};
 }
 
 std::string plan_comparison_text(const PlanFigures& a, const PlanFigures& b) {
@@ -518,6 +541,8 @@ std::string plan_comparison_text(const PlanFigures& a, const PlanFigures& b) {
   for (std::string_view n :
        {"weights", "kv_cache", "activations", "overhead", "cuda_graph", "total"}) {
     const std::string name(n);
+    // CUDA graphs are part of overhead: shown under it, so the rows add up to the total.
+    const std::string row = name == "cuda_graph" ? "  of which CUDA graphs" : name;
     const auto va = find_d(a.components, name);
     const auto vb = find_d(b.components, name);
     std::optional<double> d, p;
@@ -525,7 +550,7 @@ std::string plan_comparison_text(const PlanFigures& a, const PlanFigures& b) {
       d = *vb - *va;
       if (*va != 0) p = *d / *va * 100.0;
     }
-    t.add_row({name, value_text("bytes", va, false), value_text("bytes", vb, false),
+    t.add_row({row, value_text("bytes", va, false), value_text("bytes", vb, false),
                value_text("bytes", d, true), pct_text(p)});
   }
   t.add_row({"CUDA graphs", value_text("graphs", opt_d(a.cuda_graphs), false),
@@ -537,18 +562,53 @@ std::string plan_comparison_text(const PlanFigures& a, const PlanFigures& b) {
                             : std::nullopt,
                         true),
              "-"});
+  // The graphs of each set (draft length) the engine captures, as TensorRT-LLM warms them up.
+  std::vector<std::string> set_names;
+  for (const auto* p : {&a, &b}) {
+    for (const auto& [name, graphs] : p->cuda_graph_sets) {
+      if (std::find(set_names.begin(), set_names.end(), name) == set_names.end())
+        set_names.push_back(name);
+    }
+  }
+  for (const auto& name : set_names) {
+    const auto graphs_of = [&](const PlanFigures& p) -> std::optional<double> {
+      for (const auto& [n, g] : p.cuda_graph_sets) {
+        if (n == name) return g;
+      }
+      return p.cuda_graph_sets.empty() ? std::nullopt : std::optional<double>(0);
+    };
+    const auto ga = graphs_of(a), gb = graphs_of(b);
+    t.add_row(
+        {"  " + name, value_text("graphs", ga, false), value_text("graphs", gb, false),
+         value_text("graphs", ga && gb ? std::optional<double>(*gb - *ga) : std::nullopt, true),
+         "-"});
+  }
   out += t.render();
   const auto extra = delta(a.cuda_graphs, b.cuda_graphs);
   const auto ta = find_d(a.components, "total");
   const auto tb = find_d(b.components, "total");
+  const auto diff = [&](const char* component) -> std::optional<double> {
+    const auto va = find_d(a.components, component), vb = find_d(b.components, component);
+    return va && vb ? std::optional<double>(*vb - *va) : std::nullopt;
+  };
+  const auto graphs = diff("cuda_graph");
+  const auto kv = diff("kv_cache");
   if (ta && tb) {
     out += fmt::format("memory overhead of B: {} per GPU ({:+.1f}%)", size_text(*tb - *ta, true),
                        *ta != 0 ? (*tb - *ta) / *ta * 100.0 : 0.0);
-    if (extra && *extra != 0) {
+    if (extra && *extra != 0 && graphs) {
       out += fmt::format(", {:+d} CUDA graphs, {} per extra graph", *extra,
-                         size_text((*tb - *ta) / static_cast<double>(*extra)));
+                         size_text(*graphs / static_cast<double>(*extra)));
     }
     out += "\n";
+  }
+  // An engine that sizes its KV cache from what is left pays for new graphs with cache: the
+  // total hides them.
+  if (graphs && kv && *graphs > 0 && *kv < 0) {
+    out += fmt::format(
+        "where it came from: the CUDA graphs take {}; the KV cache shrank by {} to pay for them "
+        "(the engine sizes its cache from the memory left)\n",
+        size_text(*graphs, true), size_text(-*kv));
   }
   return out;
 }

@@ -9,6 +9,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -24,10 +25,12 @@ struct PlanFigures {
   // weights (with a draft model), kv_cache, activations, overhead (CUDA graphs, non-torch, CUDA
   // context), total, cuda_graph: bytes per GPU.
   std::map<std::string, double> components;
-  std::optional<uint64_t> cuda_graphs;  // captured per GPU (0 when eager)
+  std::optional<uint64_t> cuda_graphs;                            // captured per GPU (0 when eager)
+  std::vector<std::pair<std::string, uint32_t>> cuda_graph_sets;  // "draft_len_4" -> graphs
 };
 
-// The figures of `est`; cuda_graphs only where the engine's plan models graphs (vLLM).
+// The figures of `est`; cuda_graphs only where the engine's plan models graphs (vLLM,
+// TensorRT-LLM).
 PlanFigures plan_figures(const estimate::Estimate& est, std::string flags);
 
 // One compared figure: its value in each run, and against the first run in each other run.

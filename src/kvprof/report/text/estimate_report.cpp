@@ -7,9 +7,18 @@
 #include "kvprof/util/units.hpp"
 
 namespace kvprof::report::text {
+
 namespace {
 
 using estimate::Estimate;
+
+// {"draft_len_0": 32, "draft_len_4": 32}: the graphs of each set the engine captures.
+nlohmann::json graph_sets_json(const std::vector<std::pair<std::string, uint32_t>>& sets) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& [name, graphs] : sets)
+    out[name] = graphs;
+  return out;
+}
 
 template <class T>
 nlohmann::json opt(const std::optional<T>& v) {
@@ -153,6 +162,7 @@ nlohmann::json estimate_json(const Estimate& e) {
         {"max_model_len", rep.max_model_len},
         {"max_num_seqs", rep.max_num_seqs},
         {"cuda_graphs", rep.cuda_graphs},
+        {"cuda_graph_sets", graph_sets_json(rep.cuda_graph_sets)},
         {"max_num_batched_tokens", rep.max_num_batched_tokens},
         {"memory_fraction", rep.memory_fraction},
         {"requested_memory_bytes", rep.requested_memory_bytes},
@@ -194,7 +204,19 @@ std::string estimate_text(const Estimate& e) {
   parts.add_row({"weights", gib(mb.weights_bytes)});
   parts.add_row({"KV cache", gib(mb.kv_cache_bytes)});
   parts.add_row({"activations (peak)", gib(mb.activation_bytes)});
-  if (!cpu_only) parts.add_row({"CUDA graphs", gib(mb.cuda_graph_bytes)});
+  if (!cpu_only) {
+    // "CUDA graphs (64: draft_len_4 32, draft_len_0 32)" where the engine's graph count is known.
+    std::string graphs = "CUDA graphs";
+    if (e.engine_report.cuda_graphs > 0) {
+      graphs += fmt::format(" ({}", e.engine_report.cuda_graphs);
+      for (size_t i = 0; i < e.engine_report.cuda_graph_sets.size(); ++i) {
+        const auto& [name, n] = e.engine_report.cuda_graph_sets[i];
+        graphs += fmt::format("{}{} {}", i == 0 ? ": " : ", ", name, n);
+      }
+      graphs += ")";
+    }
+    parts.add_row({graphs, gib(mb.cuda_graph_bytes)});
+  }
   parts.add_row(
       {cpu_only ? "output + libllama" : "non-torch (NCCL, cuBLAS)", gib(mb.non_torch_bytes)});
   if (!cpu_only) parts.add_row({"CUDA context", gib(mb.cuda_context_bytes)});
