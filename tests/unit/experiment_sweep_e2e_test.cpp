@@ -273,6 +273,39 @@ models:
   EXPECT_NE(words.find("--quantization\nfp8" + inject + "\n"), std::string::npos) << words;
 }
 
+TEST_F(SweepE2e, TheSimulatorPlaysOneGpuOfATensorParallelGroup) {
+  // 70B on four H100s: the plan fits at TP 4, and the built-in simulator runs one GPU of the group
+  // with its share (it failed before: it sized the whole model onto one GPU).
+  const fs::path config = write("tp4.yaml", R"(gpu: H100
+baseline_s: 0.05
+post_warmup_s: 0.05
+min_condition_s: 0.05
+input_lengths: [64]
+output_lengths: [4]
+batch_sizes: [1]
+models:
+  - model_id: meta-llama/Llama-3.1-70B-Instruct
+    tensor_parallel_size: 4
+    max_model_len: 4096
+)");
+  auto dry = kvprof({"sweep", "--config", config.string(), "--dry-run", "--output-dir",
+                     (m_dir / "results").string()});
+  EXPECT_EQ(dry.exit_code, 0) << dry.stderr_text;
+  EXPECT_NE(dry.stdout_text.find("the built-in simulator plays one GPU of the 4"),
+            std::string::npos)
+      << dry.stdout_text;
+  auto r = kvprof(
+      {"sweep", "--config", config.string(), "--output-dir", (m_dir / "results").string(), "-q"});
+  EXPECT_EQ(r.exit_code, 0) << r.stderr_text;
+  const json sweep = read_json(m_dir / "results" / "sweeps" / "tp4" / "sweep.json");
+  const auto& c = sweep.at("configurations").at(0);
+  EXPECT_EQ(c.at("status"), "done") << c.dump();
+  // The simulated GPU holds a quarter of the 70B's weights, as planned per GPU.
+  const double weights = c.at("run").at("measured").at("weights_bytes").get<double>();
+  EXPECT_NEAR(weights, c.at("estimate").at("weights_bytes").get<double>(), 0.05 * weights);
+  EXPECT_LT(weights, 40.0 * (1ULL << 30));
+}
+
 TEST_F(SweepE2e, AFailedConfigurationIsRecordedAndTheSweepGoesOn) {
   const fs::path config = write("fails.yaml", header() + R"(models:
   - model_id: meta-llama/Llama-3.1-8B-Instruct

@@ -179,6 +179,11 @@ void register_serve_sim_command(CLI::App& app) {
                   "vLLM's gpu_memory_utilization the planner sizes the KV blocks with (default "
                   "0.9)")
       ->check(CLI::Range(0.01, 1.0));
+  cmd->add_option("--tensor-parallel-size", f.tensor_parallel_size,
+                  "The simulated GPU is one of a tensor-parallel group this large: it holds its "
+                  "share of the plan (weights, KV cache)")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
   cmd->add_option("--jitter-seed", f.jitter_seed,
                   "Size the engine with seeded non-torch, activation, CUDA graph and allocator "
                   "differences from the plan, within the spread of real vLLM startups (default: "

@@ -301,6 +301,12 @@ Plan plan_sweep(const SweepConfig& config, const PlanOptions& options,
                                    "'endpoint' to profile engine '" +
                                    e.engine + "'"});
     }
+    if (pc.server == ServerKind::simulator && e.tensor_parallel_size > 1) {
+      pc.notes.push_back(
+          fmt::format("the built-in simulator plays one GPU of the {} with its share "
+                      "of the plan (weights and KV cache per GPU)",
+                      e.tensor_parallel_size));
+    }
     auto spec = resolve_entry_model(e, pc.notes);
     if (!spec) {
       errors.push_back({e.model_id_pos.line ? e.model_id_pos : e.pos,

@@ -176,6 +176,8 @@ void run_one(const RunContext& ctx, const PlannedConfig& pc, ConfigRecord& rec) 
     if (pc.entry.max_model_len)
       flags.max_model_len = static_cast<uint32_t>(*pc.entry.max_model_len);
     flags.gpu_memory_utilization = pc.entry.gpu_memory_utilization;
+    // One GPU of the tensor-parallel group, sized with its share of the plan.
+    flags.tensor_parallel_size = pc.entry.tensor_parallel_size;
     // The configuration's own plan sizes the simulated engine (its KV cache dtype, TP and
     // quantization included), not the model's defaults.
     if (pc.estimate && pc.estimate->engine_report.num_gpu_blocks > 0) {

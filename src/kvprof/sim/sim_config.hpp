@@ -129,6 +129,8 @@ struct SimFlags {
   std::optional<double> tokens_per_s;              // decode tokens/s of a lone sequence
   // vLLM's gpu_memory_utilization the planner sizes the blocks with (default 0.9).
   std::optional<double> gpu_memory_utilization;
+  // The simulated GPU is one of a tensor-parallel group of this size: the plan's per-GPU share.
+  uint32_t tensor_parallel_size = 1;
   // Size the engine with the jitter of this seed (sim_jitter.hpp); unset: the plan exactly.
   std::optional<uint64_t> jitter_seed;
   std::optional<uint64_t> weights_bytes;

@@ -53,6 +53,7 @@ Expected<std::optional<estimate::Estimate>> estimate_for_sim(const SimFlags& fla
   s.max_num_batched_tokens = flags.max_num_batched_tokens;
   if (flags.max_model_len) s.max_model_len = *flags.max_model_len;
   s.gpu_memory_utilization = flags.gpu_memory_utilization;
+  s.tensor_parallel_size = std::max<uint32_t>(1, flags.tensor_parallel_size);
   auto est = estimate::estimate(in);
   if (!est) return std::unexpected(est.error().with_context("sizing the simulation"));
   return std::optional<estimate::Estimate>(std::move(*est));
