@@ -240,6 +240,35 @@ TEST(BenchE2e, MissingLibraryIsOneLineAndExit1) {
   EXPECT_FALSE(fs::exists(dir / "out"));  // nothing measured, no folder
 }
 
+TEST(BenchE2e, CheckOomAnswersFromThePlanWithoutLoadingTheModel) {
+  // No libllama at all: the plan needs only the GGUF's header.
+  const fs::path dir = fresh_dir("checkoom");
+  kvprof::test::write_tiny_llama(dir / "tiny.gguf");
+  fs::create_directories(dir / "empty");
+  auto r = run("bench -m " + (dir / "tiny.gguf").string() +
+               " --check-oom --concurrency 1,4 --llama-lib " + (dir / "empty").string() +
+               " --output-dir " + (dir / "out").string() + " --json");
+  EXPECT_EQ(r.rc, 0) << r.out;
+  auto j = kvprof::test::json_in(r.out);
+  ASSERT_FALSE(j.is_discarded()) << r.out;
+  EXPECT_TRUE(j.at("fits").get<bool>());
+  ASSERT_EQ(j.at("conditions").size(), 2U);
+  EXPECT_GT(j.at("conditions")[0].at("plan").at("host_total_bytes").get<uint64_t>(), 0U);
+  EXPECT_FALSE(fs::exists(dir / "out"));  // nothing was run
+
+  // 64 layers of 4 KV heads at 2M cells: 64 GiB of KV cache, more than this machine has.
+  kvprof::test::TinyLlama big;
+  big.n_layer = 64;
+  big.n_head_kv = 4;
+  kvprof::test::write_tiny_llama(dir / "big.gguf", big);
+  r = run("bench -m " + (dir / "big.gguf").string() + " --check-oom -c 2097152 --llama-lib " +
+          (dir / "empty").string() + " --output-dir " + (dir / "out").string());
+  EXPECT_EQ(r.rc, 4) << r.out;
+  EXPECT_NE(r.out.find("NO"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("kvprof: error: does not fit: "), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(dir / "out"));
+}
+
 TEST(BenchE2e, ContextTooSmallForTheGridIsAUsageError) {
   const fs::path dir = fresh_dir("small");
   kvprof::test::write_tiny_llama(dir / "tiny.gguf");

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <memory>
 
+#include "kvprof/bench/bench_estimate.hpp"
 #include "kvprof/bench/bench_report.hpp"
 #include "kvprof/bench/bench_run.hpp"
 #include "kvprof/cli/bench_options.hpp"
@@ -17,6 +18,8 @@
 #include "kvprof/cli/run_report.hpp"
 #include "kvprof/history/history_db.hpp"
 #include "kvprof/report/text/progress_line.hpp"
+#include "kvprof/report/text/table.hpp"
+#include "kvprof/sys/host_info.hpp"
 #include "kvprof/util/json_text.hpp"
 #include "kvprof/util/units.hpp"
 
@@ -127,7 +130,76 @@ struct BenchState {
   bool quiet = false;
   bool no_color = false;
   std::optional<std::string> estimate_with;
+  bool check_oom = false;
 };
+
+// --check-oom: whether each condition's context fits this machine, from the plan alone (the GGUF's
+// header is read; the model is not loaded). Exit 4 when one does not.
+void check_oom(const BenchState& st, bool has_gpu, std::optional<uint64_t> gpu_total_bytes) {
+  const auto& config = st.config;
+  const auto spec = bench::bench_model_spec(config);
+  if (!spec) {
+    throw Fatal({ErrorKind::input, fmt::format("{}: kvprof cannot read this GGUF's header to plan "
+                                               "it",
+                                               config.engine.model_path)});
+  }
+  const auto ram = sys::read_mem_info();
+  const uint64_t host_bytes = ram.available_bytes.value_or(ram.total_bytes.value_or(0));
+  nlohmann::json rows = nlohmann::json::array();
+  report::text::Table t({"condition", "n_ctx", "-np", "host (GiB)", "GPU (GiB)", "fits"});
+  std::string first_unfit;
+  for (const auto& c : bench::make_conditions(config)) {
+    const auto s = bench::settings_for(config, c);
+    const auto plan = bench::bench_plan_json(config, &*spec, has_gpu, s.n_ctx, s.n_seq_max);
+    if (plan.is_null()) {
+      throw Fatal({ErrorKind::input, fmt::format("kvprof cannot plan {} with these settings",
+                                                 config.engine.model_path)});
+    }
+    const uint64_t host = plan.value("host_total_bytes", uint64_t{0});
+    const uint64_t gpu = plan.value("gpu_total_bytes", uint64_t{0});
+    const bool fits =
+        (host_bytes == 0 || host <= host_bytes) && (!gpu_total_bytes || gpu <= *gpu_total_bytes);
+    if (!fits && first_unfit.empty()) {
+      first_unfit = fmt::format(
+          "{} needs {:.2f} GiB of host memory (this machine has {:.2f} GiB "
+          "available){}",
+          c.label, bytes_to_gib(host), bytes_to_gib(host_bytes),
+          gpu_total_bytes ? fmt::format(" and {:.2f} GiB of GPU memory "
+                                        "({:.2f} GiB)",
+                                        bytes_to_gib(gpu), bytes_to_gib(*gpu_total_bytes))
+                          : "");
+    }
+    rows.push_back({{"condition", c.label},
+                    {"n_ctx", s.n_ctx},
+                    {"n_seq_max", s.n_seq_max},
+                    {"plan", plan},
+                    {"fits", fits}});
+    t.add_row({c.label, std::to_string(s.n_ctx), std::to_string(s.n_seq_max),
+               fmt::format("{:.2f}", bytes_to_gib(host)),
+               has_gpu ? fmt::format("{:.2f}", bytes_to_gib(gpu)) : "-", fits ? "yes" : "NO"});
+  }
+  const nlohmann::json doc = {{"schema_version", 1},
+                              {"model", config.engine.model_path},
+                              {"host_available_bytes", host_bytes},
+                              {"gpu_total_bytes", gpu_total_bytes ? nlohmann::json(*gpu_total_bytes)
+                                                                  : nlohmann::json(nullptr)},
+                              {"conditions", rows},
+                              {"fits", first_unfit.empty()}};
+  if (st.json_out) {
+    std::fputs((json_text(doc, 2) + "\n").c_str(), stdout);
+  } else {
+    std::fputs(fmt::format("plan for this machine ({:.2f} GiB of host memory available; the model "
+                           "is not loaded):\n",
+                           bytes_to_gib(host_bytes))
+                   .c_str(),
+               stdout);
+    std::fputs(t.render().c_str(), stdout);
+  }
+  std::fflush(stdout);
+  if (!first_unfit.empty()) {
+    throw Fatal({ErrorKind::check_failed, "does not fit: " + first_unfit});
+  }
+}
 
 void run_bench_command(BenchState& st) {
   auto& config = st.config;
@@ -137,13 +209,17 @@ void run_bench_command(BenchState& st) {
     config.mixed = {st.mixed[0], st.mixed[1]};
   }
   value_or_fatal(bench::resolve_defaults(config));
-  // The library must be there before a run folder is made for nothing.
-  value_or_fatal(llama::find_llama_library(config.library));
   std::string gpu_name;
   const auto gpu_source = open_bench_gpu_source(st.flags.gpu_source, gpu_name);
+  std::optional<uint64_t> gpu_total_bytes;
   if (gpu_source) {
     if (auto d = gpu_source->device_info(0); d && d->name) config.gpu_name = *d->name;
+    if (auto m = gpu_source->sample_device(0); m) gpu_total_bytes = m->total_bytes;
   }
+  // The plan alone needs no libllama.
+  if (st.check_oom) return check_oom(st, gpu_source != nullptr, gpu_total_bytes);
+  // The library must be there before a run folder is made for nothing.
+  value_or_fatal(llama::find_llama_library(config.library));
   if (st.estimate_with) {
     config.estimate_with =
         estimate_with(*st.estimate_with, config.engine.model_path, config.gpu_name);
@@ -218,6 +294,9 @@ void register_bench_command(CLI::App& app) {
       ->envname("KVPROF_OUTPUT_DIR")
       ->capture_default_str();
   cmd->add_option("--tag", c.run_tag, "Appended to the run id")->envname("KVPROF_RUN_TAG");
+  cmd->add_flag("--check-oom", st->check_oom,
+                "Only answer whether each condition fits this machine, from kvprof's plan: the "
+                "GGUF's header is read, the model is not loaded (exit 4 when one does not fit)");
   cmd->add_flag("--json", st->json_out, "Print summary.json instead of the table");
   cmd->add_flag("--no-report", st->no_report,
                 "Do not write report.html and the figures into the run folder");
