@@ -41,6 +41,34 @@ TEST(CliEstimate, APlanThatDoesNotFitExits4AfterPrintingIt) {
   EXPECT_EQ(run("estimate -m meta-llama/Llama-3.1-8B-Instruct -g H100").rc, 0);
 }
 
+TEST(CliEstimate, AnArchitectureGivenIsCheckedOrDescribesAnUnknownModel) {
+  // The predecessor's "high confidence" flags: checked against a model kvprof reads...
+  auto r =
+      run("estimate -m meta-llama/Llama-3.1-8B-Instruct -g H100 --num-layers 40 "
+          "--hidden-size 4096 --num-heads 32 --model-params 8e9 --json");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  auto j = kvprof::test::json_in(r.out);
+  ASSERT_FALSE(j.is_discarded()) << r.out;
+  EXPECT_NE(j.at("warnings").dump().find("num_layers 40 given, the model has 32"),
+            std::string::npos)
+      << j.at("warnings").dump();
+  EXPECT_EQ(j.at("warnings").dump().find("hidden_size"), std::string::npos);  // it agrees
+
+  // ...and describing one it cannot read (offline: no Hub): 6.7e9 parameters in bf16.
+  r =
+      run("estimate -m my-org/not-a-published-7b --offline -g H100 --model-params 6.7e9 "
+          "--num-layers 32 --num-heads 32 --hidden-size 4096 --max-model-len 4096 --json");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  j = kvprof::test::json_in(r.out);
+  ASSERT_FALSE(j.is_discarded()) << r.out;
+  EXPECT_NE(j.at("warnings").dump().find("planned from the architecture given"), std::string::npos)
+      << j.at("warnings").dump();
+  const double weights_gib = j.at("per_gpu").at("weights_bytes").get<double>() / (1ULL << 30);
+  EXPECT_NEAR(weights_gib, 6.7e9 * 2 / (1ULL << 30), 0.6) << weights_gib;
+  // Without enough of it, the model that cannot be read is the error it was.
+  EXPECT_EQ(run("estimate -m my-org/not-a-published-7b --offline --num-layers 32").rc, 2);
+}
+
 TEST(CliEstimate, AMistypedCommandIsNamedWithTheClosestOne) {
   const auto r = run("estimat -m qwen2.5-7b");
   EXPECT_EQ(r.rc, 2);

@@ -365,6 +365,26 @@ TEST_F(ProfileE2E, EstimateWithEngineFlagsComparesWithThatPlan) {
   EXPECT_EQ(std::count(bad->stderr_text.begin(), bad->stderr_text.end(), '\n'), 1);
 }
 
+TEST_F(ProfileE2E, TheArchitectureFlagsGiveAPlanToCompareWith) {
+  // The predecessor's command line: the model served ("sim-model") is not one kvprof can read, so
+  // the architecture given describes it, and the run is compared with that plan.
+  start_sim(small_sim());
+  auto args =
+      profile_args({"--input-lens", "64", "--concurrencies", "1", "--model-params", "8e9",
+                    "--num-layers", "32", "--num-heads", "32", "--hidden-size", "4096", "--json"});
+  args.erase(std::find(args.begin(), args.end(), "-q"));  // the warning is checked
+  auto r = sys::run_command(args, env(false));
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->exit_code, 0) << r->stderr_text;
+  EXPECT_NE(r->stderr_text.find("the plan: 'sim-model' is not known to kvprof: planned from the "
+                                "architecture given"),
+            std::string::npos)
+      << r->stderr_text;
+  const json s = json::parse(r->stdout_text);
+  ASSERT_TRUE(s.at("estimate_comparison").is_object()) << s.dump().substr(0, 2000);
+  EXPECT_FALSE(s.at("estimate_comparison").at("rows").empty());
+}
+
 TEST_F(ProfileE2E, ServerDownIsOneLineErrorWithinFiveSeconds) {
   auto args = profile_args({});
   args[3] = "http://127.0.0.1:9";  // discard port: nothing listens

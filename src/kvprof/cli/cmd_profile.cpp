@@ -52,6 +52,7 @@ struct ProfileCliState {
   uint32_t warmup_requests = 2;
   double post_warmup_s = 0.5;
   std::string estimate_with;
+  model::ArchitectureHints architecture;  // checked against the model; describes an unknown one
   std::string sim_gpu = "H100";
   double sim_tokens_per_s = 0;
   std::optional<uint64_t> sim_seed;
@@ -235,7 +236,9 @@ void run_profile_command(ProfileCliState& st) {
     deps.memory_note = choice.note;
   }
   config.run = value_or_fatal(client::resolve(st.run));
-  if (!st.estimate_with.empty()) {
+  // The architecture flags ask for a plan as --estimate-with does (the profiled model and GPU).
+  if (!st.estimate_with.empty() || st.architecture.any()) {
+    est_defaults.architecture = st.architecture;
     est_defaults.model = config.run.model;
     if (est_defaults.model.empty() && !config.launch) {
       const auto info =
@@ -262,6 +265,12 @@ void run_profile_command(ProfileCliState& st) {
     }
     auto input = value_or_fatal(parse_estimate_flags(st.estimate_with, est_defaults));
     config.estimate = value_or_fatal(estimate::estimate(input));
+    // What the plan found in the model (an architecture given that differs from it, a model
+    // described only by the architecture given) qualifies the comparison.
+    if (!st.quiet) {
+      for (const auto& w : input.model.warnings)
+        std::fprintf(stderr, "kvprof: warning: the plan: %s\n", w.c_str());
+    }
     config.estimate_assumptions = profile::estimate_assumptions(*config.estimate, sources);
     if (sources.gpu_origin == profile::GpuOrigin::assumed && !st.quiet) {
       std::fprintf(stderr,
@@ -419,6 +428,7 @@ void register_profile_command(CLI::App& app) {
                   "Compare with the plan for these engine flags, e.g. \"-tp 2 "
                   "--gpu-memory-utilization 0.9 --gpu H100\" (model and GPU default to the "
                   "profiled ones)");
+  add_architecture_options(cmd, st->architecture);
   cmd->add_option("--output-dir", st->output_dir, "Where results/<run_id>/ goes")
       ->envname("KVPROF_OUTPUT_DIR")
       ->capture_default_str();

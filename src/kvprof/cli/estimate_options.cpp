@@ -34,7 +34,25 @@ estimate::EstimateInput build_estimate_input(const EstimateOptions& o) {
   if (!o.hf_token.empty()) load.hub.token = o.hf_token;
   if (o.offline) load.hub.offline = true;
   if (!o.revision.empty()) load.hub.revision = o.revision;
-  in.model = value_or_fatal(model::load_model(o.model, load));
+  auto loaded = model::load_model(o.model, load);
+  if (!loaded && loaded.error().kind == ErrorKind::not_found &&
+      o.architecture.describes_a_model()) {
+    // A model kvprof cannot read, described by the architecture given.
+    std::vector<std::string> notes;
+    const auto max_len =
+        o.max_model_len.empty() ? Expected<uint64_t>(4096) : parse_count(o.max_model_len);
+    in.model =
+        value_or_fatal(model::model_from_hints(o.model, o.architecture, max_len.value_or(4096),
+                                               o.dtype == "auto" ? "bfloat16" : o.dtype, notes));
+    notes.insert(notes.begin(), fmt::format("'{}' is not known to kvprof: planned from the "
+                                            "architecture given (a Llama-like dense model)",
+                                            o.model));
+    in.model.warnings.insert(in.model.warnings.begin(), notes.begin(), notes.end());
+  } else {
+    in.model = value_or_fatal(std::move(loaded));
+    for (auto& note : model::check_hints(in.model, o.architecture))
+      in.model.warnings.push_back(std::move(note));
+  }
   const std::string gpu_lower = to_lower(o.gpu);
   if (gpu_lower == "cpu" || gpu_lower == "none") {
     // A CPU-only deployment (llama.cpp): no GPU; host RAM is the budget.
@@ -146,6 +164,20 @@ estimate::EstimateInput build_estimate_input(const EstimateOptions& o) {
   return in;
 }
 
+void add_architecture_options(CLI::App* cmd, model::ArchitectureHints& h) {
+  auto* arch = cmd->add_option_group(
+      "model architecture (checked against the model; describes one kvprof cannot read)");
+  arch->add_option("--model-params", h.params, "Parameters, e.g. 6.7e9");
+  arch->add_option("--num-layers", h.n_layer, "Transformer layers");
+  arch->add_option("--num-heads", h.n_head, "Attention heads");
+  arch->add_option("--num-kv-heads", h.n_head_kv, "KV heads (default: --num-heads)");
+  arch->add_option("--head-dim", h.head_dim, "Head dimension (default: hidden size / heads)");
+  arch->add_option("--hidden-size", h.hidden_size, "Hidden size");
+  arch->add_option("--intermediate-size", h.intermediate_size,
+                   "MLP width (default: from --model-params, else 8/3 x hidden size)");
+  arch->add_option("--vocab-size", h.vocab_size, "Vocabulary (default 32000)");
+}
+
 void add_estimate_options(CLI::App* cmd, EstimateOptions& o) {
   cmd->add_option("-m,--model", o.model,
                   "Catalog id or alias, config.json, model folder (safetensors headers), .gguf, "
@@ -230,6 +262,7 @@ void add_estimate_options(CLI::App* cmd, EstimateOptions& o) {
   eng->add_flag("--no-kv-unified", o.no_kv_unified, "llama.cpp: one KV stream per slot");
   eng->add_option("--host-mem", o.host_mem,
                   "Host RAM for CPU engines (llama.cpp), e.g. 32GiB (default: this machine's)");
+  add_architecture_options(cmd, o.architecture);
   auto* spec = cmd->add_option_group("speculative decoding");
   spec->add_option("--speculative-model,--draft-model", o.speculative_model,
                    "Draft model (catalog id or path)");

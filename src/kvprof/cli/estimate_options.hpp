@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kvprof/estimate/estimate.hpp"
+#include "kvprof/model/architecture.hpp"
 #include "kvprof/util/error.hpp"
 
 namespace kvprof::cli {
@@ -59,7 +60,12 @@ struct EstimateOptions {
   bool spec_runtime_control = false;
   std::vector<std::string> contexts;
   std::vector<uint32_t> concurrency;
+  model::ArchitectureHints architecture;  // --num-layers ...: checked, or describing a model
 };
+
+// Adds --model-params, --num-layers, --num-heads, --num-kv-heads, --head-dim, --hidden-size,
+// --intermediate-size and --vocab-size to `cmd`, bound to `h`.
+void add_architecture_options(CLI::App* cmd, model::ArchitectureHints& h);
 
 // Adds the model, GPU, engine, parallelism, engine-settings, speculative-decoding and workload
 // options to `cmd`, bound to `o`.

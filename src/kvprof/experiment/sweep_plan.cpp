@@ -8,6 +8,7 @@
 #include <cmath>
 #include <set>
 
+#include "kvprof/model/architecture.hpp"
 #include "kvprof/model/dtype.hpp"
 #include "kvprof/model/hf_config.hpp"
 #include "kvprof/model/resolve.hpp"
@@ -73,19 +74,22 @@ std::string label_of(const ModelEntry& e) {
   return s;
 }
 
+// The architecture keys of an entry.
+model::ArchitectureHints hints_of(const ModelEntry& e) {
+  model::ArchitectureHints h;
+  h.params = e.model_params;
+  h.n_layer = e.num_layers;
+  h.n_head = e.num_heads;
+  h.n_head_kv = e.num_kv_heads;
+  h.head_dim = e.head_dim;
+  h.hidden_size = e.hidden_size;
+  h.intermediate_size = e.intermediate_size;
+  h.vocab_size = e.vocab_size;
+  return h;
+}
+
 // A model the catalog does not know, described by the architecture keys of its entry.
 Expected<model::ModelSpec> model_from_dims(const ModelEntry& e, std::vector<std::string>& notes) {
-  const uint32_t layers = *e.num_layers, hidden = *e.hidden_size, heads = *e.num_heads;
-  const uint32_t kv_heads = e.num_kv_heads.value_or(heads);
-  const uint32_t head_dim = e.head_dim.value_or(hidden / heads);
-  const uint32_t vocab = e.vocab_size.value_or(32000);
-  uint64_t inter = e.intermediate_size.value_or(0);
-  if (inter == 0 && e.model_params) {
-    // params = 2 V H (embedding, output) + L (attention + 3 H I): solve for I.
-    const double attn = 2.0 * hidden * heads * head_dim + 2.0 * hidden * kv_heads * head_dim;
-    const double rest = *e.model_params - 2.0 * vocab * hidden - layers * attn;
-    if (rest > 0) inter = static_cast<uint64_t>(rest / (3.0 * layers * hidden));
-  }
   uint64_t max_len = e.max_model_len.value_or(0);
   if (max_len == 0) {
     uint64_t longest = 0;
@@ -98,24 +102,8 @@ Expected<model::ModelSpec> model_from_dims(const ModelEntry& e, std::vector<std:
       max_len *= 2;
     notes.push_back(fmt::format("no max_model_len given: planned with {} tokens", max_len));
   }
-  if (inter == 0) {
-    inter = (hidden * 8ull / 3 + 255) / 256 * 256;
-    notes.push_back("intermediate_size guessed as 8/3 x hidden_size (give it or model_params)");
-  }
-  nlohmann::json config = {{"architectures", {"LlamaForCausalLM"}},
-                           {"model_type", "llama"},
-                           {"num_hidden_layers", layers},
-                           {"hidden_size", hidden},
-                           {"num_attention_heads", heads},
-                           {"num_key_value_heads", kv_heads},
-                           {"head_dim", head_dim},
-                           {"intermediate_size", inter},
-                           {"vocab_size", vocab},
-                           {"max_position_embeddings", max_len},
-                           {"torch_dtype", e.dtype == "auto" ? "bfloat16" : e.dtype}};
-  auto spec = model::parse_hf_config(config, "the architecture in the sweep file");
-  if (spec) spec->id = e.model_id;
-  return spec;
+  return model::model_from_hints(e.model_id, hints_of(e), max_len,
+                                 e.dtype == "auto" ? "bfloat16" : e.dtype, notes);
 }
 
 // The model of an entry; the architecture keys given are checked against it.
@@ -134,19 +122,8 @@ Expected<model::ModelSpec> resolve_entry_model(const ModelEntry& e,
                                        "; or describe it with num_layers, hidden_size and "
                                        "num_heads");
   }
-  const auto check = [&](const char* key, const std::optional<uint32_t>& given, uint64_t actual) {
-    if (given && actual != 0 && *given != actual) {
-      notes.push_back(
-          fmt::format("{} {} given, the model has {} (the model's is used)", key, *given, actual));
-    }
-  };
-  check("num_layers", e.num_layers, spec->n_layer);
-  check("hidden_size", e.hidden_size, spec->hidden_size);
-  check("num_heads", e.num_heads, spec->n_head);
-  check("num_kv_heads", e.num_kv_heads, spec->n_head_kv);
-  check("head_dim", e.head_dim, spec->head_dim);
-  check("intermediate_size", e.intermediate_size, spec->intermediate_size);
-  check("vocab_size", e.vocab_size, spec->vocab_size);
+  for (auto& note : model::check_hints(*spec, hints_of(e)))
+    notes.push_back(std::move(note));
   return spec;
 }
 
