@@ -62,9 +62,16 @@ ConditionFigures figures(const ConditionResult& c) {
   return f;
 }
 
+// Unmeasured is null, never 0: a condition cut short before its first token has no latency.
 json percentiles_json(const client::Percentiles& p) {
-  return {{"p50", p.p50},   {"p90", p.p90}, {"p99", p.p99},
-          {"mean", p.mean}, {"max", p.max}, {"n", p.n}};
+  const auto v = [&](double x) { return p.n > 0 ? json(x) : json(nullptr); };
+  return {{"p50", v(p.p50)},   {"p90", v(p.p90)}, {"p99", v(p.p99)},
+          {"mean", v(p.mean)}, {"max", v(p.max)}, {"n", p.n}};
+}
+
+// A rate over a condition's wall time; null when nothing was measured (never 0 tok/s).
+json rate_json(double value, bool measured) {
+  return measured ? json(value) : json(nullptr);
 }
 
 json component(std::optional<uint64_t> bytes, const char* confidence, const char* method) {
@@ -179,10 +186,12 @@ json summary_json(const BenchConfig& config, const BenchReport& r) {
          {"start_mono_ns", c.start_mono_ns},
          {"end_mono_ns", c.end_mono_ns},
          {"output_tokens", f.output_tokens},
-         {"tokens_per_second", f.total_tokens_per_s},
-         {"mean_tokens_per_second_per_request", f.per_request_tokens_per_s},
+         {"tokens_per_second",
+          rate_json(f.total_tokens_per_s, c.wall_ms > 0 && f.output_tokens > 0)},
+         {"mean_tokens_per_second_per_request",
+          rate_json(f.per_request_tokens_per_s, !c.requests.empty())},
          {"llama_cpp_decode_ms", c.llama_prompt_ms + c.llama_eval_ms},
-         {"llama_cpp_share_of_wall", f.llama_share},
+         {"llama_cpp_share_of_wall", rate_json(f.llama_share, c.wall_ms > 0)},
          {"latency_stats",
           {{"ttft_ms", percentiles_json(f.ttft_ms)},
            {"itl_ms", percentiles_json(f.itl_ms)},
@@ -301,11 +310,17 @@ std::string summary_text(const BenchConfig& config, const BenchReport& r) {
     if (!c.started) continue;
     const auto f = figures(c);
     const EngineBuffers b = sum_buffers(c.breakdown);
+    // "-" for what was not measured (a condition cut short before its tokens), never 0.
+    const auto ms = [](const client::Percentiles& p, double v, const char* format) {
+      return p.n > 0 ? fmt::format(fmt::runtime(format), v) : std::string("-");
+    };
+    const bool rated = c.wall_ms > 0 && f.output_tokens > 0;
     t.add_row({c.condition.label + (c.finished ? "" : " (cut short)"), std::to_string(c.n_ctx),
                fmt::format("{}/{}", c.requests.size(), c.condition.concurrency),
-               fmt::format("{:.1f}", f.ttft_ms.p50), fmt::format("{:.2f}", f.itl_ms.p50),
-               fmt::format("{:.1f}", f.e2e_ms.p90), fmt::format("{:.1f}", f.total_tokens_per_s),
-               fmt::format("{:.1f}", f.per_request_tokens_per_s),
+               ms(f.ttft_ms, f.ttft_ms.p50, "{:.1f}"), ms(f.itl_ms, f.itl_ms.p50, "{:.2f}"),
+               ms(f.e2e_ms, f.e2e_ms.p90, "{:.1f}"),
+               rated ? fmt::format("{:.1f}", f.total_tokens_per_s) : "-",
+               c.requests.empty() ? "-" : fmt::format("{:.1f}", f.per_request_tokens_per_s),
                b.reported ? mib(b.context_bytes) : "-", b.reported ? mib(b.compute_bytes) : "-",
                mib(c.peak_rss_bytes)});
   }
