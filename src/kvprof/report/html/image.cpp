@@ -68,22 +68,6 @@ std::string fit(cairo_t* cr, std::string s, double width) {
   return s + "...";
 }
 
-// Round tick step for a range: 1, 2, 2.5 or 5 times a power of ten, about `n` ticks.
-double nice_step(double range, int n) {
-  if (range <= 0) return 1;
-  const double raw = range / n;
-  const double mag = std::pow(10.0, std::floor(std::log10(raw)));
-  for (double m : {1.0, 2.0, 2.5, 5.0, 10.0})
-    if (m * mag >= raw) return m * mag;
-  return 10 * mag;
-}
-
-std::string tick_text(double v, double step) {
-  if (step >= 1) return fmt::format("{:.0f}", v);
-  const int decimals = std::clamp(static_cast<int>(std::ceil(-std::log10(step) - 1e-9)), 0, 6);
-  return fmt::format("{:.{}f}", v, decimals);
-}
-
 void draw(cairo_t* cr, const Figure& f, double width, double height) {
   set(cr, {1, 1, 1});
   cairo_paint(cr);
@@ -318,6 +302,25 @@ Expected<void> add_svg_text(const std::string& file, std::span<const Figure> fig
 }
 
 }  // namespace
+
+// Round tick step for a range: 1, 2, 2.5 or 5 times a power of ten, about `n` ticks.
+double nice_step(double range, int n) {
+  if (range <= 0) return 1;
+  const double raw = range / n;
+  const double mag = std::pow(10.0, std::floor(std::log10(raw)));
+  for (double m : {1.0, 2.0, 2.5, 5.0, 10.0})
+    if (m * mag >= raw) return m * mag;
+  return 10 * mag;
+}
+
+std::string tick_text(double v, double step) {
+  // As many decimals as the step itself has (0.25 needs two, 2.5 one): every label exact.
+  int decimals = 0;
+  for (double scaled = step; decimals < 6; ++decimals, scaled *= 10) {
+    if (std::fabs(scaled - std::round(scaled)) < 1e-6 * std::max(1.0, scaled)) break;
+  }
+  return fmt::format("{:.{}f}", v, decimals);
+}
 
 Expected<void> write_figure(const Figure& figure, const std::filesystem::path& path,
                             ImageFormat format, int width, int height) {
