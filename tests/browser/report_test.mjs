@@ -110,7 +110,9 @@ for (const s of sections.filter((x) => x.type === 'run')) {
   for (const [fig, per] of [['fig1_mem_vs_concurrency', ' measured'], ['fig2_tps_vs_concurrency', ' measured'],
                             ['latency_ttft_vs_concurrency', ' p50'], ['latency_itl_vs_concurrency', ' p50'],
                             ['latency_e2e_vs_concurrency', ' p50']]) {
-    const want = fig.startsWith('latency') ? timed : conds;
+    // Throughput only where it was measured: a bench condition with no token has null, not 0.
+    const rated = bench ? conds.filter((c) => c.tokens_per_second !== null) : conds;
+    const want = fig.startsWith('latency') ? timed : fig.startsWith('fig2') ? rated : conds;
     const wantGroups = [...new Set(want.map((c) => groupOf(label(c))))];
     const c = byId[s.run_id + '-' + fig];
     if (!want.length) {
@@ -139,6 +141,7 @@ for (const s of sections.filter((x) => x.type === 'run')) {
     ['fig1_mem_vs_concurrency', (c) => (bench ? c.peak_rss_bytes : c.peak_used_bytes)],
     ['fig2_tps_vs_concurrency', (c) => (bench ? c.tokens_per_second : c.output_tokens_per_s)]]) {
     const id = s.run_id + '-' + fig;
+    if (!byId[id]) continue;  // nothing measured to draw (checked above)
     const target = await page.evaluate((cid) => {
       const c = window.kvprofReport.charts.find((x) => x.id === cid).chart;
       const di = c.data.datasets.findIndex((d) => d.label.endsWith(' measured'));
