@@ -60,6 +60,13 @@ class ProfileLaunch : public test::TempDirTest {
                                      "low",
                                      "-q"};
     args.insert(args.end(), extra.begin(), extra.end());
+    auto r = sys::run_command(args, options());
+    EXPECT_TRUE(r.has_value());
+    return r ? *r : sys::CommandResult{};
+  }
+
+  // A kvprof run's options: 60 s, the fake NVML reading the simulated GPU's live file.
+  sys::CommandOptions options() const {
     sys::CommandOptions o;
     o.timeout = 60s;
     o.env = {{"KVPROF_NVML_LIBRARY", KVPROF_FAKE_NVML_PATH},
@@ -67,9 +74,7 @@ class ProfileLaunch : public test::TempDirTest {
              {"KVPROF_FAKE_NVML_LIVE", (m_dir / "live.txt").string()},
              {"KVPROF_URL", ""},
              {"KVPROF_MODEL", ""}};
-    auto r = sys::run_command(args, o);
-    EXPECT_TRUE(r.has_value());
-    return r ? *r : sys::CommandResult{};
+    return o;
   }
 
   // A real vLLM v0.19 startup (CodeLlama-7B on an H100) as a log file for serve-sim to print.
@@ -477,13 +482,7 @@ TEST_F(ProfileLaunch, AKilledOrHungUpProfileTakesItsServerWithIt) {
                                 " serve-sim --model {model} --gpu H100 --host {host} --port "
                                 "{port} --live-state " +
                                 (m_dir / "live.txt").string() + "; echo the server ended";
-    sys::CommandOptions o;
-    o.timeout = 60s;
-    o.env = {{"KVPROF_NVML_LIBRARY", KVPROF_FAKE_NVML_PATH},
-             {"KVPROF_FAKE_NVML_GPUS", "1"},
-             {"KVPROF_FAKE_NVML_LIVE", (m_dir / "live.txt").string()},
-             {"KVPROF_URL", ""},
-             {"KVPROF_MODEL", ""}};
+    sys::CommandOptions o = options();
     // The signal once the server has answered and the grid runs (a request trace appears).
     const fs::path results = m_dir / "results";
     o.on_spawn = [results, signo](pid_t pid) {
