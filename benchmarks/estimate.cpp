@@ -6,16 +6,17 @@
 //  - BM_Recommend: the whole --recommend search (20 GPUs x 4 counts).
 //  - BM_SweepGrid: VllmSweep::for_each over 20 GPUs x TP {1,2,4,8} x utilization x
 //    max_model_len x context x concurrency (69,120 configurations, each with the figures
-//    estimate() gives); items/s = configurations per second.
+//    engines::plan() gives); items/s = configurations per second.
 //  - BM_SweepPoint: VllmSweep::evaluate on each of those configurations independently (the
 //    budget recomputed for every one); BM_SweepCreate: building the sweep's plans.
 #include <benchmark/benchmark.h>
 
 #include <vector>
 
+#include "kvprof/engines/registry.hpp"
+#include "kvprof/engines/vllm/sweep.hpp"
 #include "kvprof/estimate/estimate.hpp"
 #include "kvprof/estimate/inverse.hpp"
-#include "kvprof/estimate/sweep.hpp"
 #include "kvprof/model/catalog.hpp"
 
 namespace {
@@ -33,7 +34,7 @@ estimate::EstimateInput make_input(const char* model_id) {
 void BM_FullEstimate(benchmark::State& state) {
   const auto in = make_input("meta-llama/Llama-3.1-8B-Instruct");
   for (auto _ : state) {
-    auto est = estimate::estimate(in);
+    auto est = engines::plan(in);
     benchmark::DoNotOptimize(est);
   }
   state.SetItemsProcessed(state.iterations());
@@ -43,7 +44,7 @@ BENCHMARK(BM_FullEstimate);
 void BM_FullEstimateHybrid(benchmark::State& state) {
   const auto in = make_input("google/gemma-2-27b-it");
   for (auto _ : state) {
-    auto est = estimate::estimate(in);
+    auto est = engines::plan(in);
     benchmark::DoNotOptimize(est);
   }
   state.SetItemsProcessed(state.iterations());
@@ -51,7 +52,7 @@ void BM_FullEstimateHybrid(benchmark::State& state) {
 BENCHMARK(BM_FullEstimateHybrid);
 
 void BM_WorkloadSweep(benchmark::State& state) {
-  const auto est = estimate::estimate(make_input("google/gemma-2-27b-it")).value();
+  const auto est = engines::plan(make_input("google/gemma-2-27b-it")).value();
   uint64_t fits = 0;
   uint64_t ctx = 128;
   uint32_t conc = 1;
@@ -69,7 +70,7 @@ BENCHMARK(BM_WorkloadSweep);
 void BM_Recommend(benchmark::State& state) {
   const auto in = make_input("meta-llama/Llama-3.1-70B-Instruct");
   for (auto _ : state) {
-    auto recs = estimate::recommend(in);
+    auto recs = estimate::recommend(in, &engines::plan);
     benchmark::DoNotOptimize(recs);
   }
 }
@@ -78,14 +79,14 @@ BENCHMARK(BM_Recommend)->Unit(benchmark::kMillisecond);
 const char* const k_sweep_models[] = {"meta-llama/Llama-3.1-8B-Instruct", "google/gemma-2-27b-it",
                                       "ai21labs/AI21-Jamba-1.5-Mini"};
 
-estimate::VllmSweep make_sweep(const char* model_id) {
+engines::VllmSweep make_sweep(const char* model_id) {
   const auto gpus = gpu::gpu_catalog();  // 20 GPUs
-  return estimate::VllmSweep::create(make_input(model_id), gpus, {{1, 1}, {2, 1}, {4, 1}, {8, 1}})
+  return engines::VllmSweep::create(make_input(model_id), gpus, {{1, 1}, {2, 1}, {4, 1}, {8, 1}})
       .value();
 }
 
-estimate::SweepGrid sweep_grid() {
-  estimate::SweepGrid grid;
+engines::SweepGrid sweep_grid() {
+  engines::SweepGrid grid;
   grid.gpu_memory_utilizations = {0.8, 0.85, 0.9, 0.95};
   grid.max_model_lens = {4096, 8192, 16384, 32768, 65536, 131072};
   grid.context_tokens = {1024, 4096, 16384, 65536};
@@ -99,7 +100,7 @@ void BM_SweepGrid(benchmark::State& state) {
   uint64_t fits = 0;
   uint64_t n = 0;
   for (auto _ : state) {
-    n += sweep.for_each(grid, [&fits](const estimate::SweepPoint&, const estimate::SweepResult& r) {
+    n += sweep.for_each(grid, [&fits](const engines::SweepPoint&, const engines::SweepResult& r) {
       fits += r.verdict == estimate::Verdict::fits ? 1 : 0;
     });
   }
@@ -112,9 +113,9 @@ BENCHMARK(BM_SweepGrid)->DenseRange(0, 2)->Unit(benchmark::kMillisecond);
 
 void BM_SweepPoint(benchmark::State& state) {
   const auto sweep = make_sweep(k_sweep_models[state.range(0)]);
-  std::vector<estimate::SweepPoint> points;
-  sweep.for_each(sweep_grid(), [&points](const estimate::SweepPoint& p,
-                                         const estimate::SweepResult&) { points.push_back(p); });
+  std::vector<engines::SweepPoint> points;
+  sweep.for_each(sweep_grid(), [&points](const engines::SweepPoint& p,
+                                         const engines::SweepResult&) { points.push_back(p); });
   uint64_t fits = 0;
   for (auto _ : state) {
     for (const auto& p : points)

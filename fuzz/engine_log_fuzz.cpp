@@ -6,13 +6,14 @@
 #include <string_view>
 
 #include "kvprof/enginelog/parser.hpp"
+#include "kvprof/engines/registry.hpp"
 #include "kvprof/report/text/engine_log_report.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace kvprof::enginelog;
   const std::string_view text(reinterpret_cast<const char*>(data), size);
 
-  ParseOptions options;
+  auto options = kvprof::engines::log_parse_options();
   options.max_line_bytes = 4096;
   options.max_total_bytes = 1 << 20;
   const auto whole = parse_engine_log(text, options);

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <string_view>
 
+#include "kvprof/engines/registry.hpp"
 #include "kvprof/metrics/prometheus.hpp"
 #include "kvprof/metrics/snapshot.hpp"
 #include "kvprof/metrics/trace_csv.hpp"
@@ -34,7 +35,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (n != lenient->n_samples || n > options.max_samples) std::abort();
     ScrapeRecord record;
     record.status = ScrapeStatus::ok;
-    record.snapshot = extract_snapshot(*lenient);
+    record.snapshot = kvprof::engines::read_metrics(*lenient);
     const auto row = format_trace_row(record);
     if (row.empty()) std::abort();
   }

@@ -13,31 +13,65 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The folder of a path under src/kvprof/ ("report/html" for the two report folders).
+// The folder of a path under src/kvprof/: "report/html" for the two report folders,
+// "engines/vllm" for each engine's own folder, "engines/engine" for the engine's identity (the
+// one file of engines/ that lower layers include) and "engines" for the registry above them.
 std::string folder_of(const fs::path& relative) {
   auto it = relative.begin();
   std::string top = it->string();
-  if (top == "report" && std::distance(relative.begin(), relative.end()) > 2) {
+  const auto depth = std::distance(relative.begin(), relative.end());
+  if ((top == "report" || top == "engines") && depth > 2) {
     top += "/" + std::next(it)->string();
+  } else if (top == "engines" && depth == 2 && std::next(it)->stem() == "engine") {
+    top = "engines/engine";
   }
   return top;
 }
 
+// "engines/<name>": one of the engines' own folders, which never include each other.
+bool is_engine_folder(const std::string& folder) {
+  return folder.starts_with("engines/") && folder != "engines/engine";
+}
+
 TEST(ArchitectureLayers, EveryIncludeGoesDownOrStaysInItsFolder) {
-  const std::map<std::string, int> layer = {
-      {"util", 1},        {"sys", 2},       {"workload", 2}, {"engines", 2}, {"client", 3},
-      {"history", 3},     {"enginelog", 3}, {"model", 4},    {"metrics", 4}, {"llama", 4},
-      {"gpu", 5},         {"serve", 5},     {"estimate", 6}, {"sim", 7},     {"report/text", 7},
-      {"report/html", 7}, {"analysis", 7},  {"profile", 8},  {"bench", 9},   {"experiment", 10},
-      {"cli", 11}};
+  const std::map<std::string, int> layer = {{"util", 1},
+                                            {"sys", 2},
+                                            {"workload", 2},
+                                            {"engines/engine", 2},
+                                            {"client", 3},
+                                            {"history", 3},
+                                            {"enginelog", 3},
+                                            {"model", 4},
+                                            {"metrics", 4},
+                                            {"llama", 4},
+                                            {"gpu", 5},
+                                            {"serve", 5},
+                                            {"estimate", 6},
+                                            {"engines/vllm", 7},
+                                            {"engines/sglang", 7},
+                                            {"engines/trtllm", 7},
+                                            {"engines/llamacpp", 7},
+                                            {"engines/hf", 7},
+                                            {"engines/tgi", 7},
+                                            {"engines", 8},
+                                            {"sim", 9},
+                                            {"report/text", 9},
+                                            {"report/html", 9},
+                                            {"analysis", 9},
+                                            {"profile", 10},
+                                            {"bench", 11},
+                                            {"experiment", 12},
+                                            {"cli", 13}};
   const fs::path root = fs::path(KVPROF_SOURCE_DIR) / "src" / "kvprof";
   const std::regex include_re(R"re(#include "kvprof/([^"]+)")re");
   size_t n_includes = 0;
+  size_t n_engine_files = 0;
   for (const auto& e : fs::recursive_directory_iterator(root)) {
     const auto ext = e.path().extension();
     if (!e.is_regular_file() || (ext != ".cpp" && ext != ".hpp")) continue;
     const std::string from = folder_of(fs::relative(e.path(), root));
     ASSERT_TRUE(layer.contains(from)) << "a folder the layers do not name: " << from;
+    if (is_engine_folder(from)) ++n_engine_files;
     std::ifstream in(e.path());
     for (std::string line; std::getline(in, line);) {
       std::smatch m;
@@ -51,7 +85,8 @@ TEST(ArchitectureLayers, EveryIncludeGoesDownOrStaysInItsFolder) {
           << layer.at(to) << "): " << line;
     }
   }
-  EXPECT_GT(n_includes, 500U);  // the walk read the tree
+  EXPECT_GT(n_includes, 500U);     // the walk read the tree
+  EXPECT_GT(n_engine_files, 20U);  // and the engines' own folders
 }
 
 }  // namespace

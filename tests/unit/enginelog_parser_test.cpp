@@ -8,6 +8,7 @@
 
 #include "kvprof/enginelog/parser.hpp"
 #include "kvprof/enginelog/scan.hpp"
+#include "kvprof/engines/registry.hpp"
 #include "kvprof/report/text/engine_log_report.hpp"
 
 namespace kvprof::enginelog {
@@ -58,7 +59,7 @@ TEST(EngineLogParser, HostileLinesAreIgnoredNeverFatal) {
       "llama_memory_breakdown_print: | memory breakdown [MiB] | total |\n"
       "llama_memory_breakdown_print: |   - CUDA0 (x | 1 = 2 + (3 = 4 + 5 + 6) + |\n"
       "sched_reserve:      CUDA0 compute buffer size =   1366.07 MiB\n";
-  const auto r = parse_engine_log(log);
+  const auto r = parse_engine_log(log, engines::log_parse_options());
   EXPECT_EQ(r.n_lines, 8U);
   ASSERT_EQ(r.figures.size(), 1U);  // only the last, well-formed line
   EXPECT_EQ(r.figures[0].source.line_no, 8U);
@@ -73,7 +74,7 @@ TEST(EngineLogParser, BinaryGarbageAndNulBytes) {
     log.push_back(static_cast<char>((i * 131 + 7) % 256));
   log += "\nllama_kv_cache:      CUDA0 KV buffer size =   \xff\xfe MiB\n";
   log += std::string("sched_reserve:  CUDA\0_Host compute buffer size =    11.54 MiB\n", 61);
-  const auto r = parse_engine_log(log);
+  const auto r = parse_engine_log(log, engines::log_parse_options());
   ASSERT_EQ(r.figures.size(), 1U);
   // The JSON of a report with binary bytes in its lines is valid UTF-8.
   const auto j = report::text::engine_log_json(r);
@@ -85,7 +86,7 @@ TEST(EngineLogParser, TenMegabyteLineIsSkippedAndCounted) {
   std::string log = "llama_context: n_ctx         = 8192\n";
   log += "load_tensors:   CUDA0 model buffer size = " + std::string(10'000'000, '9') + " MiB\n";
   log += "llama_kv_cache:      CUDA0 KV buffer size =   182.75 MiB\n";
-  EngineLogParser p;
+  EngineLogParser p(engines::log_parse_options());
   for (size_t i = 0; i < log.size(); i += 1 << 16)
     p.feed(std::string_view(log).substr(i, 1 << 16));
   const auto r = p.finish();
@@ -97,7 +98,7 @@ TEST(EngineLogParser, TenMegabyteLineIsSkippedAndCounted) {
 }
 
 TEST(EngineLogParser, TotalBoundStopsReading) {
-  ParseOptions options;
+  auto options = engines::log_parse_options();
   options.max_total_bytes = 100;
   std::string log = "llama_kv_cache:      CUDA0 KV buffer size =   182.75 MiB\n";  // 57 bytes
   log += log;
@@ -110,29 +111,30 @@ TEST(EngineLogParser, ForcedEngineReadsOnlyItsLines) {
   const std::string log =
       "llama_kv_cache:      CUDA0 KV buffer size =   182.75 MiB\n"
       "(EngineCore pid=1) INFO [gpu_worker.py:436] Available KV cache memory: 61.66 GiB\n";
-  ParseOptions options;
-  options.engine = engines::Engine::vllm;
+  auto options = engines::log_parse_options(engines::Engine::vllm);
   const auto r = parse_engine_log(log, options);
   EXPECT_EQ(r.engine, engines::Engine::vllm);
   ASSERT_EQ(r.figures.size(), 1U);
   EXPECT_EQ(r.figures[0].source.line_no, 2U);
-  const auto detected = parse_engine_log(log);
+  const auto detected = parse_engine_log(log, engines::log_parse_options());
   EXPECT_EQ(detected.engine, engines::Engine::llamacpp);
   EXPECT_EQ(detected.figures.size(), 1U);
 }
 
 TEST(EngineLogParser, FileErrors) {
-  const auto missing = parse_engine_log_file("/no/such/file.log");
+  const auto missing = parse_engine_log_file("/no/such/file.log", engines::log_parse_options());
   ASSERT_FALSE(missing);
   EXPECT_EQ(missing.error().kind, ErrorKind::not_found);
-  const auto dir = parse_engine_log_file(std::filesystem::temp_directory_path());
+  const auto dir =
+      parse_engine_log_file(std::filesystem::temp_directory_path(), engines::log_parse_options());
   ASSERT_FALSE(dir);
   EXPECT_EQ(dir.error().kind, ErrorKind::input);
 }
 
 TEST(EngineLogParser, UnterminatedLastLineAndCrlf) {
   const auto r =
-      parse_engine_log("llama_context: n_ctx         = 8192\r\nllama_context: n_batch = 512");
+      parse_engine_log("llama_context: n_ctx         = 8192\r\nllama_context: n_batch = 512",
+                       engines::log_parse_options());
   EXPECT_EQ(r.n_lines, 2U);
   EXPECT_EQ(r.settings.n_ctx->value, 8192U);
   EXPECT_EQ(r.settings.n_ctx->source.text, "llama_context: n_ctx         = 8192");

@@ -1,11 +1,15 @@
-// The engine rows: one per engine, in the enum's order, every name and alias found, and the
-// planner taking only the engines it plans.
+// The engine rows: one identity row and one row of functions per engine, in the enum's order,
+// every name and alias found, the planner taking only the engines it plans, and each front door
+// of the registry going to the engine's own function.
 #include "kvprof/engines/engine.hpp"
+#include "kvprof/engines/registry.hpp"
 
 #include <gtest/gtest.h>
 
 #include <set>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace kvprof::engines {
 namespace {
@@ -44,6 +48,58 @@ TEST(EngineRows, ThePlannerTakesOnlyPlannedEngines) {
   }
   EXPECT_EQ(engine_row(Engine::sglang).tensor_parallel_flag, "--tp-size");
   EXPECT_EQ(engine_row(Engine::vllm).metrics_prefix, "vllm:");
+}
+
+TEST(EngineRegistry, OneRowOfFunctionsPerEngineAgreeingWithItsIdentity) {
+  for (const auto& row : engine_rows()) {
+    const auto& fns = engine_functions(row.id);
+    EXPECT_EQ(fns.id, row.id) << row.name;
+    // Metrics are read for exactly the engines whose families kvprof recognises by prefix.
+    EXPECT_EQ(fns.read_metrics != nullptr, !row.metrics_prefix.empty()) << row.name;
+    // Only a planned engine can have modelled releases.
+    if (fns.parse_release != nullptr) {
+      EXPECT_NE(fns.plan, nullptr) << row.name;
+    }
+    if (fns.log_reader != nullptr) {
+      const auto reader = fns.log_reader();
+      EXPECT_EQ(reader.engine, row.id) << row.name;
+      EXPECT_TRUE(reader.read && reader.is_marker != nullptr) << row.name;
+    }
+  }
+  const auto& unknown = engine_functions(Engine::unknown);
+  EXPECT_TRUE(unknown.plan == nullptr && unknown.parse_release == nullptr &&
+              unknown.log_reader == nullptr && unknown.read_metrics == nullptr);
+  EXPECT_EQ(log_read_engine_names(),
+            (std::vector<std::string_view>{"vllm", "sglang", "trtllm", "llamacpp"}));
+}
+
+TEST(EngineRegistry, ReleasesGoToTheEnginesOwnTable) {
+  EXPECT_EQ(parse_engine_version(Engine::vllm, "v0.10.1").value(), "v0.10");
+  EXPECT_EQ(parse_engine_version(Engine::trtllm, "1.1.0rc3").value(), "1.x");
+  EXPECT_EQ(parse_engine_version(Engine::llamacpp, "").value(), "");
+  const auto none = parse_engine_version(Engine::hf, "4.50");
+  ASSERT_FALSE(none.has_value());
+  EXPECT_EQ(none.error().message,
+            "--engine-version applies to --engine vllm, sglang or trtllm; kvprof models hf "
+            "without versions");
+  estimate::EngineSettings s;
+  s.engine = Engine::sglang;
+  s.engine_version = "no such release";
+  EXPECT_EQ(modelled_engine_version(s), parse_engine_version(Engine::sglang, "").value());
+  s.engine = Engine::llamacpp;
+  EXPECT_EQ(modelled_engine_version(s), "(no version pinned)");
+}
+
+TEST(EngineRegistry, EachEnginesLogReaderReadsOnlyItsOwnLines) {
+  const std::string vllm_line =
+      "(EngineCore pid=1) INFO [gpu_worker.py:436] Available KV cache memory: 61.66 GiB\n";
+  EXPECT_EQ(enginelog::parse_engine_log(vllm_line, log_parse_options()).engine, Engine::vllm);
+  EXPECT_EQ(
+      enginelog::parse_engine_log(vllm_line, log_parse_options(Engine::sglang)).n_recognised_lines,
+      0U);
+  // Options without readers read nothing: the readers are the engines'.
+  EXPECT_EQ(enginelog::parse_engine_log(vllm_line, enginelog::ParseOptions{}).n_recognised_lines,
+            0U);
 }
 
 }  // namespace

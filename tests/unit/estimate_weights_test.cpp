@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "kvprof/estimate/vllm_budget.hpp"
+#include "kvprof/engines/vllm/budget.hpp"
 #include "kvprof/gpu/gpu_catalog.hpp"
 #include "support/test_data.hpp"
 
@@ -171,7 +171,7 @@ TEST(EstimateWeights, VllmPadsGptOssMxfp4ExpertsPerGpuFamily) {
   const uint64_t experts_x_layers = 128ULL * 36;
   const auto pad = [&](const char* gpu, uint32_t tp) {
     o.tp = o.expert_shards = tp;
-    return mxfp4_padding_bytes(m, o, vllm_mxfp4_padding(*gpu::find_gpu(gpu)));
+    return mxfp4_padding_bytes(m, o, engines::vllm_mxfp4_padding(*gpu::find_gpu(gpu)));
   };
   // Blackwell (FlashInfer): 2880 -> 3072 for both sizes.
   EXPECT_EQ(pad("B200", 1), experts_x_layers * (vllm_mxfp4_expert_bytes(3072, 3072) -

@@ -10,6 +10,7 @@
 
 #include <unistd.h>
 
+#include "kvprof/engines/registry.hpp"
 #include "kvprof/util/strings.hpp"
 #include "unit/metrics_test_server.hpp"
 
@@ -107,6 +108,7 @@ TEST(MetricsScraper, WritesRowsFromAChangingEndpoint) {
   TempDir dir;
   Warnings warnings;
   ScraperOptions options;
+  options.read_snapshot = &engines::read_metrics;
   options.metrics_url = server.url("/metrics");
   options.interval_ms = 20;
   options.csv_path = dir.path() / "metrics_trace.csv";
@@ -160,6 +162,7 @@ TEST(MetricsScraper, SteadyIntervalAndPromptStop) {
     return TestReply{200, "vllm:num_requests_running 1\n", "text/plain", 0};
   });
   ScraperOptions options;
+  options.read_snapshot = &engines::read_metrics;
   options.metrics_url = server.url("/metrics");
   options.interval_ms = 50;
   options.on_warning = [](const std::string&) {};
@@ -182,6 +185,7 @@ TEST(MetricsScraper, NotFoundIsOneWarningAndSlowerRetries) {
   TempDir dir;
   Warnings warnings;
   ScraperOptions options;
+  options.read_snapshot = &engines::read_metrics;
   options.metrics_url = server.url("/metrics");
   options.interval_ms = 10;
   options.missing_interval_ms = 100;
@@ -216,6 +220,7 @@ TEST(MetricsScraper, AMetricsPageOfGarbageOrLiesIsOneWarningEach) {
   });
   Warnings warnings;
   ScraperOptions options;
+  options.read_snapshot = &engines::read_metrics;
   options.metrics_url = server.url("/metrics");
   options.interval_ms = 10;
   options.on_warning = warnings.sink();
@@ -248,6 +253,7 @@ TEST(MetricsScraper, NothingListeningIsAWarningNotAFailure) {
   const auto port = kvprof::testing::unused_loopback_port();
   Warnings warnings;
   ScraperOptions options;
+  options.read_snapshot = &engines::read_metrics;
   options.metrics_url = "http://127.0.0.1:" + std::to_string(port) + "/metrics";
   options.interval_ms = 10;
   options.missing_interval_ms = 50;
@@ -267,6 +273,7 @@ TEST(MetricsScraper, SharedStopFlagEndsTheThread) {
   });
   std::atomic<bool> stop_flag{false};
   ScraperOptions options;
+  options.read_snapshot = &engines::read_metrics;
   options.metrics_url = server.url("/metrics");
   options.interval_ms = 10;
   options.stop_flag = &stop_flag;
@@ -293,6 +300,7 @@ TEST(MetricsScraper, LlamacppSlotsArePolledToo) {
                      "text/plain", 0};
   });
   ScraperOptions options;
+  options.read_snapshot = &engines::read_metrics;
   options.metrics_url = server.url("/metrics");
   options.interval_ms = 20;
   auto scraper = MetricsScraper::start(options);
@@ -308,6 +316,7 @@ TEST(MetricsScraper, LlamacppSlotsArePolledToo) {
 
 TEST(MetricsScraper, UnwritableCsvIsAnIoError) {
   ScraperOptions options;
+  options.read_snapshot = &engines::read_metrics;
   options.metrics_url = "http://127.0.0.1:1/metrics";
   options.csv_path = "/nonexistent-dir-kvprof/metrics_trace.csv";
   const auto scraper = MetricsScraper::start(options);

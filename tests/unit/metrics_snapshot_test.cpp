@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "kvprof/engines/registry.hpp"
 #include "support/test_data.hpp"
 
 namespace kvprof::metrics {
@@ -10,7 +11,7 @@ namespace {
 MetricsSnapshot snapshot_of(std::string_view text) {
   auto expo = parse_prometheus_text(text);
   EXPECT_TRUE(expo.has_value()) << (expo ? "" : expo.error().message);
-  return expo ? extract_snapshot(*expo) : MetricsSnapshot{};
+  return expo ? engines::read_metrics(*expo) : MetricsSnapshot{};
 }
 
 TEST(MetricsSnapshot, VllmV1Fixture) {

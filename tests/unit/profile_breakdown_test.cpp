@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "kvprof/engines/registry.hpp"
 #include "kvprof/estimate/estimate.hpp"
 #include "kvprof/gpu/gpu_catalog.hpp"
 #include "kvprof/model/resolve.hpp"
@@ -142,7 +143,7 @@ TEST(ProfileBreakdown, ComparisonWithAPlanGivesSignedErrors) {
   estimate::EstimateInput in;
   in.model = *model::load_model("meta-llama/Llama-3.1-8B-Instruct");
   in.gpu = *gpu::find_gpu("H100");
-  const auto est = estimate::estimate(in);
+  const auto est = engines::plan(in);
   ASSERT_TRUE(est.has_value());
   MeasuredBreakdown m;
   m.weights = {est->per_gpu.weights_bytes / 2, Confidence::high, ""};  // plan is 2x measured

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "kvprof/engines/registry.hpp"
 #include "kvprof/estimate/estimate.hpp"
 #include "kvprof/estimate/inverse.hpp"
 #include "kvprof/model/catalog.hpp"
@@ -116,7 +117,7 @@ TEST(PlanFigures, KvNeededCrossesThePoolAtTheMark) {
   in.model = model::catalog_model("Qwen/Qwen2.5-7B-Instruct").value();
   in.gpu = gpu::find_gpu("L4").value();
   in.settings.max_model_len = 32768;
-  const auto est = estimate::estimate(in).value();
+  const auto est = engines::plan(in).value();
   const auto figures = plan_figures(est, plan_point(est, in.workload));
   ASSERT_EQ(figures.size(), 2U);
   const Figure& f = figures[0];

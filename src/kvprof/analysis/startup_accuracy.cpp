@@ -9,8 +9,9 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "kvprof/engines/registry.hpp"
+#include "kvprof/engines/vllm/budget.hpp"
 #include "kvprof/estimate/estimate.hpp"
-#include "kvprof/estimate/vllm_budget.hpp"
 #include "kvprof/model/catalog.hpp"
 #include "kvprof/util/units.hpp"
 
@@ -74,7 +75,7 @@ RecordResult run_one(const nlohmann::json& r) {
   if (r.contains("engine_version_modelled") && r.at("engine_version_modelled").is_string()) {
     s.engine_version = r.at("engine_version_modelled").get<std::string>();
   }
-  auto est = estimate::estimate(in);
+  auto est = engines::plan(in);
   if (!est) {
     out.error = est.error().message;
     return out;
@@ -99,7 +100,7 @@ RecordResult run_one(const nlohmann::json& r) {
   if (rep.num_gpu_blocks > 0 && mb.kv_cache_bytes > 0) {
     const uint64_t bytes_per_block = mb.kv_cache_bytes / rep.num_gpu_blocks;
     add("num_cpu_blocks",
-        static_cast<double>(estimate::k_vllm_v0_swap_space_bytes / bytes_per_block));
+        static_cast<double>(engines::k_vllm_v0_swap_space_bytes / bytes_per_block));
   }
   return out;
 }

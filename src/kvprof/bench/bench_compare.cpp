@@ -8,6 +8,8 @@
 
 #include "kvprof/bench/bench_estimate.hpp"
 #include "kvprof/bench/bench_report.hpp"
+#include "kvprof/engines/llamacpp/llamacpp.hpp"
+#include "kvprof/engines/registry.hpp"
 #include "kvprof/report/text/table.hpp"
 
 namespace kvprof::bench {
@@ -53,14 +55,14 @@ std::string cache_type_text(uint32_t type) {
   return std::to_string(type);
 }
 
-std::string gpu_layers_text(const estimate::LlamaCppSettings& s) {
+std::string gpu_layers_text(const engines::LlamaCppSettings& s) {
   if (!s.has_gpu) return "0 (no GPU)";
   return std::to_string(s.n_gpu_layers);
 }
 
 // The settings where the plan and the run differ, each with what it decides.
-std::vector<SettingDiff> setting_diffs(const estimate::LlamaCppSettings& plan,
-                                       const estimate::LlamaCppSettings& run,
+std::vector<SettingDiff> setting_diffs(const engines::LlamaCppSettings& plan,
+                                       const engines::LlamaCppSettings& run,
                                        const std::string& plan_model,
                                        const std::string& run_model) {
   std::vector<SettingDiff> out;
@@ -91,7 +93,7 @@ std::vector<SettingDiff> setting_diffs(const estimate::LlamaCppSettings& plan,
 // The run's own settings of condition `c` as the planner's input, and how to read them back.
 estimate::EstimateInput own_input(const BenchConfig& config, const model::ModelSpec& spec,
                                   bool has_gpu, const ConditionResult& c,
-                                  estimate::AssumptionSources& sources, std::string& flags) {
+                                  engines::AssumptionSources& sources, std::string& flags) {
   const auto& e = config.engine;
   estimate::EstimateInput in;
   in.model = spec;
@@ -115,15 +117,15 @@ estimate::EstimateInput own_input(const BenchConfig& config, const model::ModelS
   if (!has_gpu) {
     in.gpu = gpu::custom_gpu(1);
     in.gpu.name = "none (CPU)";
-    sources.gpu_origin = estimate::GpuOrigin::detected;
+    sources.gpu_origin = engines::GpuOrigin::detected;
     sources.gpu_note = "libllama has no GPU device";
   } else if (auto g = gpu::find_gpu(config.gpu_name); g && !config.gpu_name.empty()) {
     in.gpu = *g;
-    sources.gpu_origin = estimate::GpuOrigin::detected;
+    sources.gpu_origin = engines::GpuOrigin::detected;
     sources.gpu_note = "from nvml";
   } else {
     in.gpu = gpu::find_gpu("H100").value_or(gpu::custom_gpu(80ULL << 30));
-    sources.gpu_origin = estimate::GpuOrigin::assumed;
+    sources.gpu_origin = engines::GpuOrigin::assumed;
     sources.gpu_note = config.gpu_name.empty()
                            ? std::string("NVML names no GPU")
                            : fmt::format("'{}' is not in kvprof's GPU catalog", config.gpu_name);
@@ -157,7 +159,7 @@ unsigned affects_of(std::string_view component) {
 }
 
 // The cause of a row beyond the threshold when the settings match the run's.
-std::string model_cause(std::string_view component, const estimate::LlamaCppPlan& plan,
+std::string model_cause(std::string_view component, const engines::LlamaCppPlan& plan,
                         const std::string& version) {
   const std::string ran = version.empty() ? "" : fmt::format("; llama.cpp {} ran", version);
   if (component == "activations") {
@@ -175,7 +177,7 @@ std::string model_cause(std::string_view component, const estimate::LlamaCppPlan
 }
 
 std::vector<std::string> likely_causes(const json& rows, const std::vector<SettingDiff>& diffs,
-                                       const estimate::LlamaCppPlan& plan,
+                                       const engines::LlamaCppPlan& plan,
                                        const std::string& version) {
   std::vector<std::string> out;
   for (const auto& row : rows) {
@@ -211,7 +213,7 @@ json estimate_comparison_json(const BenchConfig& config, const BenchReport& r,
     if (given) warnings.push_back("--estimate-with: " + e.message);
     return json(nullptr);
   };
-  estimate::AssumptionSources sources;
+  engines::AssumptionSources sources;
   std::string flags;
   estimate::EstimateInput input;
   if (given) {
@@ -222,11 +224,11 @@ json estimate_comparison_json(const BenchConfig& config, const BenchReport& r,
   } else {
     input = own_input(config, *spec, has_gpu, *c, sources, flags);
   }
-  const auto est = estimate::estimate(input);
+  const auto est = engines::plan(input);
   if (!est) return warn(est.error());
-  const auto settings = estimate::llamacpp_settings(est->settings);
+  const auto settings = engines::llamacpp_settings(est->settings);
   if (!settings) return warn(settings.error());
-  const auto plan = estimate::plan_llamacpp(input.model, *settings);
+  const auto plan = engines::plan_llamacpp(input.model, *settings);
   if (!plan) return warn(plan.error());
   const auto& p = *plan;
   const auto run_settings = run_planner_settings(config, has_gpu, c->n_ctx, c->n_seq_max);
@@ -260,7 +262,7 @@ json estimate_comparison_json(const BenchConfig& config, const BenchReport& r,
   return {{"estimate_flags", flags},
           {"rows", rows},
           {"nature", "measured"},
-          {"assumptions", estimate::estimate_assumptions(*est, sources)},
+          {"assumptions", engines::estimate_assumptions(*est, sources)},
           {"likely_causes",
            likely_causes(rows, diffs, p, r.lib.value("llama_version", std::string()))}};
 }
@@ -282,7 +284,7 @@ std::string estimate_comparison_text(const json& cmp) {
                row.value("measured_confidence", "")});
   }
   out += t.render();
-  out += estimate::assumptions_text(cmp["assumptions"]);
+  out += engines::assumptions_text(cmp["assumptions"]);
   for (const auto& line : cmp["likely_causes"])
     out += "estimate check: " + line.get<std::string>() + "\n";
   return out;

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "kvprof/estimate/assumptions.hpp"
+#include "kvprof/engines/assumptions.hpp"
 #include "kvprof/estimate/estimate.hpp"
 #include "kvprof/llama/engine.hpp"
 #include "kvprof/util/error.hpp"
@@ -23,7 +23,7 @@ struct EstimateWith {
   // The planner's input for the flags, once the run knows whether libllama has a GPU; fills in
   // where the plan's GPU and settings came from. Usage error for flags that do not parse.
   std::function<Expected<estimate::EstimateInput>(bool has_gpu,
-                                                  estimate::AssumptionSources& sources)>
+                                                  engines::AssumptionSources& sources)>
       make_input;
 };
 

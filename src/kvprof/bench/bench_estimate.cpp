@@ -1,7 +1,7 @@
 // The planner's figures for a bench condition (see bench_estimate.hpp).
 #include "kvprof/bench/bench_estimate.hpp"
 
-#include "kvprof/estimate/llamacpp_plan.hpp"
+#include "kvprof/engines/llamacpp/buffers.hpp"
 #include "kvprof/model/resolve.hpp"
 
 namespace kvprof::bench {
@@ -12,19 +12,19 @@ std::optional<model::ModelSpec> bench_model_spec(const BenchConfig& config) {
   return std::move(*spec);
 }
 
-std::optional<estimate::LlamaCppSettings> run_planner_settings(const BenchConfig& config,
-                                                               bool has_gpu, uint32_t n_ctx,
-                                                               uint32_t n_seq_max) {
+std::optional<engines::LlamaCppSettings> run_planner_settings(const BenchConfig& config,
+                                                              bool has_gpu, uint32_t n_ctx,
+                                                              uint32_t n_seq_max) {
   const auto& e = config.engine;
-  estimate::LlamaCppSettings s;
+  engines::LlamaCppSettings s;
   s.n_ctx = n_ctx;
   s.n_seq_max = n_seq_max;
   s.n_batch = e.n_batch;
   s.n_ubatch = e.n_ubatch;
   // auto: the CPU backend and CUDA both run flash attention.
   s.flash_attn = e.flash_attn != llama::FlashAttn::off;
-  auto tk = estimate::parse_cache_type(e.cache_type_k);
-  auto tv = estimate::parse_cache_type(e.cache_type_v);
+  auto tk = engines::parse_cache_type(e.cache_type_k);
+  auto tv = engines::parse_cache_type(e.cache_type_v);
   if (!tk || !tv) return std::nullopt;
   s.type_k = *tk;
   s.type_v = *tv;
@@ -40,7 +40,7 @@ std::optional<uint32_t> planned_kv_cells(const BenchConfig& config, const model:
                                          bool has_gpu, uint32_t n_ctx, uint32_t n_seq_max) {
   const auto s = run_planner_settings(config, has_gpu, n_ctx, n_seq_max);
   if (!s) return std::nullopt;
-  const auto plan = estimate::plan_llamacpp(spec, *s);
+  const auto plan = engines::plan_llamacpp(spec, *s);
   if (!plan || plan->kv_cells == 0) return std::nullopt;
   return plan->kv_cells;
 }
@@ -50,7 +50,7 @@ nlohmann::json bench_plan_json(const BenchConfig& config, const model::ModelSpec
   if (spec == nullptr || n_ctx == 0) return nullptr;
   const auto s = run_planner_settings(config, has_gpu, n_ctx, n_seq_max);
   if (!s) return nullptr;
-  const auto plan = estimate::plan_llamacpp(*spec, *s);
+  const auto plan = engines::plan_llamacpp(*spec, *s);
   if (!plan) return nullptr;
   const auto& p = *plan;
   return {{"weights_bytes",

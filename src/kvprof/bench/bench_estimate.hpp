@@ -6,7 +6,7 @@
 #include <optional>
 
 #include "kvprof/bench/bench_config.hpp"
-#include "kvprof/estimate/llamacpp_plan.hpp"
+#include "kvprof/engines/llamacpp/buffers.hpp"
 #include "kvprof/model/model_spec.hpp"
 
 namespace kvprof::bench {
@@ -16,9 +16,9 @@ std::optional<model::ModelSpec> bench_model_spec(const BenchConfig& config);
 
 // The planner's settings for the run's engine settings in a context of `n_ctx` cells and
 // `n_seq_max` sequences; none for a cache type the planner does not know.
-std::optional<estimate::LlamaCppSettings> run_planner_settings(const BenchConfig& config,
-                                                               bool has_gpu, uint32_t n_ctx,
-                                                               uint32_t n_seq_max);
+std::optional<engines::LlamaCppSettings> run_planner_settings(const BenchConfig& config,
+                                                              bool has_gpu, uint32_t n_ctx,
+                                                              uint32_t n_seq_max);
 
 // KV cells the planner gives a context of `n_ctx` cells and `n_seq_max` sequences under the
 // run's settings (llama.cpp pads to 256 per stream); none when it cannot plan the model.

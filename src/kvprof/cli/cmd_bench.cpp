@@ -16,6 +16,7 @@
 #include "kvprof/cli/commands.hpp"
 #include "kvprof/cli/estimate_options.hpp"
 #include "kvprof/cli/run_report.hpp"
+#include "kvprof/engines/registry.hpp"
 #include "kvprof/history/history_db.hpp"
 #include "kvprof/report/text/progress_line.hpp"
 #include "kvprof/report/text/table.hpp"
@@ -88,27 +89,27 @@ bench::EstimateWith estimate_with(const std::string& flags, const std::string& m
   w.flags = flags;
   w.make_input = [flags, model_path, gpu_name](
                      bool has_gpu,
-                     estimate::AssumptionSources& src) -> Expected<estimate::EstimateInput> {
+                     engines::AssumptionSources& src) -> Expected<estimate::EstimateInput> {
     EstimateOptions defaults;
     defaults.model = model_path;
     defaults.engine = "llamacpp";
     src.given = estimate_flags_given(flags);
     if (!has_gpu) {
       defaults.gpu = "cpu";
-      src.gpu_origin = estimate::GpuOrigin::detected;
+      src.gpu_origin = engines::GpuOrigin::detected;
       src.gpu_note = "libllama has no GPU device";
     } else if (!gpu_name.empty() && gpu::find_gpu(gpu_name)) {
       defaults.gpu = gpu_name;
-      src.gpu_origin = estimate::GpuOrigin::detected;
+      src.gpu_origin = engines::GpuOrigin::detected;
       src.gpu_note = "from nvml";
     } else {
-      src.gpu_origin = estimate::GpuOrigin::assumed;
+      src.gpu_origin = engines::GpuOrigin::assumed;
       src.gpu_note = gpu_name.empty()
                          ? "NVML names no GPU"
                          : fmt::format("'{}' is not in kvprof's GPU catalog", gpu_name);
     }
     if (src.given.contains("gpu") || src.given.contains("gpu-mem")) {
-      src.gpu_origin = estimate::GpuOrigin::given;
+      src.gpu_origin = engines::GpuOrigin::given;
       src.gpu_note = "--estimate-with";
     }
     auto input = parse_estimate_flags(flags, defaults);
@@ -224,10 +225,10 @@ void run_bench_command(BenchState& st) {
     config.estimate_with =
         estimate_with(*st.estimate_with, config.engine.model_path, config.gpu_name);
     // Flags that do not parse stop here, before anything runs.
-    estimate::AssumptionSources sources;
+    engines::AssumptionSources sources;
     const auto input = config.estimate_with->make_input(false, sources);
     if (!input) throw Fatal(input.error());
-    value_or_fatal(estimate::estimate(*input));
+    value_or_fatal(engines::plan(*input));
   }
   std::unique_ptr<report::text::ProgressLine> progress;
   if (!st.quiet) progress = report::text::stderr_progress(st.no_color);

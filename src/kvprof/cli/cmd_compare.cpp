@@ -6,6 +6,7 @@
 #include "kvprof/cli/commands.hpp"
 #include "kvprof/cli/estimate_options.hpp"
 #include "kvprof/cli/output.hpp"
+#include "kvprof/engines/registry.hpp"
 #include "kvprof/estimate/estimate.hpp"
 #include "kvprof/experiment/compare.hpp"
 
@@ -25,7 +26,7 @@ experiment::PlanFigures plan_for(const experiment::RunRecord& run, const std::st
   EstimateOptions defaults;
   if (!run.model.empty()) defaults.model = run.model;
   auto input = value_or_fatal(parse_estimate_flags(flags, defaults));
-  auto est = estimate::estimate(input);
+  auto est = engines::plan(input);
   if (!est) throw Fatal(est.error().with_context(fmt::format("--estimate-with for {}", run.id)));
   return experiment::plan_figures(*est, flags);
 }

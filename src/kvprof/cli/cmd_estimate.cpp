@@ -6,7 +6,8 @@
 #include "kvprof/cli/commands.hpp"
 #include "kvprof/cli/estimate_options.hpp"
 #include "kvprof/cli/output.hpp"
-#include "kvprof/estimate/assumptions.hpp"
+#include "kvprof/engines/assumptions.hpp"
+#include "kvprof/engines/registry.hpp"
 #include "kvprof/estimate/estimate.hpp"
 #include "kvprof/estimate/inverse.hpp"
 #include "kvprof/experiment/compare.hpp"
@@ -62,7 +63,7 @@ void register_estimate_command(CLI::App& app) {
       std::vector<experiment::PlanFigures> plans;
       for (const auto& flags : o->compare) {
         auto input = value_or_fatal(parse_estimate_flags(flags, o->options));
-        plans.push_back(experiment::plan_figures(value_or_fatal(estimate::estimate(input)), flags));
+        plans.push_back(experiment::plan_figures(value_or_fatal(engines::plan(input)), flags));
       }
       emit(o->out, experiment::plan_comparison_json(plans[0], plans[1]),
            experiment::plan_comparison_text(plans[0], plans[1]));
@@ -70,7 +71,7 @@ void register_estimate_command(CLI::App& app) {
     }
     const auto input = build_estimate_input(o->options);
     if (o->recommend) {
-      const auto recs = estimate::recommend(input);
+      const auto recs = estimate::recommend(input, &engines::plan);
       const uint64_t ctx =
           input.workload.context_tokens.empty()
               ? input.settings.max_model_len.value_or(input.model.max_position_embeddings)
@@ -80,17 +81,17 @@ void register_estimate_command(CLI::App& app) {
       if (recs.empty()) throw Fatal({ErrorKind::input, "no catalog GPU configuration fits"});
       return;
     }
-    const auto est = value_or_fatal(estimate::estimate(input));
-    estimate::AssumptionSources sources;
+    const auto est = value_or_fatal(engines::plan(input));
+    engines::AssumptionSources sources;
     sources.given = flags_given(*cmd);
     sources.gpu_origin = sources.given.contains("gpu") || sources.given.contains("gpu-mem")
-                             ? estimate::GpuOrigin::given
-                             : estimate::GpuOrigin::assumed;
-    if (sources.gpu_origin == estimate::GpuOrigin::assumed) sources.gpu_note = "no --gpu given";
-    const auto assumptions = estimate::estimate_assumptions(est, sources);
+                             ? engines::GpuOrigin::given
+                             : engines::GpuOrigin::assumed;
+    if (sources.gpu_origin == engines::GpuOrigin::assumed) sources.gpu_note = "no --gpu given";
+    const auto assumptions = engines::estimate_assumptions(est, sources);
     auto doc = report::text::estimate_json(est);
     doc["assumptions"] = assumptions;
-    emit(o->out, doc, report::text::estimate_text(est) + estimate::assumptions_text(assumptions));
+    emit(o->out, doc, report::text::estimate_text(est) + engines::assumptions_text(assumptions));
     if (want_plot) {
       value_or_fatal(report::html::write_plan_figure(
           est, report::html::plan_point(est, input.workload), o->plot_path, plot_format));

@@ -18,6 +18,7 @@
 #include "kvprof/cli/run_report.hpp"
 #include "kvprof/client/cli_options.hpp"
 #include "kvprof/client/raw_request.hpp"
+#include "kvprof/engines/registry.hpp"
 #include "kvprof/estimate/inverse.hpp"
 #include "kvprof/experiment/find_max_bench.hpp"
 #include "kvprof/experiment/find_max_profile.hpp"
@@ -224,7 +225,7 @@ void run_find_max(FindMaxState& st) {
     EstimateOptions defaults;
     if (!st.run.model.empty()) defaults.model = st.run.model;
     auto input = value_or_fatal(parse_estimate_flags(st.estimate_with, defaults));
-    plan = value_or_fatal(estimate::estimate(input));
+    plan = value_or_fatal(engines::plan(input));
     limits.start = estimated_start(*plan, uint64_t{st.input_len} + st.output_len);
     limits.start_source = "kvprof estimate " + st.estimate_with;
   }

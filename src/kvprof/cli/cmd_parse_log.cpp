@@ -5,6 +5,7 @@
 #include "kvprof/cli/commands.hpp"
 #include "kvprof/cli/output.hpp"
 #include "kvprof/enginelog/parser.hpp"
+#include "kvprof/engines/registry.hpp"
 #include "kvprof/report/text/engine_log_report.hpp"
 #include "kvprof/util/error.hpp"
 
@@ -29,16 +30,15 @@ void register_parse_log_command(CLI::App& app) {
       ->required()
       ->type_name("FILE");
   std::vector<std::string> engines = {"auto"};
-  for (const auto& row : engines::engine_rows()) {
-    if (row.startup_log_read) engines.emplace_back(row.name);
-  }
+  for (const auto name : engines::log_read_engine_names())
+    engines.emplace_back(name);
   cmd->add_option("--engine", opts->engine, "Which engine wrote it; auto = detect from the lines")
       ->check(CLI::IsMember(engines))
       ->capture_default_str();
   add_output_options(cmd, opts->out);
   cmd->callback([opts] {
-    enginelog::ParseOptions options;
-    if (opts->engine != "auto") options.engine = *engines::find_engine(opts->engine);
+    const auto options = engines::log_parse_options(
+        opts->engine == "auto" ? engines::Engine::unknown : *engines::find_engine(opts->engine));
     const auto log = value_or_fatal(enginelog::parse_engine_log_file(opts->path, options));
     emit(opts->out, report::text::engine_log_json(log), report::text::engine_log_text(log));
     if (!enginelog::has_memory_figures(log)) {

@@ -13,6 +13,7 @@
 #include "kvprof/cli/run_report.hpp"
 #include "kvprof/client/cli_options.hpp"
 #include "kvprof/client/raw_request.hpp"
+#include "kvprof/engines/registry.hpp"
 #include "kvprof/gpu/source_select.hpp"
 #include "kvprof/history/entries.hpp"
 #include "kvprof/profile/estimate_check.hpp"
@@ -264,7 +265,7 @@ void run_profile_command(ProfileCliState& st) {
       sources.gpu_note = "--estimate-with";
     }
     auto input = value_or_fatal(parse_estimate_flags(st.estimate_with, est_defaults));
-    config.estimate = value_or_fatal(estimate::estimate(input));
+    config.estimate = value_or_fatal(engines::plan(input));
     // What the plan found in the model (an architecture given that differs from it, a model
     // described only by the architecture given) qualifies the comparison.
     if (!st.quiet) {

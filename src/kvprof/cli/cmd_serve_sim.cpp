@@ -11,6 +11,7 @@
 
 #include "kvprof/cli/commands.hpp"
 #include "kvprof/enginelog/parser.hpp"
+#include "kvprof/engines/registry.hpp"
 #include "kvprof/sim/live_state.hpp"
 #include "kvprof/sim/sim_server.hpp"
 #include "kvprof/sim/startup_log.hpp"
@@ -52,7 +53,7 @@ void play_startup_log(const std::vector<std::string>& lines, uint32_t delay_ms,
     if (!config.live_state_path.empty()) (void)sim::write_live_state(config.live_state_path, live);
   };
   publish();
-  enginelog::EngineLogParser parser;
+  enginelog::EngineLogParser parser(engines::log_parse_options());
   for (const auto& line : lines) {
     if (line.empty()) continue;
     std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));

@@ -8,6 +8,7 @@
 #include "kvprof/cli/commands.hpp"
 #include "kvprof/cli/estimate_options.hpp"
 #include "kvprof/cli/output.hpp"
+#include "kvprof/engines/registry.hpp"
 #include "kvprof/estimate/estimate.hpp"
 #include "kvprof/experiment/compare.hpp"
 #include "kvprof/experiment/validate.hpp"
@@ -59,7 +60,7 @@ void run_validate(const ValidateState& st) {
     EstimateOptions defaults;
     if (!run.model.empty()) defaults.model = run.model;
     auto input = value_or_fatal(parse_estimate_flags(st.estimate_with, defaults));
-    auto est = value_or_fatal(estimate::estimate(input));
+    auto est = value_or_fatal(engines::plan(input));
     reference = experiment::plan_figures(est, st.estimate_with).components;
     name = fmt::format("kvprof estimate ({})", st.estimate_with);
   } else if (!run.estimated.empty()) {

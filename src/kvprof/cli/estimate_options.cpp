@@ -7,7 +7,7 @@
 #include <utility>
 
 #include "kvprof/cli/suggest.hpp"
-#include "kvprof/estimate/engine_version.hpp"
+#include "kvprof/engines/registry.hpp"
 #include "kvprof/model/resolve.hpp"
 #include "kvprof/util/strings.hpp"
 #include "kvprof/util/units.hpp"
@@ -73,7 +73,7 @@ estimate::EstimateInput build_estimate_input(const EstimateOptions& o) {
   auto& s = in.settings;
   s.engine = value_or_fatal(engines::parse_planned_engine(o.engine));
   if (!o.engine_version.empty()) {
-    s.engine_version = value_or_fatal(estimate::parse_engine_version(s.engine, o.engine_version));
+    s.engine_version = value_or_fatal(engines::parse_engine_version(s.engine, o.engine_version));
   }
   s.tensor_parallel_size = o.tp;
   s.pipeline_parallel_size = o.pp;
@@ -196,7 +196,7 @@ void add_estimate_options(CLI::App* cmd, EstimateOptions& o) {
   cmd->add_option("--gpu-mem", o.gpu_mem, "Usable memory of a GPU not in the catalog, e.g. 24GiB");
   cmd->add_option("--engine", o.engine, "vllm | sglang | trtllm | llamacpp | hf")
       ->capture_default_str();
-  cmd->add_option("--engine-version", o.engine_version, estimate::engine_versions_help())
+  cmd->add_option("--engine-version", o.engine_version, engines::engine_versions_help())
       ->envname("KVPROF_ENGINE_VERSION");
   auto* par = cmd->add_option_group("parallelism");
   par->add_option("--tensor-parallel-size,--tp,--tp-size,--tp_size", o.tp,

@@ -61,32 +61,22 @@ void EngineLogParser::parse_line(std::string_view line) {
     clean = strip_ansi(line);
     line = clean;
   }
-  const detail::LineInput in{m_report.n_lines, line};
+  const LineInput in{m_report.n_lines, line};
   const engines::Engine engine = m_report.engine;
   bool recognised = false;
   engines::Engine found = engines::Engine::unknown;
-  auto try_engine = [&](engines::Engine e, auto&& parse, auto&& marker) {
-    if (recognised || (engine != engines::Engine::unknown && engine != e)) return;
-    if (parse()) {
+  for (auto& reader : m_options.readers) {
+    if (engine != engines::Engine::unknown && engine != reader.engine) continue;
+    if (reader.read(in, m_report)) {
       recognised = true;
-      found = e;
-    } else if (found == engines::Engine::unknown && engine == engines::Engine::unknown &&
-               marker()) {
-      found = e;
+      found = reader.engine;
+      break;
     }
-  };
-  try_engine(
-      engines::Engine::llamacpp, [&] { return detail::parse_llamacpp_line(in, m_llama, m_report); },
-      [&] { return detail::is_llamacpp_marker(line); });
-  try_engine(
-      engines::Engine::vllm, [&] { return detail::parse_vllm_line(in, m_report); },
-      [&] { return detail::is_vllm_marker(line); });
-  try_engine(
-      engines::Engine::sglang, [&] { return detail::parse_sglang_line(in, m_report); },
-      [&] { return detail::is_sglang_marker(line); });
-  try_engine(
-      engines::Engine::trtllm, [&] { return detail::parse_trtllm_line(in, m_trtllm, m_report); },
-      [&] { return detail::is_trtllm_marker(line); });
+    if (found == engines::Engine::unknown && engine == engines::Engine::unknown &&
+        reader.is_marker != nullptr && reader.is_marker(line)) {
+      found = reader.engine;
+    }
+  }
   if (recognised) ++m_report.n_recognised_lines;
   if (engine == engines::Engine::unknown && found != engines::Engine::unknown)
     m_report.engine = found;
@@ -141,8 +131,6 @@ Expected<EngineLogReport> parse_engine_log_file(const std::filesystem::path& pat
   return parser.finish();
 }
 
-namespace detail {
-
 bool add_size_after(EngineLogReport& report, const LineInput& in, std::string_view key,
                     Component component, std::string device) {
   Cursor c(in.text);
@@ -152,7 +140,5 @@ bool add_size_after(EngineLogReport& report, const LineInput& in, std::string_vi
   add_figure(report, in, component, std::move(device), std::move(*size));
   return true;
 }
-
-}  // namespace detail
 
 }  // namespace kvprof::enginelog

@@ -7,8 +7,9 @@
 #include <filesystem>
 #include <string>
 #include <string_view>
+#include <vector>
 
-#include "kvprof/enginelog/engines.hpp"
+#include "kvprof/enginelog/line_reader.hpp"
 #include "kvprof/enginelog/report.hpp"
 #include "kvprof/util/error.hpp"
 
@@ -18,6 +19,8 @@ struct ParseOptions {
   // The engine whose lines to read; unknown = detect it from the lines (the first engine whose
   // figure or logger mark appears; until then every engine's lines are read).
   engines::Engine engine = engines::Engine::unknown;
+  // Every engine's line reader (engines::log_readers() gives them all); none reads nothing.
+  std::vector<LineReader> readers;
   size_t max_line_bytes = 64 * 1024;
   uint64_t max_total_bytes = 256ULL << 20;
 };
@@ -25,7 +28,7 @@ struct ParseOptions {
 // Streaming parser: feed bytes in any chunks, then finish() once.
 class EngineLogParser {
  public:
-  explicit EngineLogParser(ParseOptions options = {});
+  explicit EngineLogParser(ParseOptions options);
 
   // Consumes `bytes`; lines are split on '\n' (a trailing '\r' is dropped).
   void feed(std::string_view bytes);
@@ -40,18 +43,16 @@ class EngineLogParser {
 
   ParseOptions m_options;
   EngineLogReport m_report;
-  detail::LlamaCppState m_llama;
-  detail::TrtllmState m_trtllm;
   std::string m_line;
   bool m_skipping = false;  // the current line went past max_line_bytes
   uint64_t m_total_bytes = 0;
 };
 
 // Parses a whole log held in memory.
-EngineLogReport parse_engine_log(std::string_view text, const ParseOptions& options = {});
+EngineLogReport parse_engine_log(std::string_view text, const ParseOptions& options);
 
 // Streams the file at `path` through the parser; not_found or io errors when it cannot be read.
 Expected<EngineLogReport> parse_engine_log_file(const std::filesystem::path& path,
-                                                const ParseOptions& options = {});
+                                                const ParseOptions& options);
 
 }  // namespace kvprof::enginelog

@@ -23,18 +23,18 @@ constexpr std::array<std::string_view, 1> k_tgi_aliases{"text-generation-inferen
 
 // In the order of the enum.
 constexpr std::array<EngineRow, 7> k_rows{{
-    {Engine::unknown, "unknown", "an unknown engine", k_no_aliases, false, false, false, "", "",
-     ""},
-    {Engine::vllm, "vllm", "vLLM", k_no_aliases, true, true, true, "vllm:",
-     "--tensor-parallel-size", "--pipeline-parallel-size"},
-    {Engine::sglang, "sglang", "SGLang", k_no_aliases, true, true, true, "sglang:", "--tp-size",
-     "--pp-size"},
-    {Engine::trtllm, "trtllm", "TensorRT-LLM", k_trtllm_aliases, true, true, true, "", "--tp_size",
-     "--pp_size"},
-    {Engine::llamacpp, "llamacpp", "llama.cpp", k_llamacpp_aliases, true, false, true,
-     "llamacpp:", "", ""},
-    {Engine::hf, "hf", "HF transformers", k_hf_aliases, true, false, false, "", "", ""},
-    {Engine::tgi, "tgi", "TGI", k_tgi_aliases, false, false, false, "tgi_", "", ""},
+    {Engine::unknown, "unknown", "an unknown engine", k_no_aliases, "", "", "", KvAllocation::grows,
+     false},
+    {Engine::vllm, "vllm", "vLLM", k_no_aliases, "vllm:", "--tensor-parallel-size",
+     "--pipeline-parallel-size", KvAllocation::paged_pool, true},
+    {Engine::sglang, "sglang", "SGLang", k_no_aliases, "sglang:", "--tp-size", "--pp-size",
+     KvAllocation::paged_pool, false},
+    {Engine::trtllm, "trtllm", "TensorRT-LLM", k_trtllm_aliases, "", "--tp_size", "--pp_size",
+     KvAllocation::paged_pool, true},
+    {Engine::llamacpp, "llamacpp", "llama.cpp", k_llamacpp_aliases, "llamacpp:", "", "",
+     KvAllocation::cells, false},
+    {Engine::hf, "hf", "HF transformers", k_hf_aliases, "", "", "", KvAllocation::grows, false},
+    {Engine::tgi, "tgi", "TGI", k_tgi_aliases, "tgi_", "", "", KvAllocation::paged_pool, false},
 }};
 
 }  // namespace
@@ -61,19 +61,6 @@ std::optional<Engine> find_engine(std::string_view text) {
     }
   }
   return std::nullopt;
-}
-
-Expected<Engine> parse_planned_engine(std::string_view text) {
-  const auto engine = find_engine(text);
-  if (engine && engine_row(*engine).planned) return *engine;
-  std::vector<std::string_view> planned;
-  for (const auto& row : k_rows) {
-    if (row.planned) planned.push_back(row.name);
-  }
-  std::string names;
-  for (size_t i = 0; i < planned.size(); ++i)
-    names += fmt::format("{}{}", i == 0 ? "" : i + 1 == planned.size() ? " or " : ", ", planned[i]);
-  return fail(ErrorKind::usage, fmt::format("unknown engine '{}' (use {})", text, names));
 }
 
 }  // namespace kvprof::engines

@@ -32,7 +32,7 @@ uint64_t max_context_at(const Estimate& est, uint32_t concurrency, uint64_t limi
   return lo;
 }
 
-std::vector<Recommendation> recommend(const EstimateInput& base) {
+std::vector<Recommendation> recommend(const EstimateInput& base, PlanFn plan) {
   std::vector<Recommendation> out;
   for (const auto& g : gpu::gpu_catalog()) {
     for (const uint32_t count : k_recommend_gpu_counts) {
@@ -44,7 +44,7 @@ std::vector<Recommendation> recommend(const EstimateInput& base) {
         in.gpu = g;
         in.settings.tensor_parallel_size = tp;
         in.settings.pipeline_parallel_size = pp;
-        auto est = estimate(in);
+        auto est = plan(in);
         // A fit runs the workload without queueing: the verdict is fits or tight.
         if (!est || est->verdict > Verdict::tight) continue;
         out.push_back(Recommendation{g, count, tp, pp, std::move(*est)});

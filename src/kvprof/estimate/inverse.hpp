@@ -28,9 +28,9 @@ struct Recommendation {
 inline constexpr uint32_t k_recommend_gpu_counts[] = {1, 2, 4, 8, 16};
 
 // Every catalog GPU with the fewest GPUs (k_recommend_gpu_counts) x (TP, PP) on which `base`
-// starts and its whole workload runs without queueing (verdict fits or tight), sorted by GPU
-// count, then memory per GPU, then name.
-std::vector<Recommendation> recommend(const EstimateInput& base);
+// starts and its whole workload runs without queueing (verdict fits or tight), as `plan`
+// (engines::plan) answers, sorted by GPU count, then memory per GPU, then name.
+std::vector<Recommendation> recommend(const EstimateInput& base, PlanFn plan);
 
 // The engine's own flags for a recommendation, to paste: "--tensor-parallel-size 8
 // --pipeline-parallel-size 2" (vLLM), "--tp-size 8 --pp-size 2" (SGLang), "--tp_size 8 --pp_size

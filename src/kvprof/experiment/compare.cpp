@@ -369,8 +369,7 @@ PlanFigures plan_figures(const estimate::Estimate& est, std::string flags) {
       {"total", d(m.total_bytes)},
       {"cuda_graph", d(m.cuda_graph_bytes)},
   };
-  if (est.settings.engine == engines::Engine::vllm ||
-      est.settings.engine == engines::Engine::trtllm) {
+  if (engines::engine_row(est.settings.engine).plan_counts_cuda_graphs) {
     p.cuda_graphs = est.engine_report.cuda_graphs;
     p.cuda_graph_sets = est.engine_report.cuda_graph_sets;
   }

@@ -10,6 +10,7 @@
 #include "kvprof/bench/bench_run.hpp"
 #include "kvprof/client/stats.hpp"
 #include "kvprof/enginelog/parser.hpp"
+#include "kvprof/engines/registry.hpp"
 #include "kvprof/llama/engine.hpp"
 
 namespace kvprof::experiment {
@@ -19,7 +20,7 @@ namespace {
 // ("llama_kv_cache: size = ... (N cells, ...)") in engine.log, else its n_ctx.
 std::optional<uint64_t> engine_kv_cells(const bench::BenchReport& r) {
   const std::filesystem::path log = std::filesystem::path(r.run_dir) / "engine.log";
-  if (auto parsed = enginelog::parse_engine_log_file(log)) {
+  if (auto parsed = enginelog::parse_engine_log_file(log, engines::log_parse_options())) {
     if (parsed->settings.kv_cells) return parsed->settings.kv_cells->value;
   }
   if (r.context.contains("n_ctx") && r.context["n_ctx"].is_number_unsigned()) {

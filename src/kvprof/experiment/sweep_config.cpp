@@ -13,6 +13,7 @@
 #include <map>
 #include <set>
 
+#include "kvprof/engines/registry.hpp"
 #include "kvprof/estimate/settings.hpp"
 #include "kvprof/gpu/gpu_catalog.hpp"
 #include "kvprof/model/dtype.hpp"

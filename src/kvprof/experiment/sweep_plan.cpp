@@ -8,6 +8,7 @@
 #include <cmath>
 #include <set>
 
+#include "kvprof/engines/registry.hpp"
 #include "kvprof/model/architecture.hpp"
 #include "kvprof/model/dtype.hpp"
 #include "kvprof/model/hf_config.hpp"
@@ -153,7 +154,7 @@ Expected<estimate::Estimate> estimate_entry(const ModelEntry& e, const std::stri
   }
   in.workload.context_tokens.assign(contexts.begin(), contexts.end());
   in.workload.concurrency = e.batch_sizes;
-  return estimate::estimate(in);
+  return engines::plan(in);
 }
 
 // Seconds one condition should take: prefill at a fraction of peak FLOPs, decode steps reading the

@@ -48,6 +48,9 @@ MetricsScraper::MetricsScraper(ScraperOptions options) : m_options(std::move(opt
 
 Expected<std::unique_ptr<MetricsScraper>> MetricsScraper::start(ScraperOptions options) {
   if (options.metrics_url.empty()) return fail(ErrorKind::input, "metrics scraper: empty URL");
+  if (!options.read_snapshot) {
+    return fail(ErrorKind::internal, "metrics scraper: no reader of the engine's metrics");
+  }
   if (options.interval_ms == 0 || options.missing_interval_ms == 0) {
     return fail(ErrorKind::input, "metrics scraper: the interval must be at least 1 ms");
   }
@@ -249,7 +252,7 @@ ScrapeRecord MetricsScraper::scrape_once() {
     } else {
       rec.status = ScrapeStatus::ok;
       rec.skipped_lines = exposition->n_skipped_lines;
-      rec.snapshot = extract_snapshot(*exposition);
+      rec.snapshot = m_options.read_snapshot(*exposition);
       if (exposition->families.empty() && exposition->n_skipped_lines > 0 && !m_warned_garbage &&
           !stopping()) {
         m_warned_garbage = true;

@@ -24,7 +24,9 @@
 namespace kvprof::metrics {
 
 struct ScraperOptions {
-  std::string metrics_url;              // e.g. metrics_url_from_base("http://host:8000/v1")
+  std::string metrics_url;  // e.g. metrics_url_from_base("http://host:8000/v1")
+  // Reads the engine's snapshot out of a scrape: engines::read_metrics (required).
+  std::function<MetricsSnapshot(const Exposition&)> read_snapshot;
   uint32_t interval_ms = 100;           // between scrape starts
   uint32_t missing_interval_ms = 1000;  // while /metrics answers 404 or refuses connections
   uint32_t timeout_ms = 2000;           // one scrape, whole request

@@ -1,6 +1,6 @@
-// The canonical snapshot of a serving engine's scheduler and KV cache, extracted from a parsed
-// /metrics scrape of vLLM, SGLang, TGI or llama.cpp (and llama.cpp's /slots JSON). A field the
-// server does not report stays absent, never 0.
+// The canonical snapshot of a serving engine's scheduler and KV cache, read from a parsed /metrics
+// scrape (by the engine's own reader: engines::read_metrics) and llama.cpp's /slots JSON. A field
+// the server does not report stays absent, never 0.
 #pragma once
 
 #include <cstddef>
@@ -50,13 +50,8 @@ struct MetricsSnapshot {
 };
 
 // The samples of the engine's own families that no engine can report: negative counts or sizes,
-// a KV share over 1. extract_snapshot leaves them out; the scraper says so.
+// a KV share over 1. engines::read_metrics leaves them out; the scraper says so.
 size_t count_impossible_values(const Exposition& exposition);
-
-// Extracts the canonical fields from `exposition` for the engine guess_engine() names. Counts are
-// summed over label sets (model_name, engine index, DP rank); fractions are averaged; NaN samples
-// are ignored.
-MetricsSnapshot extract_snapshot(const Exposition& exposition);
 
 struct SlotsSummary {
   uint64_t slots_total = 0;

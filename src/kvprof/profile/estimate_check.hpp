@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "kvprof/estimate/assumptions.hpp"
+#include "kvprof/engines/assumptions.hpp"
 #include "kvprof/estimate/result.hpp"
 #include "kvprof/profile/breakdown.hpp"
 #include "kvprof/profile/report.hpp"
@@ -19,12 +19,12 @@
 namespace kvprof::profile {
 
 // What the plan assumed lives with the planner (estimate/assumptions.hpp); profile uses it too.
-using estimate::assumptions_text;
-using estimate::AssumptionSources;
-using estimate::estimate_assumptions;
-using estimate::gpu_origin_name;
-using estimate::GpuOrigin;
-using estimate::modelled_engine_version;
+using engines::assumptions_text;
+using engines::AssumptionSources;
+using engines::estimate_assumptions;
+using engines::gpu_origin_name;
+using engines::GpuOrigin;
+using engines::modelled_engine_version;
 
 // What a simulated run's breakdown, confidence and errors are (they compare the planner with a
 // server it sized itself).

@@ -14,6 +14,7 @@
 #include "kvprof/client/raw_request.hpp"
 #include "kvprof/client/trace_writer.hpp"
 #include "kvprof/enginelog/parser.hpp"
+#include "kvprof/engines/registry.hpp"
 #include "kvprof/gpu/sampler.hpp"
 #include "kvprof/metrics/scraper.hpp"
 #include "kvprof/profile/condition_metrics.hpp"
@@ -255,6 +256,7 @@ Expected<ProfileOutcome> run_profile(const ProfileConfig& config_in, const Profi
   auto metrics_url = metrics::metrics_url_from_base(config.run.endpoint);
   if (!metrics_url) return std::unexpected(metrics_url.error());
   mo.metrics_url = *metrics_url;
+  mo.read_snapshot = &engines::read_metrics;
   mo.interval_ms = config.metrics_interval_ms;
   mo.csv_path = *dir / "metrics_trace.csv";
   mo.on_record = [&timeline](const metrics::ScrapeRecord& r) { timeline.add_metrics(r); };
@@ -428,7 +430,8 @@ Expected<ProfileOutcome> run_profile(const ProfileConfig& config_in, const Profi
     report.launch = launch_json(launch, memory);
     report.engine_reported = engine_reported_json(watcher.finish(), "server.log");
   } else if (!config.server_log.empty()) {
-    if (auto log = enginelog::parse_engine_log_file(config.server_log)) {
+    if (auto log =
+            enginelog::parse_engine_log_file(config.server_log, engines::log_parse_options())) {
       report.engine_reported = engine_reported_json(*log, config.server_log.string());
     } else {
       warnings.add("--server-log: " + log.error().message);

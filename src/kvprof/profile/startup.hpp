@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kvprof/enginelog/parser.hpp"
+#include "kvprof/engines/registry.hpp"
 #include "kvprof/profile/launcher.hpp"
 #include "kvprof/profile/timeline.hpp"
 
@@ -52,7 +53,7 @@ class StartupWatcher {
 
  private:
   mutable std::mutex m_mutex;
-  enginelog::EngineLogParser m_parser;
+  enginelog::EngineLogParser m_parser{engines::log_parse_options()};
   std::vector<StartupMark> m_marks;
   std::vector<std::pair<StartupPhase, int64_t>> m_begins;
   std::optional<int64_t> m_ready_ns;

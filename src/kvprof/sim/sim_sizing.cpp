@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "kvprof/engines/registry.hpp"
 #include "kvprof/estimate/estimate.hpp"
 #include "kvprof/gpu/gpu_catalog.hpp"
 #include "kvprof/model/resolve.hpp"
@@ -54,7 +55,7 @@ Expected<std::optional<estimate::Estimate>> estimate_for_sim(const SimFlags& fla
   if (flags.max_model_len) s.max_model_len = *flags.max_model_len;
   s.gpu_memory_utilization = flags.gpu_memory_utilization;
   s.tensor_parallel_size = std::max<uint32_t>(1, flags.tensor_parallel_size);
-  auto est = estimate::estimate(in);
+  auto est = engines::plan(in);
   if (!est) return std::unexpected(est.error().with_context("sizing the simulation"));
   return std::optional<estimate::Estimate>(std::move(*est));
 }

@@ -44,9 +44,10 @@ std::string tokens_label(uint64_t tokens) {
   return std::to_string(tokens);
 }
 
-bool is_paged(engines::Engine engine) {
-  return engine == engines::Engine::vllm || engine == engines::Engine::sglang ||
-         engine == engines::Engine::trtllm;
+// True where the engine allocates a pool of KV blocks at start (past it requests queue).
+bool paged_pool(const estimate::Estimate& est) {
+  return engines::engine_row(est.settings.engine).kv_allocation ==
+         engines::KvAllocation::paged_pool;
 }
 
 // Everything on the GPU but the KV cache: weights, activations, CUDA graphs, workspaces, context.
@@ -59,9 +60,9 @@ std::string subtitle_of(const estimate::Estimate& est) {
   std::string what;
   if (est.verdict == estimate::Verdict::does_not_start) {
     what = "does not start (" + est.start_failure + ")";
-  } else if (is_paged(s.engine)) {
+  } else if (paged_pool(est)) {
     what = "KV pool allocated at start: past its line requests queue, memory stays the same";
-  } else if (s.engine == engines::Engine::llamacpp) {
+  } else if (engines::engine_row(s.engine).kv_allocation == engines::KvAllocation::cells) {
     what = "KV cells (-c) allocated at start: past their line a request does not fit";
   } else {
     what = "KV cache grows with the workload: past the usable line memory runs out";
@@ -94,14 +95,14 @@ Figure plan_base(const estimate::Estimate& est, const DoublingAxis& axis, Memory
   usable.y = {static_cast<double>(est.gpu.memory_bytes) / unit.bytes};
   f.hlines.push_back(std::move(usable));
   if (est.kv_capacity_bytes > 0) {
-    FigureSeries pool{is_paged(est.settings.engine) ? "fixed + KV pool (allocated at start)"
-                                                    : "fixed + KV capacity",
-                      Nature::estimated,
-                      0,
-                      true,
-                      false,
-                      {},
-                      {}};
+    FigureSeries pool{
+        paged_pool(est) ? "fixed + KV pool (allocated at start)" : "fixed + KV capacity",
+        Nature::estimated,
+        0,
+        true,
+        false,
+        {},
+        {}};
     pool.y = {static_cast<double>(fixed_bytes(est) + est.kv_capacity_bytes) / unit.bytes};
     f.hlines.push_back(std::move(pool));
   }
@@ -112,8 +113,8 @@ Figure plan_base(const estimate::Estimate& est, const DoublingAxis& axis, Memory
 // well past the highest capacity line so it does not squash the figure.
 FigureSeries kv_curve(const estimate::Estimate& est, const DoublingAxis& axis, MemoryUnit unit,
                       const std::function<uint64_t(uint64_t)>& bytes_at) {
-  FigureSeries s{is_paged(est.settings.engine) ? "weights + fixed + KV needed by the workload"
-                                               : "weights + fixed + KV cache",
+  FigureSeries s{paged_pool(est) ? "weights + fixed + KV needed by the workload"
+                                 : "weights + fixed + KV cache",
                  Nature::estimated,
                  0,
                  false,

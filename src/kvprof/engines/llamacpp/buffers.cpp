@@ -1,0 +1,440 @@
+// llama.cpp's buffers as libllama sizes them (see buffers.hpp). The figures were checked
+// against llama.cpp 0.5 (node-llama-cpp 3.22.1) through llama_get_memory_breakdown, by
+// tests/estimate_llamacpp_real_test.cpp.
+#include "kvprof/engines/llamacpp/buffers.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <limits>
+#include <optional>
+#include <string_view>
+
+#include "kvprof/engines/llamacpp/graph.hpp"
+#include "kvprof/estimate/kv.hpp"
+#include "kvprof/estimate/tensors.hpp"
+#include "kvprof/model/gguf.hpp"
+
+namespace kvprof::engines {
+
+using namespace kvprof::estimate;  // NOLINT: the planner below every engine
+
+namespace {
+
+using model::AttentionKind;
+using model::ModelSpec;
+
+constexpr uint32_t k_kv_pad_cells = 256;  // llama_kv_cache pads its size to 256 cells
+constexpr uint32_t k_type_q4_0 = 2;
+constexpr uint32_t k_type_q4_k = 12;
+constexpr uint32_t k_type_iq4_nl = 20;
+// libllama, ggml and the vocabulary tables: what the process grows by besides the buffers,
+// measured on llama.cpp 0.5 (CPU build) with dummy vocabularies of 1k to 152k tokens.
+constexpr uint64_t k_runtime_base_bytes = 9728ULL << 10;
+constexpr uint64_t k_runtime_bytes_per_vocab_token = 180;
+
+uint64_t pad_to(uint64_t n, uint64_t multiple) {
+  return (n + multiple - 1) / multiple * multiple;
+}
+
+// Where a tensor belongs: token embeddings (always host), a repeating layer, or the output side.
+enum class Slot : uint8_t { token_embd, layer, output };
+
+struct PlacedTensor {
+  Slot slot = Slot::output;
+  int32_t layer = -1;
+  uint32_t type = k_ggml_type_f16;
+  uint64_t rows = 1;  // ne[1]
+  uint32_t dims = 1;
+  uint64_t bytes = 0;
+  uint64_t offset = 0;
+};
+
+std::optional<uint32_t> type_id(std::string_view name) {
+  for (uint32_t id = 0; id < 64; ++id) {
+    const auto n = model::ggml_type_name(id);
+    if (n && *n == name) return id;
+  }
+  return std::nullopt;
+}
+
+// "blk.12.attn_q.weight" -> 12.
+std::optional<int32_t> block_index(std::string_view name) {
+  if (!name.starts_with("blk.")) return std::nullopt;
+  name.remove_prefix(4);
+  int32_t v = 0;
+  const auto [p, ec] = std::from_chars(name.data(), name.data() + name.size(), v);
+  if (ec != std::errc() || p == name.data()) return std::nullopt;
+  return v;
+}
+
+// The GGUF's own tensors, or (for a model known by its dimensions) f16 matrices and f32 norms
+// laid out one after another.
+std::vector<PlacedTensor> placed_tensors(const ModelSpec& m) {
+  std::vector<PlacedTensor> out;
+  if (!m.tensors.empty()) {
+    for (const auto& t : m.tensors) {
+      PlacedTensor p;
+      if (t.name.starts_with("token_embd.")) {
+        p.slot = Slot::token_embd;
+      } else if (const auto il = block_index(t.name)) {
+        p.slot = Slot::layer;
+        p.layer = *il;
+      }
+      p.type = type_id(t.type_name).value_or(k_ggml_type_f16);
+      p.dims = static_cast<uint32_t>(t.shape.size());
+      p.rows = t.shape.size() >= 2 ? t.shape[1] : 1;
+      p.bytes = t.bytes;
+      p.offset = t.offset_bytes;
+      out.push_back(p);
+    }
+    return out;
+  }
+  uint64_t offset = 0;
+  for (const auto& t : decoder_tensors(m)) {
+    if (t.role == TensorRole::vision || t.role == TensorRole::mtp) continue;
+    PlacedTensor p;
+    p.slot = t.role == TensorRole::embedding ? Slot::token_embd
+             : t.layer >= 0                  ? Slot::layer
+                                             : Slot::output;
+    p.layer = t.layer;
+    const bool matrix = t.cols > 1;
+    p.type = matrix ? k_ggml_type_f16 : k_ggml_type_f32;
+    p.dims = matrix ? 2 : 1;
+    p.rows = t.rows;
+    p.bytes = t.elements() * (matrix ? 2 : 4);
+    p.offset = offset;
+    offset += pad_to(p.bytes, 32);
+    out.push_back(p);
+  }
+  return out;
+}
+
+bool repacked(const PlacedTensor& t, const LlamaCppSettings& s) {
+  if (!s.cpu_repack || t.slot == Slot::token_embd || t.dims < 2 || t.rows % 8 != 0) return false;
+  return t.type == k_type_q4_0 || t.type == k_type_q4_k || t.type == k_type_iq4_nl;
+}
+
+// The GPU of layer `il` (-1: host).
+int32_t gpu_of(const LlamaCppPlan& plan, int64_t il) {
+  return il >= 0 && static_cast<size_t>(il) < plan.layer_gpu.size()
+             ? plan.layer_gpu[static_cast<size_t>(il)]
+             : -1;
+}
+
+void place_weights(const ModelSpec& m, const LlamaCppSettings& s, LlamaCppPlan& plan) {
+  const auto tensors = placed_tensors(m);
+  uint64_t span_begin = std::numeric_limits<uint64_t>::max();
+  uint64_t span_end = 0;
+  uint64_t host_bytes = 0;
+  bool has_output_matrix = false;
+  uint64_t token_embd_bytes = 0;
+  for (const auto& t : tensors) {
+    if (t.slot == Slot::token_embd) token_embd_bytes += t.bytes;
+    if (t.slot == Slot::output && t.dims >= 2) has_output_matrix = true;
+    const int32_t gpu = t.slot == Slot::layer    ? gpu_of(plan, t.layer)
+                        : t.slot == Slot::output ? plan.output_gpu
+                                                 : -1;
+    if (gpu >= 0) {
+      plan.model_gpu_bytes += t.bytes;
+      plan.gpus[static_cast<size_t>(gpu)].model_bytes += t.bytes;
+      continue;
+    }
+    plan.model_host_resident_bytes += t.bytes;
+    if (repacked(t, s)) {
+      plan.model_repack_bytes += t.bytes;
+      continue;
+    }
+    host_bytes += t.bytes;
+    span_begin = std::min(span_begin, t.offset);
+    span_end = std::max(span_end, t.offset + t.bytes);
+  }
+  // Tied embeddings: the output layer on the GPU is a copy of the token embeddings.
+  if (plan.output_on_gpu && !has_output_matrix) {
+    plan.model_gpu_bytes += token_embd_bytes;
+    plan.gpus[static_cast<size_t>(plan.output_gpu)].model_bytes += token_embd_bytes;
+  }
+  if (s.use_mmap) {
+    plan.model_mapped_bytes = span_end > span_begin ? span_end - span_begin : 0;
+  } else {
+    plan.model_host_bytes = host_bytes;
+  }
+  plan.model_host_resident_bytes += plan.model_repack_bytes;
+}
+
+bool is_attention(AttentionKind k) {
+  return k == AttentionKind::full || k == AttentionKind::sliding || k == AttentionKind::chunked ||
+         k == AttentionKind::mla;
+}
+
+// K + V bytes of one cell of layer `il`.
+uint64_t cell_bytes(const ModelSpec& m, AttentionKind kind, const LlamaCppSettings& s) {
+  if (kind == AttentionKind::mla) {
+    // llama.cpp caches the latent and the rope part as K; V is a view of it.
+    return ggml_row_bytes(s.type_k, uint64_t{m.mla.kv_lora_rank} + m.mla.qk_rope_head_dim);
+  }
+  const uint64_t width = uint64_t{m.head_dim} * m.n_head_kv;
+  return ggml_row_bytes(s.type_k, width) + ggml_row_bytes(s.type_v, width);
+}
+
+void place_kv(const ModelSpec& m, const LlamaCppSettings& s, LlamaCppPlan& plan) {
+  const uint32_t n_seq = std::max(1U, s.n_seq_max);
+  const uint32_t n_stream = s.kv_unified ? 1 : n_seq;
+  const uint32_t cells_per_stream =
+      static_cast<uint32_t>(pad_to(s.n_ctx / n_stream, k_kv_pad_cells));
+  plan.n_ctx_seq = s.kv_unified ? s.n_ctx : s.n_ctx / n_stream;
+  plan.kv_cells = cells_per_stream * n_stream;
+  uint32_t window = 0;
+  for (const auto& l : m.layers) {
+    if (l.attention == AttentionKind::sliding || l.attention == AttentionKind::chunked)
+      window = std::max(window, l.window_tokens);
+  }
+  uint32_t swa_per_stream = cells_per_stream;
+  if (!s.swa_full && window > 0) {
+    const uint64_t want = uint64_t{window} * (s.kv_unified ? n_seq : 1) + plan.n_ubatch;
+    swa_per_stream =
+        static_cast<uint32_t>(std::min<uint64_t>(cells_per_stream, pad_to(want, k_kv_pad_cells)));
+  }
+  plan.kv_cells_swa = swa_per_stream * n_stream;
+  // Recurrent layers keep one state per sequence (f32 conv + ssm state).
+  const KvLayout layout = kv_layout(m, 1, 1, 0, KvCacheDtype::f32, model::DType::f32);
+  for (uint32_t il = 0; il < m.n_layer && il < m.layers.size(); ++il) {
+    const AttentionKind kind = m.layers[il].attention;
+    uint64_t bytes = 0;
+    if (is_attention(kind)) {
+      const bool local = (kind == AttentionKind::sliding || kind == AttentionKind::chunked) &&
+                         m.layers[il].window_tokens > 0;
+      const uint64_t per_cell = cell_bytes(m, kind, s);
+      bytes = per_cell * (local ? plan.kv_cells_swa : plan.kv_cells);
+      if (!local) plan.kv_bytes_per_cell += per_cell;
+    } else {
+      for (const auto& l : layout.layers) {
+        if (l.layer == il) bytes = l.state_bytes * n_seq;
+      }
+    }
+    if (const int32_t gpu = gpu_of(plan, il); gpu >= 0) {
+      plan.kv.gpu_bytes += bytes;
+      plan.gpus[static_cast<size_t>(gpu)].kv_bytes += bytes;
+    } else {
+      plan.kv.host_bytes += bytes;
+    }
+  }
+}
+
+struct Stage {
+  const char* name;
+  uint64_t bytes_per_token;
+};
+
+// The compute buffer: the worst-case graph of n_ubatch tokens, every one an output, attending
+// to the whole cache. ggml's allocator reuses memory, so the buffer is about the largest stage
+// with what stays alive across it (the residual stream and the graph inputs).
+void place_compute(const ModelSpec& m, const LlamaCppSettings& s, LlamaCppPlan& plan) {
+  const uint64_t E = m.hidden_size;
+  const uint64_t H = m.n_head;
+  const uint64_t q_width = uint64_t{m.head_dim} * H;
+  const uint64_t kv_width = uint64_t{m.head_dim} * m.n_head_kv;
+  const bool has_full = std::any_of(m.layers.begin(), m.layers.end(), [](const auto& l) {
+    const bool local =
+        l.attention == AttentionKind::sliding || l.attention == AttentionKind::chunked;
+    return l.attention == AttentionKind::full || l.attention == AttentionKind::mla ||
+           (local && l.window_tokens == 0);
+  });
+  const bool has_local = std::any_of(m.layers.begin(), m.layers.end(), [](const auto& l) {
+    return (l.attention == AttentionKind::sliding || l.attention == AttentionKind::chunked) &&
+           l.window_tokens > 0;
+  });
+  const uint32_t n_stream = s.kv_unified ? 1 : std::max(1U, s.n_seq_max);
+  const uint64_t n_kv = (has_full ? plan.kv_cells : plan.kv_cells_swa) / n_stream;
+  // A model with both kinds of layer keeps a second mask for the sliding-window cells.
+  const uint64_t mask_bytes = s.flash_attn ? 2 : 4;
+  const uint64_t swa_mask = has_full && has_local ? plan.kv_cells_swa / n_stream * mask_bytes : 0;
+  const bool quantized_k =
+      s.type_k != k_ggml_type_f16 && s.type_k != k_ggml_type_f32 && s.type_k != 30 /* bf16 */;
+  // Logits of every token (f32), the normalized hidden states, the token ids; a quantized K
+  // cache keeps about one more half-width row alive here.
+  const Stage output{"logits",
+                     uint64_t{m.vocab_size} * 4 + 2 * E * 4 + 4 + (quantized_k ? E * 2 : 0)};
+  // Attention: without flash attention the scores of every head over every cell (f32) and the
+  // f32 mask; with it the f16 mask. Besides: q, the attention output, the residual stream.
+  const uint64_t around = 5 * q_width * 4 + 20 + (m.n_head_kv < m.n_head ? 2 * kv_width * 4 : 0);
+  const Stage attention{"attention",
+                        (s.flash_attn ? 0 : n_kv * H * 4) + n_kv * mask_bytes + swa_mask + around};
+  uint64_t mlp = 2ULL * m.intermediate_size * 4;
+  if (m.is_moe()) {
+    const uint64_t experts =
+        2ULL * m.moe.n_expert_used * m.moe.expert_intermediate_size * 4 +
+        2ULL * m.moe.n_expert * 4 +
+        2ULL * m.moe.n_shared_expert * m.moe.shared_expert_intermediate_size * 4;
+    mlp = std::max(mlp, experts);
+  }
+  const Stage ffn{"mlp", mlp + 3 * E * 4};
+  const auto biggest = [](std::initializer_list<Stage> stages) {
+    Stage best = *stages.begin();
+    for (const auto& st : stages) {
+      if (st.bytes_per_token > best.bytes_per_token) best = st;
+    }
+    return best;
+  };
+  const uint64_t n_tok = plan.n_ubatch;
+  const bool layers_on_gpu = plan.gpu_layers > 0;
+  const bool layers_on_host = plan.gpu_layers < m.n_layer;
+  if (!layers_on_gpu && !plan.output_on_gpu) {
+    const Stage st = biggest({output, attention, ffn});
+    plan.compute.host_bytes = n_tok * st.bytes_per_token;
+    plan.compute_stage = st.name;
+    // On the CPU the whole graph is one allocation: replay ggml's allocator over it.
+    LlamaGraphShape g;
+    g.n_tokens = plan.n_ubatch;
+    g.n_stream = n_stream;
+    g.n_kv = plan.kv_cells / n_stream;
+    g.n_kv_swa = plan.kv_cells_swa / n_stream;
+    g.flash_attn = s.flash_attn;
+    g.type_k = s.type_k;
+    g.type_v = s.type_v;
+    if (const auto bytes = llamacpp_cpu_compute_bytes(m, g)) {
+      plan.compute.host_bytes = *bytes;
+      plan.compute_stage = "graph";
+    }
+    // A running server computes logits only for the last token of each sequence, so the pages
+    // of the other rows are never touched: RAM holds the biggest other stage, or the logits of
+    // n_seq_max outputs.
+    const uint64_t touched_logits = n_tok * (output.bytes_per_token - uint64_t{m.vocab_size} * 4) +
+                                    uint64_t{m.vocab_size} * 4 * std::max(1U, s.n_seq_max);
+    plan.compute_host_resident_bytes =
+        std::min(plan.compute.host_bytes,
+                 std::max(n_tok * biggest({attention, ffn}).bytes_per_token, touched_logits));
+    return;
+  }
+  // Offloaded: each device sizes its buffer for the stages it runs; the host keeps the graph
+  // inputs (token embeddings are looked up there) when it runs nothing else.
+  uint64_t largest = 0;
+  for (size_t d = 0; d < plan.gpus.size(); ++d) {
+    LlamaCppDevice& dev = plan.gpus[d];
+    if (dev.layers == 0 && !dev.output) continue;
+    const Stage st = dev.output ? (dev.layers > 0 ? biggest({output, attention, ffn}) : output)
+                                : biggest({attention, ffn});
+    dev.compute_bytes = n_tok * st.bytes_per_token;
+    plan.compute.gpu_bytes += dev.compute_bytes;
+    if (dev.compute_bytes > largest) {
+      largest = dev.compute_bytes;
+      plan.compute_stage = st.name;
+    }
+  }
+  if (layers_on_host || !plan.output_on_gpu) {
+    const Stage host_stage = plan.output_on_gpu ? biggest({attention, ffn})
+                             : layers_on_host   ? biggest({output, attention, ffn})
+                                                : output;
+    plan.compute.host_bytes = n_tok * host_stage.bytes_per_token;
+  } else {
+    plan.compute.host_bytes = n_tok * (E * 4 + 8);
+  }
+  plan.compute_host_resident_bytes = plan.compute.host_bytes;
+}
+
+}  // namespace
+
+Expected<uint32_t> parse_cache_type(std::string_view name) {
+  static constexpr uint32_t k_cache_types[] = {0, 1, 30, 8, 2, 3, 6, 7, 20};
+  std::string lower(name);
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  for (const uint32_t id : k_cache_types) {
+    auto n = model::ggml_type_name(id);
+    if (!n) continue;
+    std::transform(n->begin(), n->end(), n->begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    if (*n == lower) return id;
+  }
+  return fail(ErrorKind::usage,
+              fmt::format("unknown llama.cpp cache type '{}' (accepted: f32, f16, bf16, q8_0, "
+                          "q4_0, q4_1, q5_0, q5_1, iq4_nl)",
+                          name));
+}
+
+std::vector<int32_t> llamacpp_layer_split(uint32_t n_layer, uint32_t n_gpu_layers,
+                                          const std::vector<double>& split) {
+  const size_t n_dev = std::max<size_t>(1, split.size());
+  // Cumulative shares, normalized (llama.cpp computes them in float).
+  std::vector<float> bounds(n_dev, 1.0F);
+  const bool all_zero =
+      split.empty() || std::all_of(split.begin(), split.end(), [](double x) { return x == 0; });
+  float sum = 0;
+  for (size_t i = 0; i < n_dev; ++i) {
+    sum += all_zero ? 1.0F : static_cast<float>(split[i]);
+    bounds[i] = sum;
+  }
+  for (auto& b : bounds)
+    b /= sum;
+  const int64_t first = std::max<int64_t>(int64_t{n_layer} - n_gpu_layers, 0);
+  const int64_t active = std::min<int64_t>(n_gpu_layers, int64_t{n_layer} + 1);
+  std::vector<int32_t> out(size_t{n_layer} + 1, -1);
+  for (int64_t il = 0; il <= n_layer; ++il) {
+    if (il < first || il - first >= active) continue;
+    const float at = static_cast<float>(il - first) / static_cast<float>(active);
+    const auto it = std::upper_bound(bounds.begin(), bounds.end(), at);
+    out[static_cast<size_t>(il)] = static_cast<int32_t>(
+        std::min<ptrdiff_t>(it - bounds.begin(), static_cast<ptrdiff_t>(n_dev) - 1));
+  }
+  return out;
+}
+
+uint64_t ggml_row_bytes(uint32_t type, uint64_t n) {
+  return model::ggml_tensor_bytes(type, n).value_or(0);
+}
+
+Expected<LlamaCppPlan> plan_llamacpp(const ModelSpec& m, const LlamaCppSettings& s) {
+  if (s.n_ctx == 0 || s.n_seq_max == 0 || s.n_batch == 0 || s.n_ubatch == 0) {
+    return fail(ErrorKind::usage, "-c, -np, -b and -ub must be at least 1");
+  }
+  for (const uint32_t t : {s.type_k, s.type_v}) {
+    if (!model::ggml_block(t)) {
+      return fail(ErrorKind::usage, fmt::format("unknown KV cache type id {}", t));
+    }
+  }
+  const bool quantized_v =
+      s.type_v != k_ggml_type_f16 && s.type_v != k_ggml_type_f32 && s.type_v != 30;
+  if (quantized_v && !s.flash_attn) {
+    return fail(ErrorKind::usage,
+                "llama.cpp needs flash attention (-fa on) for a quantized V cache (-ctv)");
+  }
+  LlamaCppPlan plan;
+  const uint32_t n_layer = m.n_layer;
+  const uint32_t ngl = !s.has_gpu           ? 0
+                       : s.n_gpu_layers < 0 ? n_layer + 1
+                                            : static_cast<uint32_t>(s.n_gpu_layers);
+  plan.gpu_layers = std::min(ngl, n_layer);
+  plan.output_on_gpu = ngl > n_layer;
+  if (s.has_gpu) {
+    for (const double share : s.tensor_split) {
+      if (!(share >= 0) || share > 1e9) {
+        return fail(ErrorKind::usage, "-ts: each GPU's share must be a number >= 0");
+      }
+    }
+    if (s.tensor_split.size() > 16) return fail(ErrorKind::usage, "-ts: at most 16 GPUs");
+    plan.layer_gpu = llamacpp_layer_split(n_layer, ngl, s.tensor_split);
+    plan.output_gpu = plan.layer_gpu.back();
+    plan.layer_gpu.pop_back();
+    plan.gpus.resize(std::max<size_t>(1, s.tensor_split.size()));
+    for (const int32_t g : plan.layer_gpu) {
+      if (g >= 0) plan.gpus[static_cast<size_t>(g)].layers += 1;
+    }
+    if (plan.output_gpu >= 0) plan.gpus[static_cast<size_t>(plan.output_gpu)].output = true;
+  } else {
+    plan.layer_gpu.assign(n_layer, -1);
+  }
+  plan.n_ubatch = std::min({s.n_ubatch, s.n_batch, s.n_ctx});
+  place_weights(m, s, plan);
+  place_kv(m, s, plan);
+  place_compute(m, s, plan);
+  plan.output_bytes = uint64_t{m.vocab_size} * 4 * std::max(1U, s.n_seq_max);
+  plan.runtime_bytes = k_runtime_base_bytes + k_runtime_bytes_per_vocab_token * m.vocab_size;
+  plan.host_total_bytes = plan.model_host_resident_bytes + plan.kv.host_bytes +
+                          plan.compute_host_resident_bytes + plan.output_bytes + plan.runtime_bytes;
+  plan.gpu_total_bytes = plan.model_gpu_bytes + plan.kv.gpu_bytes + plan.compute.gpu_bytes;
+  return plan;
+}
+
+}  // namespace kvprof::engines

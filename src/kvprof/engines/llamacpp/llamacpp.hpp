@@ -1,0 +1,31 @@
+// llama.cpp, as the engine registry (engines/registry.hpp) calls it: its memory plan (per device,
+// buffers in buffers.hpp), the reader of its startup log and the reader of its /metrics.
+#pragma once
+
+#include <string_view>
+
+#include "kvprof/enginelog/line_reader.hpp"
+#include "kvprof/engines/llamacpp/buffers.hpp"
+#include "kvprof/estimate/estimate.hpp"
+#include "kvprof/metrics/prometheus.hpp"
+#include "kvprof/metrics/snapshot.hpp"
+#include "kvprof/util/error.hpp"
+
+namespace kvprof::engines {
+
+// llama.cpp's buffers for `input`, per device, and the host RAM a CPU deployment needs.
+Expected<estimate::Estimate> estimate_llamacpp(const estimate::EstimateInput& input);
+
+// The llama.cpp settings `settings` name (-c 4096 when no context is given), as
+// estimate_llamacpp plans them; usage error for a cache type llama.cpp lacks (fp8).
+Expected<LlamaCppSettings> llamacpp_settings(const estimate::EngineSettings& settings);
+
+// The reader of llama.cpp's startup lines: model, KV, compute and output buffers per device,
+// settings, model facts, the build and the memory breakdown table.
+enginelog::LineReader llamacpp_log_reader();
+
+// llama-server's gauges and counters into `snapshot`.
+void read_llamacpp_metrics(const metrics::Exposition& exposition,
+                           metrics::MetricsSnapshot& snapshot);
+
+}  // namespace kvprof::engines
