@@ -9,7 +9,7 @@ packages=(
   libcurl4-openssl-dev libssl-dev libboost-dev libsqlite3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   prometheus
-  libcairo2-dev fonts-dejavu-core libjs-chart.js chromium
+  libcairo2-dev fonts-dejavu-core libjs-chart.js chromium curl
 )
 
 missing=()
@@ -19,8 +19,9 @@ for p in "${packages[@]}"; do
   fi
 done
 
-# npm fetches the prebuilt libllama (scripts/fetch_llama.sh) and playwright-core for the report's
-# browser test (scripts/fetch_node_deps.sh); Node.js from elsewhere may already bring its own npm.
+# npm fetches the prebuilt libllama (scripts/fetch_llama.sh), playwright-core for the report's
+# browser test and the OpenAI SDK for the servers' client test (scripts/fetch_node_deps.sh);
+# Node.js from elsewhere may already bring its own npm.
 if ! command -v npm >/dev/null 2>&1; then
   missing+=(npm)
 fi

@@ -8,8 +8,8 @@ bash scripts/setup.sh
 KVPROF_BUILD_DIR=build-test bash scripts/build.sh -DKVPROF_WERROR=ON -DKVPROF_BUILD_TESTS=ON \
   -DKVPROF_BUILD_BENCH=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1
 cd build-test
-# The libllama, chromium and playwright-core setup.sh installed are part of the suite: their
-# tests fail instead of skipping.
+# The libllama, chromium, playwright-core and the OpenAI SDK setup.sh installed are part of the
+# suite: their tests fail instead of skipping.
 export KVPROF_REQUIRE_LLAMA=1
 # Likewise the real Prometheus server the remote-GPU tests scrape through.
 export KVPROF_REQUIRE_PROMETHEUS=1

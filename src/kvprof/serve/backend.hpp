@@ -30,6 +30,7 @@ struct ParsedRequest {
   GenerateRequest generate;
   bool stream = false;
   bool include_usage = false;
+  std::vector<std::string> stop;  // stop strings (serve/stop_strings.hpp)
 };
 
 // One step's output for one request, delivered in order; the last has finished = true.
@@ -62,10 +63,14 @@ inline std::string plain_chat_join(std::span<const ChatMessage> messages) {
   return text;
 }
 
+// What an answer's body is. The front end names it in Content-Type as the engine does
+// (Backend::content_type), so no answer goes out without one.
+enum class ContentType : uint8_t { json, prometheus_text, event_stream };
+
 // A whole HTTP answer to an engine-specific request.
 struct HttpReply {
   int status = 200;
-  std::string content_type = "application/json; charset=utf-8";
+  ContentType content_type = ContentType::json;
   std::string body;
 };
 
@@ -111,6 +116,18 @@ class Backend {
     (void)body;
     return std::nullopt;
   }
+  // The Content-Type the engine sends for `type`; the default is llama-server's (cpp-httplib).
+  [[nodiscard]] virtual std::string_view content_type(ContentType type) const {
+    switch (type) {
+      case ContentType::prometheus_text:
+        return "text/plain; version=0.0.4";
+      case ContentType::event_stream:
+        return "text/event-stream";
+      case ContentType::json:
+        break;
+    }
+    return "application/json; charset=utf-8";
+  }
   // The headers every answer carries ("Name: value\r\n" lines), naming the server.
   [[nodiscard]] virtual std::string server_headers() const { return "Server: kvprof-serve\r\n"; }
   // The engine's answer when the front end refuses a request itself: 401 (no or wrong API key),
@@ -119,7 +136,7 @@ class Backend {
     const char* message = status == 401   ? "Invalid API Key"
                           : status == 405 ? "Method Not Allowed"
                                           : "File Not Found";
-    return {status, "application/json; charset=utf-8", error_body(status, message)};
+    return {status, ContentType::json, error_body(status, message)};
   }
   // The engine's error body for `status` with `message`.
   [[nodiscard]] virtual std::string error_body(int status, std::string_view message) const = 0;

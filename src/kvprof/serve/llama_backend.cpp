@@ -313,7 +313,7 @@ std::optional<HttpReply> LlamaBackend::admit(GenerateRequest& request) const {
   for (int32_t t : request.prompt_tokens) {
     if (t < 0 || t >= n_vocab) {
       return HttpReply{
-          400, "application/json; charset=utf-8",
+          400, ContentType::json,
           llama_error_json(400, fmt::format("invalid token id {} (vocabulary of {})", t, n_vocab))
               .dump()};
     }
@@ -326,7 +326,7 @@ std::optional<HttpReply> LlamaBackend::admit(GenerateRequest& request) const {
         n_prompt == 0
             ? llama_error_json(400, ok.error().message)
             : llama_exceed_context_json(ok.error().message, static_cast<uint32_t>(n_prompt), n_ctx);
-    return HttpReply{400, "application/json; charset=utf-8", body.dump()};
+    return HttpReply{400, ContentType::json, body.dump()};
   }
   return std::nullopt;
 }
@@ -356,7 +356,8 @@ std::string LlamaBackend::error_body(int status, std::string_view message) const
 
 std::optional<HttpReply> LlamaBackend::get(std::string_view path) const {
   const Impl& d = *m_impl;
-  if (path == "/health" || path == "/v1/health") return HttpReply{200, {}, R"({"status":"ok"})"};
+  if (path == "/health" || path == "/v1/health")
+    return HttpReply{200, ContentType::json, R"({"status":"ok"})"};
   if (path == "/v1/models" || path == "/models") {
     const auto& facts = d.model->facts();
     ordered_json card{{"id", d.model_id},
@@ -370,28 +371,28 @@ std::optional<HttpReply> LlamaBackend::get(std::string_view path) const {
                         {"n_params", facts.n_params},
                         {"size", facts.size_bytes}}}};
     ordered_json list{{"object", "list"}, {"data", ordered_json::array({card})}};
-    return HttpReply{200, {}, list.dump()};
+    return HttpReply{200, ContentType::json, list.dump()};
   }
-  if (path == "/props") return HttpReply{200, {}, d.props_json().dump()};
+  if (path == "/props") return HttpReply{200, ContentType::json, d.props_json().dump()};
   if (path == "/slots") {
     if (!d.options.slots) {
       return HttpReply{
-          501, {}, llama_error_json(501, "This server does not support slots endpoint.").dump()};
+          501, ContentType::json,
+          llama_error_json(501, "This server does not support slots endpoint.").dump()};
     }
     std::lock_guard lock(d.snap_mu);
-    return HttpReply{200, {}, slots_json(d.slots).dump()};
+    return HttpReply{200, ContentType::json, slots_json(d.slots).dump()};
   }
   if (path == "/metrics") {
     if (!d.options.metrics) {
-      return HttpReply{501,
-                       {},
+      return HttpReply{501, ContentType::json,
                        llama_error_json(501,
                                         "This server does not support metrics endpoint. Start "
                                         "it with `--metrics`")
                            .dump()};
     }
     std::lock_guard lock(d.snap_mu);
-    return HttpReply{200, "text/plain; version=0.0.4", llama_metrics_text(d.stats)};
+    return HttpReply{200, ContentType::prometheus_text, llama_metrics_text(d.stats)};
   }
   return std::nullopt;
 }

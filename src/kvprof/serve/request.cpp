@@ -5,6 +5,7 @@
 
 #include <limits>
 
+#include "kvprof/serve/stop_strings.hpp"
 #include "kvprof/util/json_input.hpp"
 
 namespace kvprof::serve {
@@ -130,6 +131,9 @@ static Expected<ParsedRequest> parse_request_unchecked(std::string_view body, En
   if (const auto it = doc.find("ignore_eos"); it != doc.end() && it->is_boolean()) {
     out.generate.ignore_eos = it->get<bool>();
   }
+  auto stop = read_stop_strings(doc);
+  if (!stop) return std::unexpected(stop.error());
+  out.stop = std::move(*stop);
   if (const auto it = doc.find("n");
       it != doc.end() && it->is_number_integer() && it->get<int64_t>() != 1) {
     return fail(ErrorKind::input, "Only one completion choice is allowed");

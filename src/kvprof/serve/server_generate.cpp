@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kvprof/serve/openai_wire.hpp"
+#include "kvprof/serve/stop_strings.hpp"
 
 namespace kvprof::serve {
 
@@ -26,8 +27,6 @@ using http_io::write_all;
 using nlohmann::ordered_json;
 
 namespace {
-
-constexpr std::string_view k_json = "application/json; charset=utf-8";
 
 asio::awaitable<GenerateEvent> next_event(Channel& channel) {
   while (channel.events.empty()) {
@@ -91,8 +90,7 @@ asio::awaitable<bool> Server::Impl::handle_generate(tcp::socket& socket, const s
     co_return co_await write_all(socket, error_reply(status, parsed.error().message, keep_alive));
   }
   if (auto refused = backend->admit(parsed->generate)) {
-    co_return co_await write_all(
-        socket, reply(refused->status, refused->content_type, refused->body, keep_alive));
+    co_return co_await write_all(socket, reply(*refused, keep_alive));
   }
   const uint64_t number = ++completions;
   auto fault_or = request_fault(options.faults, fault_header, number);
@@ -118,6 +116,7 @@ asio::awaitable<bool> Server::Impl::handle_generate(tcp::socket& socket, const s
       break;
   }
 
+  StopScan stop(std::move(parsed->stop));
   auto channel = std::make_shared<Channel>(socket.get_executor());
   std::weak_ptr<asio::io_context> weak_ioc = ioc;
   const uint64_t task =
@@ -137,6 +136,18 @@ asio::awaitable<bool> Server::Impl::handle_generate(tcp::socket& socket, const s
   auto give_up = [&] {
     backend->cancel(task);
     ++aborted;
+  };
+  // The text of `ev` that may go out; at a stop string the engine stops and `ev` becomes the
+  // last event, finished by "stop".
+  auto apply_stop = [&](GenerateEvent& ev) {
+    ev.text = stop.feed(ev.text);
+    if (stop.stopped() && !ev.finished) {
+      backend->cancel(task);
+      ev.finished = true;
+      ev.finish_reason = "stop";
+    } else if (ev.finished && !stop.stopped()) {
+      ev.text += stop.flush();
+    }
   };
   // A mid-stream fault strikes once `after_tokens` tokens went out (or at the end of a shorter
   // answer).
@@ -159,6 +170,7 @@ asio::awaitable<bool> Server::Impl::handle_generate(tcp::socket& socket, const s
         co_return false;
       }
       sent += static_cast<uint32_t>(ev.tokens.size());
+      apply_stop(ev);
       text += ev.text;
       tokens.insert(tokens.end(), ev.tokens.begin(), ev.tokens.end());
       if (ev.finished) {
@@ -179,7 +191,7 @@ asio::awaitable<bool> Server::Impl::handle_generate(tcp::socket& socket, const s
                               : builder.full_response(text, last.finish_reason, last.prompt_tokens,
                                                       last.completion_tokens);
     if (fault.kind == FaultKind::malformed_sse) json.resize(json.size() / 2);  // broken JSON
-    if (!co_await write_all(socket, reply(200, k_json, json, keep_alive))) {
+    if (!co_await write_all(socket, reply(200, ContentType::json, json, keep_alive))) {
       give_up();
       co_return false;
     }
@@ -217,6 +229,7 @@ asio::awaitable<bool> Server::Impl::handle_generate(tcp::socket& socket, const s
   GenerateEvent last;
   for (bool finished = false; !finished;) {
     GenerateEvent ev = co_await next_event(*channel);
+    apply_stop(ev);
     finished = ev.finished;
     if (!ev.tokens.empty() && !co_await apply_fault(false)) {
       give_up();

@@ -28,7 +28,6 @@ namespace {
 
 constexpr uint64_t k_max_body_bytes = 8ULL << 20;
 constexpr uint32_t k_max_header_bytes = 64U << 10;
-constexpr std::string_view k_json = "application/json; charset=utf-8";
 
 }  // namespace
 
@@ -64,22 +63,23 @@ asio::awaitable<void> Server::Impl::listen() {
   }
 }
 
-std::string Server::Impl::reply(int status, std::string_view content_type, const std::string& body,
+std::string Server::Impl::reply(int status, ContentType type, const std::string& body,
                                 bool keep_alive, std::string_view extra_headers) {
   if (status >= 400 && status < 500) ++rejected;
-  return http_io::response_head(status, server_headers, content_type,
+  return http_io::response_head(status, server_headers, backend->content_type(type),
                                 static_cast<int64_t>(body.size()), keep_alive, extra_headers) +
          body;
 }
 
 std::string Server::Impl::error_reply(int status, std::string_view message, bool keep_alive,
                                       std::string_view extra_headers) {
-  return reply(status, k_json, backend->error_body(status, message), keep_alive, extra_headers);
+  return reply(status, ContentType::json, backend->error_body(status, message), keep_alive,
+               extra_headers);
 }
 
 std::string Server::Impl::stream_head(bool keep_alive) const {
-  return http_io::response_head(200, server_headers, "text/event-stream; charset=utf-8", -1,
-                                keep_alive);
+  return http_io::response_head(200, server_headers,
+                                backend->content_type(ContentType::event_stream), -1, keep_alive);
 }
 
 // /tokenize and /detokenize, as llama-server: {"content": "..."} -> {"tokens": [...]} and back.
@@ -95,8 +95,8 @@ std::string Server::Impl::tokenize_reply(const std::string& body, bool detokeniz
       if (!t.is_number_integer()) return error_reply(400, "tokens must be integers", keep_alive);
       tokens.push_back(t.get<int32_t>());
     }
-    return reply(200, k_json, ordered_json{{"content", backend->detokenize(tokens)}}.dump(),
-                 keep_alive);
+    return reply(200, ContentType::json,
+                 ordered_json{{"content", backend->detokenize(tokens)}}.dump(), keep_alive);
   }
   if (!doc.is_object() || !doc.contains("content") || !doc["content"].is_string()) {
     return error_reply(400, "expected {\"content\": \"...\"}", keep_alive);
@@ -105,7 +105,7 @@ std::string Server::Impl::tokenize_reply(const std::string& body, bool detokeniz
                            doc["add_special"].get<bool>();
   auto tokens = backend->tokenize(doc["content"].get<std::string>(), add_special);
   if (!tokens) return error_reply(400, tokens.error().message, keep_alive);
-  return reply(200, k_json, ordered_json{{"tokens", *tokens}}.dump(), keep_alive);
+  return reply(200, ContentType::json, ordered_json{{"tokens", *tokens}}.dump(), keep_alive);
 }
 
 // /apply-template, as llama-server: {"messages": [...]} -> {"prompt": the formatted chat}.
@@ -118,7 +118,7 @@ std::string Server::Impl::apply_template_reply(const std::string& body, bool kee
   if (!messages) return error_reply(400, messages.error().message, keep_alive);
   auto prompt = backend->chat_prompt(*messages);
   if (!prompt) return error_reply(400, prompt.error().message, keep_alive);
-  return reply(200, k_json, ordered_json{{"prompt", *prompt}}.dump(), keep_alive);
+  return reply(200, ContentType::json, ordered_json{{"prompt", *prompt}}.dump(), keep_alive);
 }
 
 asio::awaitable<void> Server::Impl::session(tcp::socket socket) {
@@ -144,7 +144,9 @@ asio::awaitable<void> Server::Impl::session(tcp::socket socket) {
     const bool keep_alive = req.keep_alive();
     std::string_view target(req.target().data(), req.target().size());
     if (const auto q = target.find('?'); q != std::string_view::npos) target = target.substr(0, q);
-    const bool get = req.method() == http::verb::get;
+    // HEAD is GET without the body, as both engines' HTTP stacks answer it.
+    const bool head = req.method() == http::verb::head;
+    const bool get = req.method() == http::verb::get || head;
     const bool post = req.method() == http::verb::post;
 
     std::optional<Endpoint> endpoint;
@@ -158,9 +160,13 @@ asio::awaitable<void> Server::Impl::session(tcp::socket socket) {
     const bool authorized =
         options.api_key.empty() || !target.starts_with("/v1/") ||
         std::string_view(req[http::field::authorization]) == "Bearer " + options.api_key;
-    if (!authorized) {
+    if (req.method() == http::verb::options) {
+      // What a path takes, asked without a key (a browser's preflight never sends one).
+      out = http_io::response_head(200, server_headers, backend->content_type(ContentType::json), 0,
+                                   keep_alive, "Allow: GET, HEAD, POST, OPTIONS\r\n");
+    } else if (!authorized) {
       const HttpReply refused = backend->refusal(401);
-      out = reply(refused.status, refused.content_type, refused.body, keep_alive);
+      out = reply(refused, keep_alive);
     } else if (endpoint && post) {
       const std::string_view fault(req["X-Kvprof-Fault"]);
       if (!co_await handle_generate(socket, req.body(), *endpoint, keep_alive, fault) ||
@@ -169,19 +175,20 @@ asio::awaitable<void> Server::Impl::session(tcp::socket socket) {
       }
       continue;
     } else if (auto r = post ? backend->post(target, req.body()) : std::nullopt) {
-      out = reply(r->status, r->content_type, r->body, keep_alive);
+      out = reply(*r, keep_alive);
     } else if ((target == "/tokenize" || target == "/detokenize") && post) {
       out = tokenize_reply(req.body(), target == "/detokenize", keep_alive);
     } else if (target == "/apply-template" && post) {
       out = apply_template_reply(req.body(), keep_alive);
     } else if (auto g = get ? backend->get(target) : std::nullopt) {
-      out = reply(g->status, g->content_type, g->body, keep_alive);
+      out = reply(*g, keep_alive);
     } else {
       const bool known = endpoint || target == "/tokenize" || target == "/detokenize" ||
                          target == "/apply-template" || backend->get(target).has_value();
       const HttpReply refused = backend->refusal(known ? 405 : 404);
-      out = reply(refused.status, refused.content_type, refused.body, keep_alive);
+      out = reply(refused, keep_alive);
     }
+    if (head) out.resize(out.find("\r\n\r\n") + 4);  // the headers only, Content-Length kept
     if (!co_await write_all(socket, out)) break;
     if (!keep_alive) break;
   }

@@ -52,8 +52,12 @@ class Server::Impl {
   asio::awaitable<void> session(tcp::socket socket);
 
   // A whole answer: status line, headers, body; counts 4xx answers.
-  std::string reply(int status, std::string_view content_type, const std::string& body,
-                    bool keep_alive, std::string_view extra_headers = {});
+  std::string reply(int status, ContentType type, const std::string& body, bool keep_alive,
+                    std::string_view extra_headers = {});
+  // `reply` as it is: the backend's answer.
+  std::string reply(const HttpReply& answer, bool keep_alive) {
+    return reply(answer.status, answer.content_type, answer.body, keep_alive);
+  }
   // The backend's error body for `status` as a whole answer.
   std::string error_reply(int status, std::string_view message, bool keep_alive,
                           std::string_view extra_headers = {});

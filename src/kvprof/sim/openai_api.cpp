@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kvprof/serve/stop_strings.hpp"
 #include "kvprof/sim/engine.hpp"
 #include "kvprof/sim/tokenizer.hpp"
 #include "kvprof/util/json_input.hpp"
@@ -70,6 +71,15 @@ static Expected<CompletionRequest> parse_completion_request_unchecked(std::strin
   }
   if (const auto ie = json.find("ignore_eos"); ie != json.end() && ie->is_boolean()) {
     req.ignore_eos = ie->get<bool>();
+  }
+  auto stop = serve::read_stop_strings(json);
+  if (!stop) return std::unexpected(stop.error());
+  req.stop = std::move(*stop);
+  // vLLM samples n sequences per request; the simulator generates one, and says so rather than
+  // answer one choice where n were asked for.
+  if (const auto n = json.find("n");
+      n != json.end() && n->is_number_integer() && n->get<int64_t>() != 1) {
+    return fail(ErrorKind::input, "serve-sim generates one choice per request (n = 1)");
   }
   return req;
 }

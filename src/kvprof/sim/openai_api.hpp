@@ -18,8 +18,9 @@ struct CompletionRequest {
   std::vector<uint32_t> prompt_token_ids;
   uint32_t max_tokens = 0;  // max_model_len - prompt when the request gives none
   bool stream = false;
-  bool include_usage = false;  // stream_options.include_usage
-  bool ignore_eos = false;     // accepted; the simulated model never emits EOS anyway
+  bool include_usage = false;     // stream_options.include_usage
+  bool ignore_eos = false;        // accepted; the simulated model never emits EOS anyway
+  std::vector<std::string> stop;  // stop strings
 };
 
 // Parses a completion (chat = false) or chat completion body. Errors: input (HTTP 400) for

@@ -17,9 +17,6 @@ namespace kvprof::sim {
 
 namespace {
 
-constexpr std::string_view k_json = "application/json";
-constexpr std::string_view k_prometheus_text = "text/plain; version=0.0.4; charset=utf-8";
-
 std::vector<int32_t> to_int32(const std::vector<uint32_t>& ids) {
   return {ids.begin(), ids.end()};
 }
@@ -90,6 +87,7 @@ Expected<serve::ParsedRequest> SimBackend::read_request(std::string_view body,
   out.generate.ignore_eos = request->ignore_eos;
   out.stream = request->stream;
   out.include_usage = request->include_usage;
+  out.stop = std::move(request->stop);
   return out;
 }
 
@@ -119,9 +117,9 @@ void SimBackend::cancel(uint64_t task_id) {
 
 std::optional<serve::HttpReply> SimBackend::get(std::string_view path) const {
   const auto text_reply = [](std::string body) {
-    return serve::HttpReply{200, std::string(k_prometheus_text), std::move(body)};
+    return serve::HttpReply{200, serve::ContentType::prometheus_text, std::move(body)};
   };
-  if (path == "/health") return serve::HttpReply{200, std::string(k_json), ""};
+  if (path == "/health") return serve::HttpReply{200, serve::ContentType::json, ""};
   if (path == "/v1/models") {
     nlohmann::ordered_json card{{"id", m_config.model},
                                 {"object", "model"},
@@ -133,14 +131,14 @@ std::optional<serve::HttpReply> SimBackend::get(std::string_view path) const {
                                 {"simulated", true}};
     nlohmann::ordered_json list{{"object", "list"},
                                 {"data", nlohmann::ordered_json::array({card})}};
-    return serve::HttpReply{200, std::string(k_json), list.dump()};
+    return serve::HttpReply{200, serve::ContentType::json, list.dump()};
   }
   if (path == "/version") {
     nlohmann::ordered_json v{
         {"version", fmt::format("kvprof-sim {} (SIMULATED vllm)", KVPROF_VERSION)},
         {"simulated", true},
         {"engine", "vllm"}};
-    return serve::HttpReply{200, std::string(k_json), v.dump()};
+    return serve::HttpReply{200, serve::ContentType::json, v.dump()};
   }
   if (path == "/metrics" && m_config.serve_metrics) {
     return text_reply(render_metrics(m_config, engine_stats()));
@@ -164,11 +162,24 @@ std::optional<serve::HttpReply> SimBackend::post(std::string_view path,
     tokens = sim_tokenize_chat(json["messages"]);
   }
   if (!tokens) {
-    return serve::HttpReply{400, std::string(k_json), error_body(400, tokens.error().message)};
+    return serve::HttpReply{400, serve::ContentType::json, error_body(400, tokens.error().message)};
   }
   nlohmann::ordered_json out{
       {"count", tokens->size()}, {"max_model_len", m_config.max_model_len}, {"tokens", *tokens}};
-  return serve::HttpReply{200, std::string(k_json), out.dump()};
+  return serve::HttpReply{200, serve::ContentType::json, out.dump()};
+}
+
+// FastAPI's: JSONResponse names no charset; text answers get Starlette's "; charset=utf-8".
+std::string_view SimBackend::content_type(serve::ContentType type) const {
+  switch (type) {
+    case serve::ContentType::prometheus_text:
+      return "text/plain; version=0.0.4; charset=utf-8";
+    case serve::ContentType::event_stream:
+      return "text/event-stream; charset=utf-8";
+    case serve::ContentType::json:
+      break;
+  }
+  return "application/json";
 }
 
 std::string SimBackend::server_headers() const {
@@ -180,7 +191,7 @@ serve::HttpReply SimBackend::refusal(int status) const {
   std::string body = status == 401   ? R"({"error":"Unauthorized"})"
                      : status == 405 ? R"({"detail":"Method Not Allowed"})"
                                      : R"({"detail":"Not Found"})";
-  return {status, std::string(k_json), std::move(body)};
+  return {status, serve::ContentType::json, std::move(body)};
 }
 
 std::string SimBackend::error_body(int status, std::string_view message) const {

@@ -51,6 +51,7 @@ class SimBackend final : public serve::Backend {
                                                      std::string_view body) const override;
   [[nodiscard]] std::string server_headers() const override;
   [[nodiscard]] serve::HttpReply refusal(int status) const override;
+  [[nodiscard]] std::string_view content_type(serve::ContentType type) const override;
   [[nodiscard]] std::string error_body(int status, std::string_view message) const override;
   void stop() override;
 
