@@ -1,12 +1,15 @@
 // libFuzzer target for `kvprof serve`'s request reading: the input is a request body read as a
 // completion, a chat (messages through chat_messages and the default chat_prompt) and a native
-// /completion, against a backend that tokenizes one token per byte. Must never crash or hang.
+// /completion, against a backend that tokenizes one token per byte; a request's stop strings then
+// scan the body itself, fed in pieces of 7 bytes. Must never crash or hang.
 #include <cstddef>
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <string>
 #include <string_view>
 
 #include "kvprof/serve/request.hpp"
+#include "kvprof/serve/stop_strings.hpp"
 
 namespace {
 
@@ -45,6 +48,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (const Endpoint e : {Endpoint::completions, Endpoint::chat, Endpoint::native_completion}) {
     auto r = kvprof::serve::parse_request(body, e, backend);
     if (r && r->generate.prompt_tokens.empty()) __builtin_trap();  // an empty prompt is refused
+    if (!r || e != Endpoint::completions) continue;
+    if (r->stop.size() > kvprof::serve::k_max_stop_strings) __builtin_trap();
+    kvprof::serve::StopScan scan(r->stop);
+    std::string out;
+    for (size_t i = 0; i < body.size(); i += 7)
+      out += scan.feed(body.substr(i, 7));
+    if (!scan.stopped()) out += scan.flush();
+    // What goes out is the body up to the first stop string, never more.
+    if (body.substr(0, out.size()) != out || (!scan.stopped() && out.size() != body.size())) {
+      __builtin_trap();
+    }
   }
   const auto doc = nlohmann::json::parse(body, nullptr, false);
   if (doc.is_object() && doc.contains("messages")) {
