@@ -102,5 +102,31 @@ TEST(ServerAnswers, MessagesAreBoundedPrintableUtf8) {
   EXPECT_EQ(server_message(R"({"error":"a\u0007b"})"), "a?b");
 }
 
+TEST(ServerAnswers, PropsStateTheBuildAndKvprofServesBuffers) {
+  EXPECT_FALSE(read_props_facts(R"({"data":[]})").has_value());  // not llama.cpp's /props
+  EXPECT_FALSE(read_props_facts("not json").has_value());
+  // A llama-server's /props: its build, no buffer sizes.
+  const auto plain = read_props_facts(
+      R"({"default_generation_settings":{"n_ctx":4096},"build_info":"b6527-abc1234"})");
+  ASSERT_TRUE(plain.has_value());
+  EXPECT_EQ(plain->build, "b6527-abc1234");
+  EXPECT_FALSE(plain->buffers.has_value());
+  const auto served = read_props_facts(
+      R"({"build_info":"kvprof","kvprof":{"memory":{"buffers":[{"buffer_type":"CPU",)"
+      R"("model_bytes":1000,"context_bytes":2000,"compute_bytes":0},"junk"]}}})");
+  ASSERT_TRUE(served && served->buffers);
+  const auto& figures = served->buffers->figures;
+  ASSERT_EQ(figures.size(), 2U);  // a zero buffer is not a figure
+  EXPECT_EQ(figures[0].component, enginelog::Component::weights);
+  EXPECT_EQ(figures[0].device, "CPU");
+  EXPECT_EQ(figures[1].component, enginelog::Component::kv_cache);
+  EXPECT_EQ(figures[1].size.bytes, 2000U);
+  // Past 64 buffers nothing is read.
+  std::string many = R"({"build_info":"x","kvprof":{"memory":{"buffers":[)";
+  for (int i = 0; i < 65; ++i)
+    many += std::string(i == 0 ? "" : ",") + R"({"buffer_type":"CPU","model_bytes":1})";
+  EXPECT_FALSE(read_props_facts(many + "]}}}")->buffers.has_value());
+}
+
 }  // namespace
 }  // namespace kvprof::profile

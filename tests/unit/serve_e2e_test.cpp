@@ -159,6 +159,25 @@ TEST_F(ServeE2E, ProfileEndpointReadsKvUsageFromSlots) {
   std::ifstream trace(run / "metrics_trace.csv");
   std::string all((std::istreambuf_iterator<char>(trace)), std::istreambuf_iterator<char>());
   EXPECT_NE(all.find(",slots"), std::string::npos);
+  // llama.cpp's own buffers as the server's /props states them, and its build as the version.
+  const json props = json::parse(http_request(serve.port(), "GET", "/props").body);
+  const json& memory = props["kvprof"]["memory"];
+  const json& reported = summary["engine_reported"];
+  ASSERT_TRUE(reported.is_object()) << summary.dump(1);
+  EXPECT_EQ(reported["source"], "/props");
+  const json& parts = reported["components"];
+  // Each part is the buffer of its kind that /props lists (one buffer type holds each here).
+  for (const auto& [part, key] :
+       {std::pair{"weights", "model_bytes"}, std::pair{"kv_cache", "context_bytes"},
+        std::pair{"compute", "compute_bytes"}}) {
+    uint64_t stated = 0;
+    for (const auto& b : memory["buffers"])
+      stated += b[key].get<uint64_t>();
+    EXPECT_GT(stated, 0U) << part;
+    EXPECT_EQ(parts[part]["bytes"], stated) << part << ": " << memory.dump(1);
+  }
+  EXPECT_EQ(parts["compute"]["confidence"], "reported by engine");
+  EXPECT_EQ(summary["engine_metadata"]["engine_version"], props["build_info"]);
 }
 
 TEST_F(ServeE2E, ApiKeyGuardsTheOpenAiEndpointsAsLlamaServerDoes) {

@@ -436,6 +436,12 @@ Expected<ProfileOutcome> run_profile(const ProfileConfig& config_in, const Profi
     } else {
       warnings.add("--server-log: " + log.error().message);
     }
+  } else if (report.server.props_buffers) {
+    report.engine_reported = engine_reported_json(*report.server.props_buffers, "/props");
+  } else if (report.server.llamacpp_props) {
+    warnings.add(
+        "this llama.cpp server states no buffer sizes in /props: give --server-log with its "
+        "startup log, or start it with --launch, for the engine's own figures");
   }
   report.ended_unix_s = now_unix_s();
   for (const auto& w : warnings.list())

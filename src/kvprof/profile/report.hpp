@@ -13,6 +13,7 @@
 
 #include "kvprof/client/stats.hpp"
 #include "kvprof/client/transport.hpp"
+#include "kvprof/enginelog/report.hpp"
 #include "kvprof/gpu/memory_source.hpp"
 #include "kvprof/gpu/sampler.hpp"
 #include "kvprof/metrics/scraper.hpp"
@@ -35,6 +36,9 @@ struct ServerInfo {
   bool simulated = false;           // kvprof serve-sim
   // "max_model_len" of each model in /v1/models, when listed (vLLM, SGLang, serve-sim).
   std::map<std::string, uint64_t> max_model_len_tokens;
+  bool llamacpp_props = false;  // it answers llama.cpp's /props
+  // llama.cpp's own buffers as its /props states them (kvprof serve); absent elsewhere.
+  std::optional<enginelog::EngineLogReport> props_buffers;
 };
 
 struct ConditionReport {

@@ -1,6 +1,8 @@
 // Readers of server answers (see server_answers.hpp).
 #include "kvprof/profile/server_answers.hpp"
 
+#include <fmt/format.h>
+
 #include <nlohmann/json.hpp>
 
 #include "kvprof/util/strings.hpp"
@@ -79,6 +81,50 @@ std::optional<uint64_t> read_props_context_tokens(std::string_view body) {
     return std::nullopt;
   }
   return n_ctx->get<uint64_t>();
+}
+
+std::optional<PropsFacts> read_props_facts(std::string_view body) {
+  constexpr size_t k_max_buffers = 64;
+  const json j = parse_object(body);
+  if (!j.is_object() || (!j.contains("build_info") && !j.contains("default_generation_settings"))) {
+    return std::nullopt;
+  }
+  PropsFacts facts;
+  if (const std::string* build = string_at(j, "build_info")) {
+    facts.build = short_text(*build, k_max_short_text_bytes);
+  }
+  const auto kvprof = j.find("kvprof");
+  if (kvprof == j.end() || !kvprof->is_object()) return facts;
+  const auto memory = kvprof->find("memory");
+  if (memory == kvprof->end() || !memory->is_object()) return facts;
+  const auto buffers = memory->find("buffers");
+  if (buffers == memory->end() || !buffers->is_array() || buffers->size() > k_max_buffers) {
+    return facts;
+  }
+  enginelog::EngineLogReport report;
+  report.engine = engines::Engine::llamacpp;
+  const auto add = [&](const json& buffer, const char* key, enginelog::Component component) {
+    const auto it = buffer.find(key);
+    const std::string* type = string_at(buffer, "buffer_type");
+    if (it == buffer.end() || !it->is_number_unsigned() || it->get<uint64_t>() == 0 || !type) {
+      return;
+    }
+    enginelog::MemoryFigure f;
+    f.component = component;
+    f.device = short_text(*type, k_max_short_text_bytes);
+    f.size.bytes = it->get<uint64_t>();
+    f.size.text = fmt::format("{} bytes", f.size.bytes);
+    f.source = {0, fmt::format("/props kvprof.memory {} {}", f.device, key)};
+    report.figures.push_back(std::move(f));
+  };
+  for (const auto& buffer : *buffers) {
+    if (!buffer.is_object()) continue;
+    add(buffer, "model_bytes", enginelog::Component::weights);
+    add(buffer, "context_bytes", enginelog::Component::kv_cache);
+    add(buffer, "compute_bytes", enginelog::Component::compute);
+  }
+  if (!report.figures.empty()) facts.buffers = std::move(report);
+  return facts;
 }
 
 std::optional<uint64_t> read_tokenize_count(std::string_view body) {

@@ -60,6 +60,14 @@ Expected<ServerInfo> probe_server(std::string_view base_url, std::string_view ap
       version && version->status == 200) {
     info.version = read_server_version(version->body);
   }
+  // llama.cpp answers /props: its build, and (kvprof serve) its own buffers.
+  if (auto props = client::http_get(root + "/props", options); props && props->status == 200) {
+    if (auto facts = read_props_facts(props->body)) {
+      info.llamacpp_props = true;
+      if (info.version.empty()) info.version = facts->build;
+      info.props_buffers = std::move(facts->buffers);
+    }
+  }
   return info;
 }
 
