@@ -5,9 +5,11 @@
 // refuses, no libllama, a port in use).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "support/run_folders.hpp"
 #include "support/run_kvprof.hpp"
@@ -178,6 +180,44 @@ TEST_F(ServeE2E, ProfileEndpointReadsKvUsageFromSlots) {
   }
   EXPECT_EQ(parts["compute"]["confidence"], "reported by engine");
   EXPECT_EQ(summary["engine_metadata"]["engine_version"], props["build_info"]);
+}
+
+TEST_F(ServeE2E, TheStartupLogKeepsEveryBufferLineForParseLog) {
+  KVPROF_REQUIRE_LLAMA_OR_SKIP(lib_dir);
+  ASSERT_TRUE(s_ok);
+  // 48 layers: llama.cpp logs hundreds of debug lines after its buffer lines (tensors, graph
+  // inputs per layer), more than a log kept by line count holds.
+  const fs::path config = s_dir / "deep" / "config.json";
+  fs::create_directories(config.parent_path());
+  std::ofstream(config)
+      << R"({"architectures":["LlamaForCausalLM"],"model_type":"llama","hidden_size":64,
+        "intermediate_size":128,"num_attention_heads":2,"num_key_value_heads":1,
+        "num_hidden_layers":48,"vocab_size":512,"max_position_embeddings":4096,
+        "tie_word_embeddings":false,"torch_dtype":"bfloat16"})";
+  const fs::path deep = config.parent_path() / "deep.gguf";
+  ASSERT_EQ(kvprof::test::run_kvprof("make-gguf -m " + config.string() + " -o " + deep.string()).rc,
+            0);
+  // Not quiet: llama.cpp's startup log on stderr, as llama-server prints it (no debug lines).
+  auto a = args(*lib_dir, {"-c", "512", "--duration", "0.2"});
+  a.erase(std::find(a.begin(), a.end(), "--quiet"));
+  a[1] = deep.string();
+  std::string line = "serve";
+  for (const auto& word : a)
+    line += " " + word;
+  const auto r = kvprof::test::run_kvprof(line);
+  ASSERT_EQ(r.rc, 0) << r.out;
+  const fs::path log = s_dir / "serve_startup.log";
+  std::ofstream(log) << r.out;
+  const auto parsed = kvprof::test::run_kvprof("parse-log " + log.string() + " --json");
+  ASSERT_EQ(parsed.rc, 0) << parsed.out;
+  const json j = kvprof::test::json_in(parsed.out);
+  std::set<std::string> components;
+  for (const auto& f : j["figures"])
+    components.insert(f["component"].get<std::string>());
+  for (const char* c : {"weights", "kv_cache", "compute"})
+    EXPECT_TRUE(components.contains(c)) << c << " missing from:\n" << r.out;
+  EXPECT_EQ(j["engine"], "llamacpp");
+  EXPECT_EQ(r.out.find("create_tensor: loading tensor"), std::string::npos);  // a debug line
 }
 
 TEST_F(ServeE2E, ApiKeyGuardsTheOpenAiEndpointsAsLlamaServerDoes) {

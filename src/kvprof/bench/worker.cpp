@@ -98,7 +98,7 @@ int run_worker(const BenchConfig& config, int event_fd, const std::filesystem::p
     (void)!::write(log_fd, text.data(), text.size());
   });
   // What was logged while the library loaded (backend choice) goes first.
-  for (const auto& line : (*lib)->recent_log(llama::LlamaLib::k_kept_log_lines)) {
+  for (const auto& line : (*lib)->kept_log(/*debug=*/true)) {
     if (log_fd >= 0) (void)!::write(log_fd, (line + "\n").data(), line.size() + 1);
   }
   const auto& info = (*lib)->info();

@@ -44,12 +44,13 @@ void run_serve(ServeOptions& o) {
   if (!backend->chat_template_warning().empty()) {
     std::fprintf(stderr, "kvprof serve: warning: %s\n", backend->chat_template_warning().c_str());
   }
+  // The startup log whole but for its debug lines, as llama-server prints it without --verbose.
   if (!quiet) {
-    for (const auto& line : backend->lib().recent_log(llama::LlamaLib::k_kept_log_lines))
+    for (const auto& line : backend->lib().kept_log(/*debug=*/false))
       std::fprintf(stderr, "%s\n", line.c_str());
   }
   backend->lib().set_log_sink([quiet](const llama::LlamaLogLine& line) {
-    if (!quiet || line.level >= llama::abi::log_warn)
+    if (quiet ? line.level >= llama::abi::log_warn : line.level != llama::abi::log_debug)
       std::fprintf(stderr, "%s\n", line.text.c_str());
   });
   auto server = value_or_fatal(serve::Server::start(backend, o.server));

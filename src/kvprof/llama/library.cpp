@@ -286,12 +286,17 @@ void LlamaLib::set_log_sink(std::function<void(const LlamaLogLine&)> sink) {
 std::vector<std::string> LlamaLib::recent_log(size_t n) const {
   std::lock_guard lock(m_log_mutex);
   std::vector<std::string> out;
-  const size_t have = m_recent.size();
-  const size_t take = std::min(n, have);
-  for (size_t i = have - take; i < have; ++i) {
-    // Oldest first: the ring starts at m_recent_next once it is full.
-    const size_t idx = have < k_kept_log_lines ? i : (m_recent_next + i) % have;
-    out.push_back(m_recent[idx]);
+  const size_t take = std::min(n, m_kept.size());
+  for (auto it = m_kept.end() - static_cast<std::ptrdiff_t>(take); it != m_kept.end(); ++it)
+    out.push_back(it->text);
+  return out;
+}
+
+std::vector<std::string> LlamaLib::kept_log(bool debug) const {
+  std::lock_guard lock(m_log_mutex);
+  std::vector<std::string> out;
+  for (const auto& line : m_kept) {
+    if (debug || line.level != abi::log_debug) out.push_back(line.text);
   }
   return out;
 }
@@ -342,12 +347,16 @@ void LlamaLib::on_log(int32_t level, const char* text) {
       if (m_partial.size() < k_max_line_bytes) m_partial.push_back(*p);
     }
     for (const auto& line : done) {
-      if (m_recent.size() < k_kept_log_lines) {
-        m_recent.push_back(line.text);
-      } else {
-        m_recent[m_recent_next] = line.text;
-        m_recent_next = (m_recent_next + 1) % k_kept_log_lines;
-      }
+      m_kept.push_back(line);
+      m_kept_bytes += line.text.size() + 1;
+    }
+    // Over the budget: the oldest debug line goes first, then the oldest line.
+    while (m_kept_bytes > k_kept_log_bytes && !m_kept.empty()) {
+      auto victim = std::find_if(m_kept.begin(), m_kept.end(),
+                                 [](const LlamaLogLine& l) { return l.level == abi::log_debug; });
+      if (victim == m_kept.end()) victim = m_kept.begin();
+      m_kept_bytes -= victim->text.size() + 1;
+      m_kept.erase(victim);
     }
     sink = m_sink;
   }

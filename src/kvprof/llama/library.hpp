@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <filesystem>
 #include <functional>
 #include <memory>
@@ -71,14 +72,19 @@ class LlamaLib {
   [[nodiscard]] abi::ContextParams default_context_params() const;
 
   // Called with every finished log line, on the thread that logged it (replaces the previous
-  // sink; nullptr drops lines). Lines are also kept (the last k_kept_log_lines) for errors.
+  // sink; nullptr drops lines). Lines are also kept: up to k_kept_log_bytes, debug lines given up
+  // first, so the startup's buffer lines stay however long the model's metadata dump is.
   void set_log_sink(std::function<void(const LlamaLogLine&)> sink);
   // The last `n` finished log lines (oldest first).
   [[nodiscard]] std::vector<std::string> recent_log(size_t n) const;
+  // Every kept line (oldest first); without `debug` the debug lines are left out, as llama-server
+  // prints its log without --verbose.
+  [[nodiscard]] std::vector<std::string> kept_log(bool debug) const;
   // Devices with their current free/total memory.
   [[nodiscard]] std::vector<LlamaDevice> devices() const;
 
-  static constexpr size_t k_kept_log_lines = 400;
+  static constexpr size_t k_kept_log_lines = 400;  // what error messages quote at most
+  static constexpr size_t k_kept_log_bytes = 4ULL << 20;
 
  private:
   LlamaLib() = default;
@@ -92,8 +98,8 @@ class LlamaLib {
   std::function<void(const LlamaLogLine&)> m_sink;
   std::string m_partial;  // a line still being written (ggml logs in pieces)
   int32_t m_partial_level = abi::log_info;
-  std::vector<std::string> m_recent;  // ring of finished lines
-  size_t m_recent_next = 0;
+  std::deque<LlamaLogLine> m_kept;  // finished lines, oldest first
+  size_t m_kept_bytes = 0;
 };
 
 // Candidate folders searched for libllama, in order, for `options` (what load() tries; shown in
