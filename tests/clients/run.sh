@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # ctest driver of the client conformance suite: starts `kvprof serve-sim` (vLLM's API) and, with
 # libllama, `kvprof serve` on a tiny dummy-weight GGUF (llama-server's API), then runs the OpenAI
-# SDK cases (openai_sdk_test.mjs) and raw HTTP/1.1 checks with curl against each. Exit 77
+# SDK cases (openai_sdk_test.mjs) and raw HTTP/1.1 checks with curl against each, and has a real
+# Prometheus (Debian's) scrape both servers' /metrics. Exit 77
 # (skipped) without node, curl or the SDK, unless KVPROF_REQUIRE_BROWSER=1 (scripts/test.sh sets
 # it: setup.sh installs them), then it fails.
 #   run.sh KVPROF_BIN OUT_DIR SOURCE_DIR
@@ -80,3 +81,37 @@ serve_url=$url
 node "$src/tests/clients/openai_sdk_test.mjs" --base "$serve_url" --dialect llama-server \
   --model tiny.gguf --context 512
 curl_checks "$serve_url" tiny.gguf
+
+# A real Prometheus scraping both servers' /metrics every 200 ms: each target up, and each
+# engine's own gauge stored (its parser takes the exposition as it takes vLLM's and llama-server's).
+if ! command -v prometheus >/dev/null 2>&1; then
+  if [ "${KVPROF_REQUIRE_PROMETHEUS:-0}" = 1 ]; then echo "prometheus is not installed"; exit 1; fi
+  echo "no prometheus: the scrape is not checked"
+  exit 0
+fi
+prom_port=$(node -e "const s=require('net').createServer().listen(0,'127.0.0.1',()=>{console.log(s.address().port);s.close()})")
+cat >"$out/run/prometheus.yml" <<YAML
+global:
+  scrape_interval: 200ms
+  scrape_timeout: 150ms
+scrape_configs:
+  - job_name: sim
+    static_configs: [{targets: ['${sim_url#http://}']}]
+  - job_name: serve
+    static_configs: [{targets: ['${serve_url#http://}']}]
+YAML
+prometheus --config.file="$out/run/prometheus.yml" --web.listen-address="127.0.0.1:$prom_port" \
+  --storage.tsdb.path="$out/run/prometheus-data" >"$out/run/prometheus.log" 2>&1 &
+pids+=($!)
+query() { curl -s "http://127.0.0.1:$prom_port/api/v1/query" --data-urlencode "query=$1"; }
+for _ in $(seq 1 150); do
+  if query 'up == 1' | grep -q '"job":"serve"' && query 'up == 1' | grep -q '"job":"sim"' &&
+     query 'llamacpp:requests_processing' | grep -q '"job":"serve"' &&
+     query 'vllm:num_requests_running' | grep -q '"job":"sim"'; then
+    echo "ok   prometheus: scraped both servers' /metrics"
+    exit 0
+  fi
+  sleep 0.1
+done
+echo "prometheus never scraped both servers:"; query up; tail -5 "$out/run/prometheus.log"
+exit 1
