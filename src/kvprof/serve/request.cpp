@@ -124,9 +124,24 @@ static Expected<ParsedRequest> parse_request_unchecked(std::string_view body, En
         n < 0 ? 0
               : static_cast<uint32_t>(std::min<int64_t>(n, std::numeric_limits<int32_t>::max()));
   }
-  if (doc.contains("stream") && doc["stream"].is_boolean()) out.stream = doc["stream"].get<bool>();
+  if (auto ok = read_answer_options(doc, k_llama_server_dialect, out); !ok) {
+    return std::unexpected(ok.error());
+  }
+  return out;
+}
+
+Expected<void> read_answer_options(const nlohmann::json& doc, const RequestDialect& dialect,
+                                   ParsedRequest& out) {
+  if (const auto it = doc.find("stream"); it != doc.end() && !it->is_null()) {
+    if (it->is_boolean()) {
+      out.stream = it->get<bool>();
+    } else if (dialect.strict_stream) {
+      return fail(ErrorKind::input, "'stream' must be a boolean");
+    }
+  }
   if (const auto it = doc.find("stream_options"); it != doc.end() && it->is_object()) {
-    out.include_usage = it->value("include_usage", false);
+    const auto usage = it->find("include_usage");
+    if (usage != it->end() && usage->is_boolean()) out.include_usage = usage->get<bool>();
   }
   if (const auto it = doc.find("ignore_eos"); it != doc.end() && it->is_boolean()) {
     out.generate.ignore_eos = it->get<bool>();
@@ -136,9 +151,9 @@ static Expected<ParsedRequest> parse_request_unchecked(std::string_view body, En
   out.stop = std::move(*stop);
   if (const auto it = doc.find("n");
       it != doc.end() && it->is_number_integer() && it->get<int64_t>() != 1) {
-    return fail(ErrorKind::input, "Only one completion choice is allowed");
+    return fail(ErrorKind::input, std::string(dialect.one_choice_message));
   }
-  return out;
+  return {};
 }
 
 Expected<ParsedRequest> parse_request(std::string_view body, Endpoint endpoint,

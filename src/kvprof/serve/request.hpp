@@ -14,6 +14,23 @@
 
 namespace kvprof::serve {
 
+// How an engine reads a generation request's answer options: vLLM refuses a "stream" that is
+// not a boolean, llama-server ignores it; each has its own refusal of n != 1.
+struct RequestDialect {
+  bool strict_stream = false;
+  std::string_view one_choice_message;
+};
+
+// The engine's default dialect: llama-server's.
+inline constexpr RequestDialect k_llama_server_dialect{false,
+                                                       "Only one completion choice is allowed"};
+
+// Reads what `doc` asks of its answer, as `dialect` reads it: stream,
+// stream_options.include_usage, ignore_eos, stop strings (serve/stop_strings.hpp) and n; input
+// error for a refused one.
+Expected<void> read_answer_options(const nlohmann::json& doc, const RequestDialect& dialect,
+                                   ParsedRequest& out);
+
 // Parses `body` for `endpoint`, tokenizing text with `backend`; input error (HTTP 400) with
 // llama-server's wording for a missing or malformed field.
 Expected<ParsedRequest> parse_request(std::string_view body, Endpoint endpoint,

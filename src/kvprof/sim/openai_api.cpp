@@ -5,28 +5,38 @@
 
 #include <nlohmann/json.hpp>
 
-#include "kvprof/serve/stop_strings.hpp"
+#include "kvprof/serve/request.hpp"
 #include "kvprof/sim/engine.hpp"
 #include "kvprof/sim/tokenizer.hpp"
 #include "kvprof/util/json_input.hpp"
 
 namespace kvprof::sim {
 
+namespace {
+
+// vLLM's reading of the answer options: a "stream" that is not a boolean is refused. It samples
+// n sequences per request; the simulator generates one and says so, rather than answer one
+// choice where n were asked for.
+constexpr serve::RequestDialect k_vllm_dialect{
+    true, "serve-sim generates one choice per request (n = 1)"};
+
+std::vector<int32_t> to_int32(const std::vector<uint32_t>& tokens) {
+  return {tokens.begin(), tokens.end()};
+}
+
 // parse_completion_request without the guard against the JSON library's exceptions.
-static Expected<CompletionRequest> parse_completion_request_unchecked(std::string_view body,
-                                                                      bool chat,
-                                                                      const SimConfig& config) {
+Expected<serve::ParsedRequest> parse_completion_request_unchecked(std::string_view body, bool chat,
+                                                                  const SimConfig& config) {
   const auto json = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (json.is_discarded() || !json.is_object()) {
     return fail(ErrorKind::input, "the request body is not a JSON object");
   }
-  CompletionRequest req;
-  req.chat = chat;
+  serve::ParsedRequest req;
   if (const auto m = json.find("model"); m != json.end() && !m->is_null()) {
     if (!m->is_string()) return fail(ErrorKind::input, "'model' must be a string");
-    req.model = m->get<std::string>();
-    if (req.model != config.model) {
-      return fail(ErrorKind::not_found, fmt::format("The model `{}` does not exist.", req.model));
+    const auto& model = m->get_ref<const std::string&>();
+    if (model != config.model) {
+      return fail(ErrorKind::not_found, fmt::format("The model `{}` does not exist.", model));
     }
   }
   if (chat) {
@@ -34,15 +44,15 @@ static Expected<CompletionRequest> parse_completion_request_unchecked(std::strin
     if (messages == json.end()) return fail(ErrorKind::input, "'messages' is required");
     auto tokens = sim_tokenize_chat(*messages);
     if (!tokens) return std::unexpected(tokens.error());
-    req.prompt_token_ids = std::move(*tokens);
+    req.generate.prompt_tokens = to_int32(*tokens);
   } else {
     const auto prompt = json.find("prompt");
     if (prompt == json.end()) return fail(ErrorKind::input, "'prompt' is required");
     auto tokens = sim_tokenize_prompt(*prompt);
     if (!tokens) return std::unexpected(tokens.error());
-    req.prompt_token_ids = std::move(*tokens);
+    req.generate.prompt_tokens = to_int32(*tokens);
   }
-  const uint64_t prompt_len = req.prompt_token_ids.size();
+  const uint64_t prompt_len = req.generate.prompt_tokens.size();
 
   auto max_it = json.find("max_tokens");
   if (chat && (max_it == json.end() || max_it->is_null()))
@@ -59,33 +69,17 @@ static Expected<CompletionRequest> parse_completion_request_unchecked(std::strin
   if (auto ok = check_request_length(config, prompt_len, max_tokens); !ok) {
     return std::unexpected(ok.error());
   }
-  req.max_tokens = static_cast<uint32_t>(max_tokens);
-
-  if (const auto s = json.find("stream"); s != json.end() && !s->is_null()) {
-    if (!s->is_boolean()) return fail(ErrorKind::input, "'stream' must be a boolean");
-    req.stream = s->get<bool>();
-  }
-  if (const auto so = json.find("stream_options"); so != json.end() && so->is_object()) {
-    const auto iu = so->find("include_usage");
-    if (iu != so->end() && iu->is_boolean()) req.include_usage = iu->get<bool>();
-  }
-  if (const auto ie = json.find("ignore_eos"); ie != json.end() && ie->is_boolean()) {
-    req.ignore_eos = ie->get<bool>();
-  }
-  auto stop = serve::read_stop_strings(json);
-  if (!stop) return std::unexpected(stop.error());
-  req.stop = std::move(*stop);
-  // vLLM samples n sequences per request; the simulator generates one, and says so rather than
-  // answer one choice where n were asked for.
-  if (const auto n = json.find("n");
-      n != json.end() && n->is_number_integer() && n->get<int64_t>() != 1) {
-    return fail(ErrorKind::input, "serve-sim generates one choice per request (n = 1)");
+  req.generate.max_tokens = static_cast<uint32_t>(max_tokens);
+  if (auto ok = serve::read_answer_options(json, k_vllm_dialect, req); !ok) {
+    return std::unexpected(ok.error());
   }
   return req;
 }
 
-Expected<CompletionRequest> parse_completion_request(std::string_view body, bool chat,
-                                                     const SimConfig& config) {
+}  // namespace
+
+Expected<serve::ParsedRequest> parse_completion_request(std::string_view body, bool chat,
+                                                        const SimConfig& config) {
   return read_json_input("the request body",
                          [&] { return parse_completion_request_unchecked(body, chat, config); });
 }

@@ -79,16 +79,7 @@ Expected<serve::ParsedRequest> SimBackend::read_request(std::string_view body,
       return fail(ErrorKind::input, "\"prompt\" must be a string");  // llama.cpp's answer
     }
   }
-  auto request = parse_completion_request(body, chat, m_config);
-  if (!request) return std::unexpected(request.error());
-  serve::ParsedRequest out;
-  out.generate.prompt_tokens = to_int32(request->prompt_token_ids);
-  out.generate.max_tokens = request->max_tokens;
-  out.generate.ignore_eos = request->ignore_eos;
-  out.stream = request->stream;
-  out.include_usage = request->include_usage;
-  out.stop = std::move(request->stop);
-  return out;
+  return parse_completion_request(body, chat, m_config);
 }
 
 std::optional<serve::HttpReply> SimBackend::admit(serve::GenerateRequest& /*request*/) const {
