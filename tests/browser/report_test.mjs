@@ -268,7 +268,7 @@ for (const s of sections.filter((x) => x.type === 'find_max')) {
   check(!!c, 'find-max: no steps chart');
   if (!c) continue;
   check(c.datasets[0].n === fm.steps.length, `find-max: ${c.datasets[0].n} steps drawn, find_max.json has ${fm.steps.length}`);
-  check(c.datasets.some((d) => d.label === 'answer: ' + fm.max_concurrency_found) === (fm.max_concurrency_found !== null),
+  check(c.datasets.some((d) => d.label === 'answer: ' + fm.max_concurrency) === (fm.max_concurrency !== null),
         'find-max: the answer line does not match find_max.json');
   const last = fm.steps.at(-1);
   const text = await hover('find-max-steps', 0, fm.steps.length - 1);

@@ -258,7 +258,7 @@ TEST_F(FindMaxE2E, LandsWhereTheSimulatedKvCacheRunsOut) {
   const uint64_t blocks = o.at("num_gpu_blocks");
   const uint64_t block_size = o.at("block_size_tokens");
   const uint64_t capacity = blocks / ((64 + 32 - 1 + block_size - 1) / block_size);
-  EXPECT_EQ(j.at("max_concurrency_found"), capacity) << j.dump(1);
+  EXPECT_EQ(j.at("max_concurrency"), capacity) << j.dump(1);
   EXPECT_EQ(j.at("first_failing_concurrency"), capacity + 1);
   EXPECT_LE(j.at("n_steps").get<uint32_t>(), static_cast<uint32_t>(std::log2(64.0)) + 3);
   EXPECT_EQ(j.at("n_steps"), steps.size());
@@ -282,7 +282,7 @@ TEST_F(FindMaxE2E, TheBuiltInSimulatorStartsFromAnEstimateAndHonoursTheSlo) {
       "H100 --max-num-seqs 4\"",
       1);
   ASSERT_TRUE(j.is_object());
-  EXPECT_TRUE(j.at("max_concurrency_found").is_null());
+  EXPECT_TRUE(j.at("max_concurrency").is_null());
   EXPECT_EQ(j.at("start"), 4);
   EXPECT_NE(j.at("start_source").get<std::string>().find("kvprof estimate"), std::string::npos);
   EXPECT_NE(j.at("steps")[0].at("why").get<std::string>().find("> SLO 0.0 ms"), std::string::npos)
@@ -299,7 +299,7 @@ TEST_F(FindMaxE2E, LandsOnTheSlotsOfTheRealLlamaCppServer) {
   const json j =
       find_max("--launch \"" + launch + "\" --input-len 64 --output-len 48 --max-concurrency 16");
   ASSERT_TRUE(j.is_object());
-  EXPECT_EQ(j.at("max_concurrency_found"), 4) << j.dump(1);
+  EXPECT_EQ(j.at("max_concurrency"), 4) << j.dump(1);
   EXPECT_LE(j.at("n_steps").get<uint32_t>(), static_cast<uint32_t>(std::log2(16.0)) + 3);
   for (const auto& s : j.at("steps")) {
     if (s.at("concurrency").get<uint32_t>() > 4) {

@@ -128,7 +128,14 @@ TEST_F(PlotExperiments, FindMaxWritesItsStepsAndAnswer) {
   const json page = page_data(folder / "report.html");
   const json s = section_of(page, "find_max");
   ASSERT_TRUE(s.is_object());
-  EXPECT_EQ(s["answer"], fm["max_concurrency_found"]);
+  // find_max.json schema 2: the answer under the plain name, the range searched apart.
+  EXPECT_EQ(fm["schema_version"], 2);
+  EXPECT_FALSE(fm.contains("max_concurrency_found"));
+  EXPECT_EQ(s["answer"], fm["max_concurrency"]);
+  EXPECT_TRUE(fm["max_concurrency"].is_number());
+  EXPECT_EQ(s["max_concurrency"], fm["concurrency_range"]["max"]);
+  EXPECT_EQ(s["min_concurrency"], fm["concurrency_range"]["min"]);
+  EXPECT_LE(fm["max_concurrency"].get<int>(), fm["concurrency_range"]["max"].get<int>());
   EXPECT_EQ(s["first_fail"], fm["first_failing_concurrency"]);
   ASSERT_EQ(s["steps"].size(), fm["steps"].size());
   for (size_t i = 0; i < fm["steps"].size(); ++i) {
@@ -196,6 +203,24 @@ TEST(PlotExperimentSections, MalformedFilesGiveEmptySectionsNotExceptions) {
     EXPECT_TRUE(experiment_run_dirs("sweep", doc, "/tmp").empty()) << text;
   }
   EXPECT_FALSE(experiment_kind("/nonexistent/folder").has_value());
+}
+
+TEST(PlotExperimentSections, AFindMaxOfSchemaOneReadsItsOldNames) {
+  // Folders written before schema 2 named the answer max_concurrency_found and the range's top
+  // max_concurrency.
+  const json old = json::parse(
+      R"({"schema_version": 1, "min_concurrency": 1, "max_concurrency": 64,
+          "max_concurrency_found": 10, "steps": []})");
+  const json s1 = find_max_section(old, "/tmp");
+  EXPECT_EQ(s1["answer"], 10);
+  EXPECT_EQ(s1["max_concurrency"], 64);
+  const json now = json::parse(
+      R"({"schema_version": 2, "max_concurrency": 10,
+          "concurrency_range": {"min": 1, "max": 64}, "steps": []})");
+  const json s2 = find_max_section(now, "/tmp");
+  EXPECT_EQ(s2["answer"], 10);
+  EXPECT_EQ(s2["max_concurrency"], 64);
+  EXPECT_EQ(s2["min_concurrency"], 1);
 }
 
 }  // namespace

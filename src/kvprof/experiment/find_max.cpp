@@ -212,17 +212,18 @@ json find_max_json(const FindMaxResult& r) {
                      {"wall_s", s.wall_s},
                      {"outcome", outcome_json(s.outcome)}});
   }
-  return {{"schema_version", 1},
+  // Schema 2: the answer is "max_concurrency" (schema 1 named it max_concurrency_found and
+  // gave the plain name to the top of the range searched, now concurrency_range.max).
+  return {{"schema_version", 2},
+          {"max_concurrency", r.answer ? json(*r.answer) : json(nullptr)},
           {"input_len", l.input_len},
           {"output_len", l.output_len},
           {"slo_ttft_ms", opt_json(l.slo_ttft_ms)},
           {"slo_itl_ms", opt_json(l.slo_itl_ms)},
           {"max_memory_frac", opt_json(l.max_memory_frac)},
-          {"min_concurrency", l.min_concurrency},
-          {"max_concurrency", l.max_concurrency},
+          {"concurrency_range", {{"min", l.min_concurrency}, {"max", l.max_concurrency}}},
           {"start", l.start ? json(*l.start) : json(nullptr)},
           {"start_source", l.start_source},
-          {"max_concurrency_found", r.answer ? json(*r.answer) : json(nullptr)},
           {"first_failing_concurrency", r.first_fail ? json(*r.first_fail) : json(nullptr)},
           {"at_range_limit", r.at_range_limit},
           {"interrupted", r.interrupted},

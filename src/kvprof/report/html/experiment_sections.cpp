@@ -197,6 +197,15 @@ json find_max_section(const json& fm, const fs::path& dir) {
     const auto v = number(fm, key);
     return v ? json(*v) : json(nullptr);
   };
+  // find_max.json schema 1 named the answer max_concurrency_found and the range's ends
+  // min/max_concurrency; schema 2 has the answer as max_concurrency, the range in
+  // concurrency_range.
+  const bool schema_1 = number(fm, "schema_version").value_or(1) < 2;
+  const auto range_end = [&](const char* end, const char* schema_1_key) {
+    if (schema_1) return opt(schema_1_key);
+    const auto v = number(field(fm, "concurrency_range"), end);
+    return v ? json(*v) : json(nullptr);
+  };
   const bool simulated = flag(fm, "simulated");
   json natures = json::array();
   natures.push_back(
@@ -214,11 +223,11 @@ json find_max_section(const json& fm, const fs::path& dir) {
           {"slo_ttft_ms", opt("slo_ttft_ms")},
           {"slo_itl_ms", opt("slo_itl_ms")},
           {"max_memory_frac", opt("max_memory_frac")},
-          {"min_concurrency", opt("min_concurrency")},
-          {"max_concurrency", opt("max_concurrency")},
+          {"min_concurrency", range_end("min", "min_concurrency")},
+          {"max_concurrency", range_end("max", "max_concurrency")},
           {"start", opt("start")},
           {"start_source", text(fm, "start_source")},
-          {"answer", opt("max_concurrency_found")},
+          {"answer", opt(schema_1 ? "max_concurrency_found" : "max_concurrency")},
           {"first_fail", opt("first_failing_concurrency")},
           {"at_range_limit", flag(fm, "at_range_limit")},
           {"interrupted", flag(fm, "interrupted")},
