@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "kvprof/report/html/run_data.hpp"
 #include "support/run_folders.hpp"
 #include "support/run_kvprof.hpp"
 #include "support/serve_process.hpp"
@@ -180,6 +181,14 @@ TEST_F(ServeE2E, ProfileEndpointReadsKvUsageFromSlots) {
   }
   EXPECT_EQ(parts["compute"]["confidence"], "reported by engine");
   EXPECT_EQ(summary["engine_metadata"]["engine_version"], props["build_info"]);
+  // The report draws the server's host memory (no GPU was sampled), each condition's peak from
+  // the process's samples in its window.
+  const auto data = kvprof::report::html::load_run(run);
+  ASSERT_TRUE(data.has_value()) << data.error().message;
+  EXPECT_EQ(data->memory_kind, "host");
+  ASSERT_EQ(data->points.size(), conditions.size());
+  for (const auto& p : data->points)
+    EXPECT_GT(p.peak_bytes.value_or(0), 0.0) << p.label;
 }
 
 TEST_F(ServeE2E, TheStartupLogKeepsEveryBufferLineForParseLog) {

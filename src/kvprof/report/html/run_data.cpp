@@ -168,6 +168,24 @@ Expected<std::optional<TimeSeries>> read_host_trace(const fs::path& dir, const j
   return std::optional<TimeSeries>(std::move(s));
 }
 
+// Each condition's peak host RSS, from the process's samples in its window (a profile summary
+// has per-condition peaks of GPU memory only).
+void host_peaks_by_condition(RunData& run) {
+  if (run.memory.empty()) return;
+  const TimeSeries& rss = run.memory.front();
+  for (auto& p : run.points) {
+    if (p.peak_bytes) continue;
+    for (const auto& w : run.windows) {
+      if (w.label != p.label) continue;
+      for (size_t i = 0; i < rss.t_s.size(); ++i) {
+        if (rss.t_s[i] >= w.begin_s && rss.t_s[i] <= w.end_s) {
+          p.peak_bytes = std::max(p.peak_bytes.value_or(0), rss.value[i]);
+        }
+      }
+    }
+  }
+}
+
 void rebase(TimeSeries& s, const Clock& clock) {
   for (double& t : s.t_s)
     t = clock.seconds(t);
@@ -476,8 +494,11 @@ Expected<RunData> load_run(const fs::path& dir) {
   if (*host) {
     rebase(**host, clock);
     (*host)->nature = nature;
-    if (run.kind == "bench" && run.memory.empty()) {
-      (*host)->name = "engine process RSS";
+    if (run.memory.empty()) {
+      // No GPU sampled (a CPU bench, a llama.cpp server on this host): the memory of the run is
+      // the engine's or the server's process.
+      (*host)->name = run.kind == "bench" ? "engine process RSS" : "server process RSS";
+      run.memory_kind = "host";
       run.memory.push_back(std::move(**host));
     } else {
       run.host_rss = std::move(**host);
@@ -489,6 +510,7 @@ Expected<RunData> load_run(const fs::path& dir) {
   } else {
     if (auto ok = read_request_trace(run, dir, clock); !ok) return std::unexpected(ok.error());
     read_profile_summary(run, clock);
+    if (run.memory_kind == "host") host_peaks_by_condition(run);
   }
   double end_s = 0;
   for (const auto& m : run.memory)
