@@ -26,13 +26,7 @@ set -e
 profile_dir=$(sed -n 's/^report: \(.*\)\/report.html$/\1/p' "$out/profile.txt")
 [ -n "$profile_dir" ] || { echo "profile printed no report line"; cat "$out/profile.txt"; exit 1; }
 runs=("$profile_dir")
-cat >"$out/config.json" <<'JSON'
-{"architectures":["LlamaForCausalLM"],"model_type":"llama","hidden_size":128,
- "intermediate_size":256,"num_attention_heads":4,"num_key_value_heads":2,"num_hidden_layers":2,
- "vocab_size":1024,"max_position_embeddings":4096,"tie_word_embeddings":false,
- "torch_dtype":"bfloat16"}
-JSON
-"$kvprof" make-gguf -m "$out/config.json" -o "$out/tiny.gguf" >/dev/null
+"$kvprof" make-gguf -m "$src/tests/fixtures/tiny_llama/config.json" -o "$out/tiny.gguf" >/dev/null
 if "$kvprof" bench -m "$out/tiny.gguf" --concurrency 1,2,4 --prompt-toks 32,64 --gen-toks 8 \
      --output-dir "$out/results" --tag browser >"$out/bench.txt" 2>&1; then
   runs+=("$(sed -n 's/^report: \(.*\)\/report.html$/\1/p' "$out/bench.txt")")

@@ -65,13 +65,7 @@ node "$src/tests/clients/openai_sdk_test.mjs" --base "$sim_url" --dialect vllm \
   --model sim-llama --context 2048
 curl_checks "$sim_url" sim-llama
 
-cat >"$out/run/config.json" <<'JSON'
-{"architectures":["LlamaForCausalLM"],"model_type":"llama","hidden_size":128,
- "intermediate_size":256,"num_attention_heads":4,"num_key_value_heads":2,"num_hidden_layers":2,
- "vocab_size":1024,"max_position_embeddings":4096,"tie_word_embeddings":false,
- "torch_dtype":"bfloat16"}
-JSON
-"$kvprof" make-gguf -m "$out/run/config.json" -o "$out/run/tiny.gguf" >/dev/null
+"$kvprof" make-gguf -m "$src/tests/fixtures/tiny_llama/config.json" -o "$out/run/tiny.gguf" >/dev/null
 if ! start serve serve -m "$out/run/tiny.gguf" -c 1024 --parallel 2 --metrics -q --port 0; then
   if [ "${KVPROF_REQUIRE_LLAMA:-0}" = 1 ]; then exit 1; fi
   echo "no libllama: kvprof serve is not checked"

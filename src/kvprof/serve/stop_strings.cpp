@@ -40,6 +40,7 @@ Expected<std::vector<std::string>> read_stop_strings(const nlohmann::json& reque
 
 std::string StopScan::feed(std::string_view piece) {
   if (m_stopped) return {};
+  if (m_stops.empty()) return std::string(piece);  // nothing to hold back
   m_held.append(piece);
   // Where the first stop string in the text held starts.
   size_t cut = std::string::npos;
