@@ -149,6 +149,8 @@ TEST_F(ServeE2E, ProfileEndpointReadsKvUsageFromSlots) {
   for (const auto& c : conditions) {
     if (c["peak_kv_cache_usage"].is_number())
       peak = std::max(peak, c["peak_kv_cache_usage"].get<double>());
+    // The serving process's host memory, its peak in each condition's window.
+    EXPECT_GT(c.value("peak_rss_bytes", 0.0), 1e6) << c.dump(1);
   }
   EXPECT_GT(peak, 0.0) << summary.dump(1);
   EXPECT_LE(peak, 1.0);
@@ -189,6 +191,48 @@ TEST_F(ServeE2E, ProfileEndpointReadsKvUsageFromSlots) {
   ASSERT_EQ(data->points.size(), conditions.size());
   for (const auto& p : data->points)
     EXPECT_GT(p.peak_bytes.value_or(0), 0.0) << p.label;
+}
+
+TEST_F(ServeE2E, ProfileLaunchPlansTheServerFromItsOwnFlags) {
+  KVPROF_REQUIRE_LLAMA_OR_SKIP(lib_dir);
+  ASSERT_TRUE(s_ok);
+  // No --estimate-with: the plan comes from the launch command (-c 2048 -np 2, the GGUF), on the
+  // CPU, and its buffers are compared with those the server logs.
+  const fs::path out = s_dir / "results_launch";
+  const std::string launch = std::string(KVPROF_BIN) + " serve -m " +
+                             (s_dir / "tiny.gguf").string() + " --llama-lib " + lib_dir->string() +
+                             " -t 1 --port {port} -c 2048 -np 2";
+  const auto r = kvprof::test::run_kvprof_env(
+      "KVPROF_NVML_LIBRARY=/nonexistent/libnvidia-ml.so.1",
+      "profile --launch '" + launch + "' --output-dir " + out.string() +
+          " --input-lens 64 --output-lens 8 --concurrencies 1,2 --prefix-modes low "
+          "--baseline-s 0.2 --post-warmup-s 0.2 --min-condition-s 0.3 --warmup-requests 1");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_NE(r.out.find("compute buffers (server.log): stated "), std::string::npos) << r.out;
+  const fs::path run = kvprof::test::first_run_folder(out);
+  std::ifstream in(run / "summary.json");
+  const json summary = json::parse(in, nullptr, false);
+  ASSERT_FALSE(summary.is_discarded());
+  const json& cmp = summary["estimate_comparison"];
+  EXPECT_NE(cmp["estimate_flags"].get<std::string>().find("the launch command (kvprof serve"),
+            std::string::npos)
+      << cmp.dump(1);
+  size_t stated = 0;
+  for (const auto& row : cmp["rows"]) {
+    if (row["measured_source"] == "server.log") {
+      ++stated;
+      // The plan's buffers are the ones the engine logs, to the printed digit.
+      EXPECT_EQ(row["error_pct"].get<double>(), 0.0) << row.dump();
+    }
+    if (row["component"] == "kv_cache_tokens") {
+      EXPECT_EQ(row["measured"], 2048);
+    }
+    if (row["component"] == "total") {
+      EXPECT_EQ(row["measured_source"], "host RSS");
+    }
+  }
+  EXPECT_EQ(stated, 3U) << cmp.dump(1);  // weights, KV cache, compute buffers
+  EXPECT_EQ(cmp["assumptions"]["gpu"]["origin"], "detected") << cmp["assumptions"].dump(1);
 }
 
 TEST_F(ServeE2E, TheStartupLogKeepsEveryBufferLineForParseLog) {

@@ -115,8 +115,7 @@ estimate::EstimateInput own_input(const BenchConfig& config, const model::ModelS
                    "flash-attn",    "cache-type-k", "cache-type-v", "n-gpu-layers",
                    "no-mmap",       "swa-full",     "no-kv-unified"};
   if (!has_gpu) {
-    in.gpu = gpu::custom_gpu(1);
-    in.gpu.name = "none (CPU)";
+    in.gpu = gpu::no_gpu();
     sources.gpu_origin = engines::GpuOrigin::detected;
     sources.gpu_note = "libllama has no GPU device";
   } else if (auto g = gpu::find_gpu(config.gpu_name); g && !config.gpu_name.empty()) {

@@ -23,6 +23,7 @@
 #include "kvprof/experiment/find_max_bench.hpp"
 #include "kvprof/experiment/find_max_profile.hpp"
 #include "kvprof/gpu/nvml.hpp"
+#include "kvprof/profile/launch_plan.hpp"
 #include "kvprof/profile/launcher.hpp"
 #include "kvprof/profile/manifest.hpp"
 #include "kvprof/profile/server_probe.hpp"
@@ -155,6 +156,7 @@ void run_find_max(FindMaxState& st) {
   std::unique_ptr<sim::SimServer> server;
   std::unique_ptr<profile::LaunchedServer> launched;
   std::optional<estimate::Estimate> plan;
+  std::string launch_command;  // --launch with its placeholders filled
   if (in_process) {
     bench_trial->output_dir = dir;
   } else if (simulate) {
@@ -195,6 +197,7 @@ void run_find_max(FindMaxState& st) {
                       {"port", std::to_string(port)},
                       {"host", host},
                       {"max_concurrency", std::to_string(st.max_concurrency)}}));
+      launch_command = command;
       if (profile::port_in_use(host, port)) {
         throw Fatal(
             {ErrorKind::network,
@@ -228,6 +231,20 @@ void run_find_max(FindMaxState& st) {
     plan = value_or_fatal(engines::plan(input));
     limits.start = estimated_start(*plan, uint64_t{st.input_len} + st.output_len);
     limits.start_source = "kvprof estimate " + st.estimate_with;
+  } else if (launched) {
+    // The plan of the launched server, read from its command.
+    workload::GridOptions grid;
+    grid.input_lens = {st.input_len};
+    grid.output_lens = {st.output_len};
+    grid.concurrencies = {1};
+    std::string why;
+    if (auto lp = profile::plan_from_launch(launch_command, grid, memory.get(), 0, why)) {
+      limits.start = estimated_start(lp->estimate, uint64_t{st.input_len} + st.output_len);
+      limits.start_source = "kvprof's plan of " + lp->flags;
+    } else if (!st.quiet) {
+      std::fprintf(stderr, "kvprof: note: no plan to start from: %s (give --estimate-with)\n",
+                   why.c_str());
+    }
   }
   if (st.start) {
     limits.start = st.start;

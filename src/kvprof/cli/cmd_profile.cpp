@@ -17,6 +17,7 @@
 #include "kvprof/gpu/source_select.hpp"
 #include "kvprof/history/entries.hpp"
 #include "kvprof/profile/estimate_check.hpp"
+#include "kvprof/profile/launch_plan.hpp"
 #include "kvprof/profile/launcher.hpp"
 #include "kvprof/profile/profiler.hpp"
 #include "kvprof/profile/server_probe.hpp"
@@ -279,6 +280,22 @@ void run_profile_command(ProfileCliState& st) {
                    "--gpu in --estimate-with\n",
                    sources.gpu_note.c_str(), config.estimate->gpu.name.c_str(),
                    bytes_to_gib(config.estimate->gpu.memory_bytes));
+    }
+  } else if (config.launch) {
+    // The plan of the launched server, read from its command, as `bench` plans its engine.
+    std::string why;
+    if (auto plan = profile::plan_from_launch(config.launch->command, config.grid, memory.get(),
+                                              st.gpus.empty() ? 0 : st.gpus.front(), why)) {
+      config.estimate = std::move(plan->estimate);
+      config.estimate_flags = std::move(plan->flags);
+      config.estimate_assumptions = std::move(plan->assumptions);
+      if (!st.quiet) {
+        for (const auto& n : plan->notes)
+          std::fprintf(stderr, "kvprof: the plan: %s\n", n.c_str());
+      }
+    } else if (!st.quiet) {
+      std::fprintf(stderr, "kvprof: note: no plan to compare with: %s (give --estimate-with)\n",
+                   why.c_str());
     }
   }
 

@@ -67,6 +67,7 @@ void run_sweep_command(const SweepCliState& st) {
   if (auto nvml = gpu::NvmlSource::open(); nvml) {
     memory = std::move(*nvml);
     if (auto d = memory->device_info(0); d && d->name) {
+      plan_options.gpu_found = true;
       if (auto g = gpu::find_gpu(*d->name)) {
         plan_options.default_gpu = g->id;
         plan_options.default_gpu_reason.clear();

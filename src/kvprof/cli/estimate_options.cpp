@@ -53,11 +53,9 @@ estimate::EstimateInput build_estimate_input(const EstimateOptions& o) {
     for (auto& note : model::check_hints(in.model, o.architecture))
       in.model.warnings.push_back(std::move(note));
   }
-  const std::string gpu_lower = to_lower(o.gpu);
-  if (gpu_lower == "cpu" || gpu_lower == "none") {
+  if (gpu::names_no_gpu(o.gpu)) {
     // A CPU-only deployment (llama.cpp): no GPU; host RAM is the budget.
-    in.gpu = gpu::custom_gpu(1);
-    in.gpu.name = "none (CPU)";
+    in.gpu = gpu::no_gpu();
     in.settings.no_gpu = true;
   } else if (!o.gpu_mem.empty()) {
     auto bytes = parse_bytes(o.gpu_mem);

@@ -13,6 +13,7 @@
 #include "kvprof/engines/trtllm/trtllm.hpp"
 #include "kvprof/engines/vllm/releases.hpp"
 #include "kvprof/engines/vllm/vllm.hpp"
+#include "kvprof/util/shell.hpp"
 #include "kvprof/util/strings.hpp"
 
 namespace kvprof::engines {
@@ -32,14 +33,16 @@ Expected<std::string> parse_sglang_release(std::string_view text) {
 
 // In the order of the enum.
 constexpr std::array<EngineFunctions, 7> k_rows{{
-    {Engine::unknown, nullptr, nullptr, nullptr, nullptr},
-    {Engine::vllm, &estimate_vllm, &parse_vllm_release, &vllm_log_reader, &read_vllm_metrics},
+    {Engine::unknown, nullptr, nullptr, nullptr, nullptr, nullptr},
+    {Engine::vllm, &estimate_vllm, &parse_vllm_release, &vllm_log_reader, &read_vllm_metrics,
+     &read_vllm_command},
     {Engine::sglang, &estimate_sglang, &parse_sglang_release, &sglang_log_reader,
-     &read_sglang_metrics},
-    {Engine::trtllm, &estimate_trtllm, &parse_trtllm_version, &trtllm_log_reader, nullptr},
-    {Engine::llamacpp, &estimate_llamacpp, nullptr, &llamacpp_log_reader, &read_llamacpp_metrics},
-    {Engine::hf, &estimate_hf, nullptr, nullptr, nullptr},
-    {Engine::tgi, nullptr, nullptr, nullptr, &read_tgi_metrics},
+     &read_sglang_metrics, &read_sglang_command},
+    {Engine::trtllm, &estimate_trtllm, &parse_trtllm_version, &trtllm_log_reader, nullptr, nullptr},
+    {Engine::llamacpp, &estimate_llamacpp, nullptr, &llamacpp_log_reader, &read_llamacpp_metrics,
+     &read_llamacpp_command},
+    {Engine::hf, &estimate_hf, nullptr, nullptr, nullptr, nullptr},
+    {Engine::tgi, nullptr, nullptr, nullptr, &read_tgi_metrics, nullptr},
 }};
 
 // The order the log readers try a line of an engine not yet known: llama.cpp's first (its lines
@@ -145,6 +148,30 @@ metrics::MetricsSnapshot read_metrics(const metrics::Exposition& exposition) {
   if (snap.kv_cache_usage && *snap.kv_cache_usage > 1.0) snap.kv_cache_usage.reset();
   if (snap.kv_cache_usage) snap.kv_cache_source = metrics::KvSource::metrics;
   return snap;
+}
+
+std::optional<estimate::LaunchReading> read_launch_command(std::string_view command,
+                                                           const estimate::EngineSettings& base) {
+  const auto words = split_shell_words(command);
+  if (!words) return std::nullopt;
+  const std::span<const std::string> all(*words);
+  size_t begin = 0;
+  while (begin < all.size()) {
+    size_t end = begin;
+    while (end < all.size() && !is_shell_operator(all[end]))
+      ++end;
+    // Each word of a simple command may be the program (after VAR=x, env, timeout 60, ...).
+    for (size_t k = begin; k < end; ++k) {
+      for (const auto& row : k_rows) {
+        if (row.read_command == nullptr) continue;
+        estimate::LaunchReading r;
+        r.settings = base;
+        if (row.read_command(all.subspan(k, end - k), r)) return r;
+      }
+    }
+    begin = end + 1;
+  }
+  return std::nullopt;
 }
 
 }  // namespace kvprof::engines

@@ -5,6 +5,8 @@
 // row in engine.cpp; nothing else branches on the engine.
 #pragma once
 
+#include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -12,6 +14,7 @@
 #include "kvprof/enginelog/parser.hpp"
 #include "kvprof/engines/engine.hpp"
 #include "kvprof/estimate/estimate.hpp"
+#include "kvprof/estimate/launch_reading.hpp"
 #include "kvprof/metrics/prometheus.hpp"
 #include "kvprof/metrics/snapshot.hpp"
 #include "kvprof/util/error.hpp"
@@ -30,6 +33,9 @@ struct EngineFunctions {
   // Its own /metrics families into a snapshot.
   void (*read_metrics)(const metrics::Exposition& exposition,
                        metrics::MetricsSnapshot& snapshot) = nullptr;
+  // Reads its server's command (`words` from the program on) into a deployment; false when the
+  // program is not its server.
+  bool (*read_command)(std::span<const std::string> words, estimate::LaunchReading& out) = nullptr;
 };
 
 // The row of `engine`; every function is null for unknown.
@@ -62,6 +68,13 @@ enginelog::ParseOptions log_parse_options(Engine engine = Engine::unknown);
 
 // The names of the engines whose startup logs kvprof reads ("llamacpp", "vllm", ...).
 std::vector<std::string_view> log_read_engine_names();
+
+// What the server command `command` (--launch, a sweep's launch) starts: the first program in it
+// that an engine reads (after env assignments, wrappers such as `env` or `timeout`, and `cd … &&`),
+// with the model and the settings its flags state over `base`. None when no engine's server is
+// in it or the command does not split into words (an unclosed quote, over the bounds).
+std::optional<estimate::LaunchReading> read_launch_command(
+    std::string_view command, const estimate::EngineSettings& base = {});
 
 // The canonical snapshot of a /metrics scrape: the engine metrics::guess_engine names, its own
 // families read by its row (counts summed over label sets, fractions averaged, NaN ignored), a KV

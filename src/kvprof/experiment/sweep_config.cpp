@@ -295,6 +295,7 @@ void apply_model_key(Checker& c, const std::string& key, const YAML::Node& v,
       }
     }
   } else if (key == "engine") {
+    e.engine_pos = pos_of(v);
     if (auto s = c.string(v, path)) {
       if (auto k = engines::parse_planned_engine(*s); k) {
         e.engine = *s;
@@ -305,7 +306,7 @@ void apply_model_key(Checker& c, const std::string& key, const YAML::Node& v,
   } else if (key == "gpu") {
     e.gpu_pos = pos_of(v);
     if (auto s = c.string(v, path, true)) {
-      if (s->empty() || gpu::find_gpu(*s)) {
+      if (s->empty() || gpu::names_no_gpu(*s) || gpu::find_gpu(*s)) {
         e.gpu = *s;
       } else {
         c.error(v, fmt::format("{}: {}", path, gpu::find_gpu(*s).error().message));

@@ -40,6 +40,7 @@ struct ModelEntry {
   SourcePos model_id_pos;
   SourcePos launch_pos;
   SourcePos gpu_pos;
+  SourcePos engine_pos;  // line 0: `engine` not given (vLLM, or what `launch` starts)
   std::string model_id;  // catalog id, alias, config.json, folder or .gguf
   std::vector<uint32_t> input_lengths;
   std::vector<uint32_t> output_lengths;
@@ -59,7 +60,8 @@ struct ModelEntry {
   std::string launch;    // server command with placeholders; empty: none
   std::string endpoint;  // a server already running; empty: none
   std::string engine = "vllm";
-  std::string gpu;  // catalog GPU for the plan; empty: the one NVML sees, else H100
+  std::string gpu;  // catalog GPU or "cpu" for the plan; empty: the one NVML sees, else H100
+                    // (llama.cpp: the CPU)
 };
 
 // Sweep-wide settings (top level only).

@@ -9,10 +9,12 @@
 #include <set>
 
 #include "kvprof/engines/registry.hpp"
+#include "kvprof/gpu/gpu_catalog.hpp"
 #include "kvprof/model/architecture.hpp"
 #include "kvprof/model/dtype.hpp"
 #include "kvprof/model/hf_config.hpp"
 #include "kvprof/model/resolve.hpp"
+#include "kvprof/profile/launcher.hpp"
 #include "kvprof/util/strings.hpp"
 #include "kvprof/util/units.hpp"
 
@@ -128,14 +130,9 @@ Expected<model::ModelSpec> resolve_entry_model(const ModelEntry& e,
   return spec;
 }
 
-Expected<estimate::Estimate> estimate_entry(const ModelEntry& e, const std::string& gpu,
-                                            model::ModelSpec spec) {
-  estimate::EstimateInput in;
-  in.model = std::move(spec);
-  auto g = gpu::find_gpu(gpu);
-  if (!g) return std::unexpected(g.error());
-  in.gpu = *g;
-  auto& s = in.settings;
+// The engine settings an entry's keys state (the YAML's engine, or vLLM).
+Expected<estimate::EngineSettings> settings_of(const ModelEntry& e) {
+  estimate::EngineSettings s;
   auto engine = engines::parse_planned_engine(e.engine);
   if (!engine) return std::unexpected(engine.error());
   s.engine = *engine;
@@ -147,6 +144,23 @@ Expected<estimate::Estimate> estimate_entry(const ModelEntry& e, const std::stri
   auto kv = estimate::parse_kv_cache_dtype(e.kv_cache_dtype);
   if (!kv) return std::unexpected(kv.error());
   s.kv_cache_dtype = *kv;
+  return s;
+}
+
+Expected<estimate::Estimate> estimate_entry(const ModelEntry& e, const std::string& gpu,
+                                            model::ModelSpec spec,
+                                            estimate::EngineSettings settings) {
+  estimate::EstimateInput in;
+  in.model = std::move(spec);
+  in.settings = std::move(settings);
+  if (gpu::names_no_gpu(gpu)) {
+    in.gpu = gpu::no_gpu();
+    in.settings.no_gpu = true;
+  } else {
+    auto g = gpu::find_gpu(gpu);
+    if (!g) return std::unexpected(g.error());
+    in.gpu = *g;
+  }
   std::set<uint64_t> contexts;
   for (uint32_t in_len : e.input_lengths) {
     for (uint32_t out_len : e.output_lengths)
@@ -155,6 +169,32 @@ Expected<estimate::Estimate> estimate_entry(const ModelEntry& e, const std::stri
   in.workload.context_tokens.assign(contexts.begin(), contexts.end());
   in.workload.concurrency = e.batch_sizes;
   return engines::plan(in);
+}
+
+// What the entry's `launch` starts, read from the command as it will run (placeholders filled,
+// port 0): the engine, the model file and the engine's own flags over the entry's keys.
+std::optional<estimate::LaunchReading> read_entry_launch(const ModelEntry& e,
+                                                         const estimate::EngineSettings& base,
+                                                         const std::string& gpu) {
+  if (e.launch.empty()) return std::nullopt;
+  auto command = launch_command(e, gpu, "127.0.0.1", 0);
+  if (!command) return std::nullopt;
+  return engines::read_launch_command(*command, base);
+}
+
+// "planned as llama.cpp from its launch (llama-server): -c 8192, 4 slots of 2048 cells".
+std::string launch_note(const estimate::LaunchReading& r) {
+  const auto& s = r.settings;
+  std::string text = fmt::format("planned as {} from its launch ({})",
+                                 engines::engine_row(s.engine).display_name, r.program);
+  if (s.engine == engines::Engine::llamacpp && s.max_model_len) {
+    const uint64_t ctx = *s.max_model_len;
+    const uint64_t per_slot = s.kv_unified ? ctx : ctx / std::max(1U, s.n_parallel);
+    text += fmt::format(": -c {}, {} slot{} {}", ctx, s.n_parallel, s.n_parallel == 1 ? "" : "s",
+                        s.kv_unified ? fmt::format("sharing {} cells", ctx)
+                                     : fmt::format("of {} cells each", per_slot));
+  }
+  return text;
 }
 
 // Seconds one condition should take: prefill at a fraction of peak FLOPs, decode steps reading the
@@ -187,7 +227,9 @@ namespace {
 
 void plan_conditions(PlannedConfig& pc, const SweepSettings& s) {
   const ModelEntry& e = pc.entry;
-  double total = pc.server == ServerKind::launch ? k_assumed_startup_s : 0.0;
+  const double startup_s =
+      gpu::names_no_gpu(pc.gpu) ? k_assumed_cpu_startup_s : k_assumed_startup_s;
+  double total = pc.server == ServerKind::launch ? startup_s : 0.0;
   total += s.baseline_s + s.post_warmup_s + 0.5 * s.warmup_requests;
   const uint64_t max_len = pc.estimate && pc.estimate->settings.max_model_len
                                ? *pc.estimate->settings.max_model_len
@@ -207,11 +249,13 @@ void plan_conditions(PlannedConfig& pc, const SweepSettings& s) {
             c.kv_capacity_bytes = row.kv_capacity_bytes;
             // A queued condition still runs (slower); a rejected or failing one does not.
             c.fits = row.verdict <= estimate::Verdict::queues;
+            c.refused = row.verdict == estimate::Verdict::rejected;
             c.note = row.note;
           }
         }
         if (max_len > 0 && ctx > max_len) {
           c.fits = false;
+          c.refused = true;
           c.note = fmt::format("input + output {} is over max_model_len {}: the server rejects it",
                                ctx, max_len);
         }
@@ -223,6 +267,45 @@ void plan_conditions(PlannedConfig& pc, const SweepSettings& s) {
     }
   }
   pc.expected_s = total;
+}
+
+// Leaves out of the grid the input lengths whose requests the server refuses (a request longer
+// than its context, or than a llama.cpp slot), so the run measures what it takes; none left: the
+// configuration cannot run.
+void drop_refused_lengths(PlannedConfig& pc) {
+  std::vector<uint32_t> kept;
+  std::string why;
+  for (uint32_t in_len : pc.entry.input_lengths) {
+    const auto refused =
+        std::find_if(pc.conditions.begin(), pc.conditions.end(),
+                     [in_len](const auto& c) { return c.input_len == in_len && c.refused; });
+    if (refused == pc.conditions.end()) {
+      kept.push_back(in_len);
+    } else if (why.empty()) {
+      why = refused->note;
+    }
+  }
+  if (kept.size() == pc.entry.input_lengths.size()) return;
+  if (kept.empty()) {
+    if (pc.fits) {
+      pc.fits = false;
+      pc.reason = "every input length is refused by the server: " + why;
+    }
+    return;
+  }
+  std::string left_out;
+  for (uint32_t in_len : pc.entry.input_lengths) {
+    if (std::find(kept.begin(), kept.end(), in_len) == kept.end())
+      left_out += fmt::format("{}{}", left_out.empty() ? "" : ", ", in_len);
+  }
+  pc.notes.push_back(fmt::format("input length {} not run: {}", left_out, why));
+  pc.grid.input_lens = kept;
+  pc.n_requests = workload::grid_size(pc.grid).n_requests;
+  double skipped_s = 0;
+  for (const auto& c : pc.conditions) {
+    if (std::find(kept.begin(), kept.end(), c.input_len) == kept.end()) skipped_s += c.expected_s;
+  }
+  pc.expected_s -= skipped_s;
 }
 
 std::string fit_reason(const estimate::Estimate& est) {
@@ -262,7 +345,6 @@ Plan plan_sweep(const SweepConfig& config, const PlanOptions& options,
     pc.id = fmt::format("{:02}_{}", e.index + 1, slug(e.model_id));
     pc.fingerprint = fmt::format("{:016x}", fnv1a(identity(e, config.settings).dump()));
     pc.label = label_of(e);
-    pc.gpu = e.gpu.empty() ? options.default_gpu : e.gpu;
     pc.server = !e.launch.empty()     ? ServerKind::launch
                 : !e.endpoint.empty() ? ServerKind::endpoint
                                       : ServerKind::simulator;
@@ -285,15 +367,57 @@ Plan plan_sweep(const SweepConfig& config, const PlanOptions& options,
                       "of the plan (weights and KV cache per GPU)",
                       e.tensor_parallel_size));
     }
-    auto spec = resolve_entry_model(e, pc.notes);
+    auto settings = settings_of(e);
+    if (!settings) {
+      errors.push_back({e.pos, where + settings.error().message});
+      continue;
+    }
+    // The launch command decides the engine, the model file and the engine's own flags.
+    const auto launched =
+        read_entry_launch(e, *settings, e.gpu.empty() ? options.default_gpu : e.gpu);
+    ModelEntry planned = e;
+    if (launched) {
+      if (e.engine_pos.line > 0 && launched->settings.engine != settings->engine) {
+        errors.push_back(
+            {e.engine_pos, fmt::format("models[{}].engine: '{}', but its launch "
+                                       "starts {} ({})",
+                                       e.index, e.engine, launched->program,
+                                       engines::engine_name(launched->settings.engine))});
+        continue;
+      }
+      *settings = launched->settings;
+      if (!launched->model.empty()) planned.model_id = launched->model;
+      pc.server_names_model = to_lower(planned.model_id).ends_with(".gguf");
+      pc.notes.push_back(launch_note(*launched));
+      for (const auto& n : launched->notes)
+        pc.notes.push_back(n);
+      if (settings->engine == engines::Engine::llamacpp && settings->max_model_len) {
+        pc.label = fmt::format("{} {} -c {} -np {}", e.model_id, launched->program,
+                               *settings->max_model_len, settings->n_parallel);
+      }
+    }
+    pc.engine = std::string(engines::engine_name(settings->engine));
+    // llama.cpp runs on the CPU where there is no GPU (or no layer is offloaded).
+    const bool llamacpp = settings->engine == engines::Engine::llamacpp;
+    if (!e.gpu.empty()) {
+      pc.gpu = e.gpu;
+    } else if (llamacpp && (!options.gpu_found || settings->n_gpu_layers == 0u)) {
+      pc.gpu = "cpu";
+      pc.notes.push_back(
+          settings->n_gpu_layers == 0u
+              ? "-ngl 0: planned on the CPU (host RAM)"
+              : "no GPU found through NVML: llama.cpp planned on the CPU (host RAM)");
+    } else {
+      pc.gpu = options.default_gpu;
+      if (!options.default_gpu_reason.empty()) pc.notes.push_back(options.default_gpu_reason);
+    }
+    auto spec = resolve_entry_model(planned, pc.notes);
     if (!spec) {
       errors.push_back({e.model_id_pos.line ? e.model_id_pos : e.pos,
                         fmt::format("models[{}].model_id: {}", e.index, spec.error().message)});
       continue;
     }
-    if (e.gpu.empty() && !options.default_gpu_reason.empty())
-      pc.notes.push_back(options.default_gpu_reason);
-    auto est = estimate_entry(e, pc.gpu, std::move(*spec));
+    auto est = estimate_entry(e, pc.gpu, std::move(*spec), *settings);
     if (!est) {
       pc.fits = false;
       pc.reason = est.error().message;
@@ -306,18 +430,50 @@ Plan plan_sweep(const SweepConfig& config, const PlanOptions& options,
       }
     }
     plan_conditions(pc, config.settings);
-    if (pc.fits && std::none_of(pc.conditions.begin(), pc.conditions.end(), [](const auto& c) {
-          return c.fits || c.note.find("max_model_len") == std::string::npos;
-        })) {
-      pc.fits = false;
-      pc.reason = "every condition is longer than max_model_len";
-    }
+    drop_refused_lengths(pc);
     plan.n_conditions += pc.conditions.size();
     plan.n_requests += pc.n_requests;
     if (pc.fits) plan.expected_s += pc.expected_s;
     plan.configs.push_back(std::move(pc));
   }
   return plan;
+}
+
+// The vLLM flags for the settings an entry gives ({engine_args}), one word each.
+std::vector<std::string> engine_args(const ModelEntry& e) {
+  std::vector<std::string> w = {"--tensor-parallel-size", std::to_string(e.tensor_parallel_size)};
+  const auto add = [&](const char* flag, std::string value) {
+    w.emplace_back(flag);
+    w.push_back(std::move(value));
+  };
+  if (e.dtype != "auto") add("--dtype", e.dtype);
+  if (!e.quantization.empty()) add("--quantization", e.quantization);
+  if (e.kv_cache_dtype != "auto") add("--kv-cache-dtype", e.kv_cache_dtype);
+  if (e.gpu_memory_utilization)
+    add("--gpu-memory-utilization", fmt::format("{}", *e.gpu_memory_utilization));
+  if (e.max_model_len) add("--max-model-len", std::to_string(*e.max_model_len));
+  return w;
+}
+
+Expected<std::string> launch_command(const ModelEntry& e, const std::string& gpu,
+                                     const std::string& host, uint16_t port) {
+  const uint32_t max_batch =
+      e.batch_sizes.empty() ? 1 : *std::max_element(e.batch_sizes.begin(), e.batch_sizes.end());
+  const auto opt = [](const auto& v) { return v ? fmt::format("{}", *v) : std::string(); };
+  return profile::fill_placeholders(
+      e.launch,
+      {{"model", e.model_id},
+       {"port", std::to_string(port)},
+       {"host", host},
+       {"max_concurrency", std::to_string(max_batch)},
+       {"gpu", gpu},
+       {"dtype", e.dtype},
+       {"tensor_parallel_size", std::to_string(e.tensor_parallel_size)},
+       {"quantization", e.quantization},
+       {"kv_cache_dtype", e.kv_cache_dtype},
+       {"gpu_memory_utilization", opt(e.gpu_memory_utilization)},
+       {"max_model_len", opt(e.max_model_len)}},
+      {{"engine_args", engine_args(e)}});
 }
 
 std::string format_duration(double seconds) {

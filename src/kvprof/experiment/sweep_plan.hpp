@@ -18,9 +18,10 @@ namespace kvprof::experiment {
 
 // How the plan times a run: the server's start (with `launch`) and the roofline fractions.
 inline constexpr double k_assumed_startup_s = 60.0;
-inline constexpr double k_bandwidth_fraction = 0.6;  // of peak memory bandwidth, decode
-inline constexpr double k_flops_fraction = 0.4;      // of peak bf16 TFLOP/s, prefill
-inline constexpr double k_sim_tokens_per_s = 500.0;  // the built-in simulator's decode speed
+inline constexpr double k_assumed_cpu_startup_s = 5.0;  // a CPU server maps its model: seconds
+inline constexpr double k_bandwidth_fraction = 0.6;     // of peak memory bandwidth, decode
+inline constexpr double k_flops_fraction = 0.4;         // of peak bf16 TFLOP/s, prefill
+inline constexpr double k_sim_tokens_per_s = 500.0;     // the built-in simulator's decode speed
 
 enum class ServerKind { launch, endpoint, simulator };
 std::string_view server_kind_name(ServerKind kind);  // "launch", "endpoint", "built-in simulator"
@@ -34,6 +35,7 @@ struct PlannedCondition {
   uint64_t kv_needed_bytes = 0;    // per GPU, the whole batch at full length
   uint64_t kv_capacity_bytes = 0;  // per GPU
   bool fits = true;                // the cache holds the whole batch at once
+  bool refused = false;            // the server refuses its requests (longer than it takes)
   std::string note;                // why not, or a length over max_model_len
   double expected_s = 0;
 };
@@ -43,9 +45,14 @@ struct PlannedConfig {
   std::string id;           // "02_llama-3.1-8b-instruct": position and model, for files and runs
   std::string fingerprint;  // 16 hex digits of the settings that decide the measurement
   std::string label;        // one line for tables: model and the settings given
-  std::string gpu;          // catalog GPU the plan used
+  std::string gpu;          // catalog GPU the plan used, or "cpu"
+  std::string engine;       // the engine planned: the YAML's, or what `launch` starts
+  // The launched server names its model (it serves a GGUF file: llama-server calls it by its
+  // alias or file name); requests use that name, not model_id.
+  bool server_names_model = false;
   ServerKind server = ServerKind::simulator;
-  workload::GridOptions grid;
+  workload::GridOptions
+      grid;  // what runs: input lengths whose requests the server refuses left out
   uint64_t n_requests = 0;
   std::optional<estimate::Estimate> estimate;
   bool fits = true;    // false: the plan says it cannot run (reason says why)
@@ -65,6 +72,7 @@ struct Plan {
 struct PlanOptions {
   std::string default_gpu = "H100";  // for entries without `gpu`
   std::string default_gpu_reason;    // how it was chosen, for the notes
+  bool gpu_found = false;            // NVML sees a GPU here (else llama.cpp plans the CPU)
 };
 
 // Plans every entry of `config`. Problems that belong to the file (a model that is neither known
@@ -72,6 +80,12 @@ struct PlanOptions {
 // entry's line; a configuration the planner cannot fit stays in the plan with fits = false.
 Plan plan_sweep(const SweepConfig& config, const PlanOptions& options,
                 std::vector<ConfigIssue>& errors);
+
+// An entry's `launch` with its placeholders filled: the model, `host`:`port`, `gpu`, the
+// largest batch and the entry's settings ({engine_args}: vLLM's flags for them), each value one
+// shell word. A usage error for a value the shell cannot be given (a control character).
+Expected<std::string> launch_command(const ModelEntry& e, const std::string& gpu,
+                                     const std::string& host, uint16_t port);
 
 // "1h 02m", "3m 10s", "12.3 s".
 std::string format_duration(double seconds);

@@ -59,6 +59,7 @@ json config_json(const PlannedConfig& pc, const SweepState& state) {
                           {"kv_needed_bytes", c.kv_needed_bytes},
                           {"kv_capacity_bytes", c.kv_capacity_bytes},
                           {"fits", c.fits},
+                          {"refused", c.refused},
                           {"note", c.note},
                           {"expected_s", c.expected_s}});
   }
@@ -74,7 +75,7 @@ json config_json(const PlannedConfig& pc, const SweepState& state) {
               {"kv_cache_dtype", e.kv_cache_dtype},
               {"gpu_memory_utilization", opt_json(e.gpu_memory_utilization)},
               {"max_model_len", opt_json(e.max_model_len)},
-              {"engine", e.engine}}},
+              {"engine", pc.engine}}},
             {"gpu", pc.gpu},
             {"server", server_kind_name(pc.server)},
             {"n_conditions", pc.conditions.size()},
@@ -138,7 +139,8 @@ std::string summary_csv(const Plan& plan, const SweepState& state) {
       "configuration,model_id,tensor_parallel_size,dtype,quantization,kv_cache_dtype,"
       "gpu_memory_utilization,max_model_len,gpu,input_len,output_len,batch_size,status,run_id,"
       "est_per_gpu_total_bytes,est_kv_capacity_bytes,est_kv_needed_bytes,est_fits,"
-      "peak_used_bytes,peak_kv_cache_usage,ttft_p50_ms,e2e_mean_ms,output_tokens_per_s,"
+      "peak_used_bytes,peak_rss_bytes,peak_kv_cache_usage,ttft_p50_ms,e2e_mean_ms,output_tokens_"
+      "per_s,"
       "preemptions,n_ok,n_errors,note\n";
   for (const auto& pc : plan.configs) {
     const ModelEntry& e = pc.entry;
@@ -153,7 +155,7 @@ std::string summary_csv(const Plan& plan, const SweepState& state) {
       std::string note = c.note;
       if (r && !r->reason.empty()) note = r->reason + (note.empty() ? "" : "; " + note);
       out += fmt::format(
-          "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+          "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
           csv_field(pc.id), csv_field(e.model_id), e.tensor_parallel_size, csv_field(e.dtype),
           csv_field(e.quantization), csv_field(e.kv_cache_dtype),
           csv_value(opt_json(e.gpu_memory_utilization)), csv_value(opt_json(e.max_model_len)),
@@ -162,9 +164,9 @@ std::string summary_csv(const Plan& plan, const SweepState& state) {
           pc.estimate ? std::to_string(pc.estimate->per_gpu.total_bytes) : "",
           pc.estimate ? std::to_string(c.kv_capacity_bytes) : "",
           pc.estimate ? std::to_string(c.kv_needed_bytes) : "", c.fits && pc.fits ? "yes" : "no",
-          mv("peak_used_bytes"), mv("peak_kv_cache_usage"), mv("ttft_p50_ms"), mv("e2e_mean_ms"),
-          mv("output_tokens_per_s"), mv("preemptions"), mv("n_ok"), mv("n_errors"),
-          csv_field(note));
+          mv("peak_used_bytes"), mv("peak_rss_bytes"), mv("peak_kv_cache_usage"), mv("ttft_p50_ms"),
+          mv("e2e_mean_ms"), mv("output_tokens_per_s"), mv("preemptions"), mv("n_ok"),
+          mv("n_errors"), csv_field(note));
     }
   }
   return out;

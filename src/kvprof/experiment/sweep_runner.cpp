@@ -26,22 +26,6 @@ double now_unix_s() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-// The vLLM flags for the settings an entry gives ({engine_args}), one word each.
-std::vector<std::string> engine_args(const ModelEntry& e) {
-  std::vector<std::string> w = {"--tensor-parallel-size", std::to_string(e.tensor_parallel_size)};
-  const auto add = [&](const char* flag, std::string value) {
-    w.emplace_back(flag);
-    w.push_back(std::move(value));
-  };
-  if (e.dtype != "auto") add("--dtype", e.dtype);
-  if (!e.quantization.empty()) add("--quantization", e.quantization);
-  if (e.kv_cache_dtype != "auto") add("--kv-cache-dtype", e.kv_cache_dtype);
-  if (e.gpu_memory_utilization)
-    add("--gpu-memory-utilization", fmt::format("{}", *e.gpu_memory_utilization));
-  if (e.max_model_len) add("--max-model-len", std::to_string(*e.max_model_len));
-  return w;
-}
-
 Expected<profile::LaunchSettings> launch_settings(const PlannedConfig& pc, const SweepSettings& s) {
   const ModelEntry& e = pc.entry;
   profile::LaunchSettings ls;
@@ -50,22 +34,7 @@ Expected<profile::LaunchSettings> launch_settings(const PlannedConfig& pc, const
   auto port = profile::free_port(ls.host);
   if (!port) return std::unexpected(port.error());
   ls.port = *port;
-  const uint32_t max_batch = *std::max_element(e.batch_sizes.begin(), e.batch_sizes.end());
-  const auto opt = [](const auto& v) { return v ? fmt::format("{}", *v) : std::string(); };
-  auto command =
-      profile::fill_placeholders(e.launch,
-                                 {{"model", e.model_id},
-                                  {"port", std::to_string(ls.port)},
-                                  {"host", ls.host},
-                                  {"max_concurrency", std::to_string(max_batch)},
-                                  {"gpu", pc.gpu},
-                                  {"dtype", e.dtype},
-                                  {"tensor_parallel_size", std::to_string(e.tensor_parallel_size)},
-                                  {"quantization", e.quantization},
-                                  {"kv_cache_dtype", e.kv_cache_dtype},
-                                  {"gpu_memory_utilization", opt(e.gpu_memory_utilization)},
-                                  {"max_model_len", opt(e.max_model_len)}},
-                                 {{"engine_args", engine_args(e)}});
+  auto command = launch_command(e, pc.gpu, ls.host, ls.port);
   if (!command) return std::unexpected(command.error());
   ls.command = *command;
   return ls;
@@ -83,7 +52,7 @@ nlohmann::json configuration_json(const PlannedConfig& pc, const std::string& sw
                       {"tensor_parallel_size", e.tensor_parallel_size},
                       {"quantization", e.quantization},
                       {"kv_cache_dtype", e.kv_cache_dtype},
-                      {"engine", e.engine},
+                      {"engine", pc.engine},
                       {"gpu", pc.gpu},
                       {"server", server_kind_name(pc.server)},
                       {"launch", e.launch},
@@ -102,6 +71,7 @@ nlohmann::json measured_of(const nlohmann::json& summary) {
     return j.contains(p) && j.at(p).is_number() ? j.at(p) : json();
   };
   json m = {{"peak_used_bytes", num(summary, "/memory_measurements/peak/total_bytes")},
+            {"peak_rss_bytes", num(summary, "/host_memory/peak_rss_bytes")},
             {"baseline_used_bytes", num(summary, "/memory_measurements/baseline/total_bytes")},
             {"weights_bytes", num(summary, "/memory_breakdown/components/weights/bytes")},
             {"kv_cache_bytes", num(summary, "/memory_breakdown/components/kv_cache/bytes")},
@@ -112,6 +82,7 @@ nlohmann::json measured_of(const nlohmann::json& summary) {
       if (!c.is_object() || !c.contains("condition_id")) continue;
       m["conditions"][c["condition_id"].get<std::string>()] = {
           {"peak_used_bytes", num(c, "/peak_used_bytes")},
+          {"peak_rss_bytes", num(c, "/peak_rss_bytes")},
           {"peak_kv_cache_usage", num(c, "/peak_kv_cache_usage")},
           {"ttft_p50_ms", num(c, "/ttft_ms/p50")},
           {"e2e_mean_ms", num(c, "/e2e_ms/mean")},
@@ -136,7 +107,8 @@ void run_one(const RunContext& ctx, const PlannedConfig& pc, ConfigRecord& rec) 
   const SweepSettings& s = ctx.config.settings;
   profile::ProfileConfig config;
   config.grid = pc.grid;
-  config.run.model = pc.entry.model_id;
+  // Empty: the name the launched server gives its model file.
+  config.run.model = pc.server_names_model ? std::string() : pc.entry.model_id;
   config.output_dir = ctx.options.output_dir;
   config.run_tag = pc.id;
   config.baseline_s = s.baseline_s;
@@ -351,8 +323,8 @@ Expected<SweepOutcome> run_sweep(const SweepConfig& config, const Plan& plan,
   for (const auto& pc : plan.configs) {
     if (e.model.find(pc.entry.model_id) == std::string::npos)
       e.model += (e.model.empty() ? "" : ", ") + pc.entry.model_id;
-    if (e.engine.find(pc.entry.engine) == std::string::npos)
-      e.engine += (e.engine.empty() ? "" : ",") + pc.entry.engine;
+    if (e.engine.find(pc.engine) == std::string::npos)
+      e.engine += (e.engine.empty() ? "" : ",") + pc.engine;
   }
   size_t n_finished = 0;
   for (const auto& [fp, r] : state.records)

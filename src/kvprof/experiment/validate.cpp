@@ -38,7 +38,14 @@ std::optional<double> reported(const RunRecord& r, const std::string& component)
   return std::nullopt;
 }
 
-std::string hint(const std::string& component, bool over) {
+// Why a component's figure differs from the reference. `compute_buffers`: the activations
+// compared are llama.cpp's compute buffers as it states them (no GPU memory was sampled).
+std::string hint(const std::string& component, bool over, bool compute_buffers) {
+  if (component == "activations" && compute_buffers) {
+    return "llama.cpp sizes its compute buffers from -c, -ub and flash attention (off, the graph "
+           "holds the n_ctx x n_ubatch attention matrix of each head); check that the "
+           "reference used the server's -fa, -ub and -c, and its release's defaults";
+  }
   if (component == "weights") {
     return over ? "the reference counts more weight bytes than were loaded: check the dtype or "
                   "quantization it assumed, a draft model, tied embeddings"
@@ -133,7 +140,10 @@ Validation validate_run(const RunRecord& run, const std::map<std::string, double
   v.diagnosis = fmt::format(
       "largest gap: {} — reference {} GiB vs {} {} GiB ({:+.1f}%, {} the ±{:.0f}% expected): {}",
       w.component, gib_text(w.reference_bytes), w.error_against, gib_text(measured), *w.error_pct,
-      *w.within_band ? "within" : "outside", w.band.pct, hint(w.component, *w.error_pct > 0));
+      *w.within_band ? "within" : "outside", w.band.pct,
+      hint(w.component, *w.error_pct > 0,
+           !w.sampled_bytes && run.reported.contains("compute") &&
+               !run.reported.contains("activation_peak")));
   return v;
 }
 

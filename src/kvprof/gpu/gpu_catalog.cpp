@@ -92,4 +92,16 @@ GpuSpec custom_gpu(uint64_t memory_bytes) {
   return g;
 }
 
+bool names_no_gpu(std::string_view name) {
+  const std::string lower = to_lower(name);
+  return lower == "cpu" || lower == "none";
+}
+
+GpuSpec no_gpu() {
+  GpuSpec g = custom_gpu(1);
+  g.id = "cpu";
+  g.name = "none (CPU)";
+  return g;
+}
+
 }  // namespace kvprof::gpu

@@ -45,4 +45,11 @@ Expected<GpuSpec> find_gpu(std::string_view name);
 // A GPU that is not in the catalog, known only by its usable memory (--gpu-mem 24GiB).
 GpuSpec custom_gpu(uint64_t memory_bytes);
 
+// Whether `name` asks for no GPU at all ("cpu", "none"): a CPU-only deployment (llama.cpp).
+bool names_no_gpu(std::string_view name);
+
+// The stand-in of a CPU-only deployment: id "cpu", named "none (CPU)", 1 byte of memory (the
+// plan budgets host RAM instead).
+GpuSpec no_gpu();
+
 }  // namespace kvprof::gpu

@@ -260,6 +260,7 @@ void Sampler::host_loop() {
       if (mem->pss_bytes)
         h.peak_pss_bytes = std::max(h.peak_pss_bytes.value_or(0), *mem->pss_bytes);
     }
+    if (mem && m_options.on_host_sample) m_options.on_host_sample(t_mono_ns, *mem);
     ++tick;
     const auto current = static_cast<uint64_t>((Clock::now() - start) / interval);
     tick = std::max(tick, current);

@@ -60,6 +60,8 @@ struct SamplerOptions {
   std::string host_trace_path;         // host rows; required with host_pid
   // Called on the sampler thread after each device reading; must return quickly.
   std::function<void(const DeviceSample&)> on_device_sample;
+  // Called on the host thread after each host reading (steady-clock ns); must return quickly.
+  std::function<void(int64_t t_mono_ns, const sys::HostMemory&)> on_host_sample;
 };
 
 // Latest reading and running peak of one GPU.

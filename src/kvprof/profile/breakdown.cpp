@@ -227,4 +227,45 @@ std::vector<ComparisonRow> compare_with_estimate(const MeasuredBreakdown& m,
   return rows;
 }
 
+void compare_with_engine_figures(std::vector<ComparisonRow>& rows,
+                                 const nlohmann::json& engine_reported,
+                                 const nlohmann::json& planned,
+                                 std::optional<uint64_t> peak_rss_bytes) {
+  const auto set = [](ComparisonRow& r, double measured, Confidence c, std::string source) {
+    r.measured = measured;
+    r.measured_confidence = c;
+    r.measured_source = std::move(source);
+    r.error_pct = measured > 0 && r.estimated
+                      ? std::optional<double>((*r.estimated - measured) / measured * 100.0)
+                      : std::nullopt;
+  };
+  const nlohmann::json* parts = nullptr;
+  std::string source = "engine";
+  if (engine_reported.is_object() && engine_reported.contains("components") &&
+      engine_reported["components"].is_object()) {
+    parts = &engine_reported["components"];
+    if (engine_reported.contains("source") && engine_reported["source"].is_string())
+      source = engine_reported["source"].get<std::string>();
+  }
+  for (auto& r : rows) {
+    if (r.measured || r.unit != "bytes") continue;
+    if (r.name == "total") {
+      if (peak_rss_bytes)
+        set(r, static_cast<double>(*peak_rss_bytes), Confidence::medium, "host RSS");
+      continue;
+    }
+    // The plan's activations are llama.cpp's compute buffers.
+    const std::string part = r.name == "activations" ? "compute" : r.name;
+    if (parts == nullptr || !parts->contains(part)) continue;
+    const auto& bytes = (*parts)[part]["bytes"];
+    if (planned.contains("components") && planned["components"].contains(part)) {
+      const auto& p = planned["components"][part]["bytes"];
+      if (p.is_number_unsigned()) r.estimated = static_cast<double>(p.get<uint64_t>());
+    }
+    if (bytes.is_number_unsigned()) {
+      set(r, static_cast<double>(bytes.get<uint64_t>()), Confidence::high, source);
+    }
+  }
+}
+
 }  // namespace kvprof::profile

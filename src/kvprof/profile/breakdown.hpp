@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "kvprof/estimate/result.hpp"
 #include "kvprof/profile/timeline.hpp"
 
@@ -86,6 +88,9 @@ struct ComparisonRow {
   std::optional<double> estimated;
   std::optional<double> error_pct;  // (estimated - measured) / measured x 100
   Confidence measured_confidence = Confidence::none;
+  // Where `measured` comes from: "samples" (the memory sampled), or the engine's own statement
+  // ("server.log", "/props") or "host RSS" where no GPU was sampled.
+  std::string measured_source = "samples";
 };
 
 // Measured vs estimated per component (weights, kv_cache, activations, overhead, total) and the
@@ -93,5 +98,15 @@ struct ComparisonRow {
 std::vector<ComparisonRow> compare_with_estimate(const MeasuredBreakdown& measured,
                                                  const MetricsWindowStats& server,
                                                  const estimate::Estimate& est);
+
+// Where no memory was sampled to break down (a server on the CPU), the buffers the engine states
+// (`engine_reported`: weights, KV cache, compute) are compared with those the plan says it will
+// log (`planned`, the same reading of the plan's log lines; the activations row holds the
+// compute buffers), and the plan's total with the server's peak RSS. Rows already measured are
+// left as they are.
+void compare_with_engine_figures(std::vector<ComparisonRow>& rows,
+                                 const nlohmann::json& engine_reported,
+                                 const nlohmann::json& planned,
+                                 std::optional<uint64_t> peak_rss_bytes);
 
 }  // namespace kvprof::profile

@@ -26,7 +26,7 @@ uint64_t round_up(uint64_t tokens, uint64_t block) {
   return block == 0 ? tokens : (tokens + block - 1) / block * block;
 }
 
-bool has(const std::vector<std::string>& list, const char* name) {
+bool has(const std::vector<std::string>& list, std::string_view name) {
   return std::find(list.begin(), list.end(), name) != list.end();
 }
 
@@ -293,7 +293,12 @@ std::string kv_peak_cell(const ConditionReport& c) {
 }
 
 std::string peak_gib_cell(const ConditionReport& c, const std::string& plain) {
-  return plain + (has(c.kv.low_sample_figures, "peak_used_bytes") ? "*" : "");
+  return sampled_cell(c, "peak_used_bytes", plain);
+}
+
+std::string sampled_cell(const ConditionReport& c, std::string_view figure,
+                         const std::string& plain) {
+  return plain + (has(c.kv.low_sample_figures, figure) ? "*" : "");
 }
 
 std::string low_sample_footnote(const ProfileReport& r) {

@@ -135,6 +135,9 @@ nlohmann::json condition_metrics_json(const ConditionReport& condition);
 // Table cells with a "*" when drawn from too few samples.
 std::string kv_peak_cell(const ConditionReport& condition);
 std::string peak_gib_cell(const ConditionReport& condition, const std::string& plain);
+// `plain` with "*" when the condition's `figure` ("num_requests_running") is from few samples.
+std::string sampled_cell(const ConditionReport& condition, std::string_view figure,
+                         const std::string& plain);
 
 // The footnote line under the condition table ("" when no figure is marked).
 std::string low_sample_footnote(const ProfileReport& report);

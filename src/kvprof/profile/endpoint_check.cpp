@@ -107,8 +107,8 @@ Expected<EndpointCheck> check_endpoint(const client::RunOptions& run, const Serv
     if (input + output > *check.max_context_tokens) {
       return fail(ErrorKind::usage,
                   fmt::format("the grid's longest request needs {} tokens ({} in + {} out) but "
-                              "the server's max context is {} ({}); lower --input-lens or "
-                              "--output-lens",
+                              "the server's max context is {} ({}); use shorter input or output "
+                              "lengths",
                               input + output, input, output, *check.max_context_tokens,
                               check.max_context_source));
     }

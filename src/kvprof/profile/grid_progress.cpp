@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "kvprof/report/text/progress_line.hpp"
 
 namespace kvprof::profile {
@@ -15,8 +17,10 @@ void GridProgress::update(const client::Progress& p, int64_t now_ns) {
     m_done_before = m_done;
     m_repeats_before = m_repeats;
     m_condition_planned = p.total;
+    m_planned_done_before = m_planned_done;
   }
   m_done = m_done_before + p.done;
+  m_planned_done = m_planned_done_before + std::min<uint64_t>(p.done, m_condition_planned);
   // Requests sent again to reach --min-condition-s count as work too.
   m_repeats =
       m_repeats_before + (p.total > m_condition_planned ? p.total - m_condition_planned : 0);
@@ -33,12 +37,18 @@ std::string GridProgress::eta() const {
       static_cast<double>(m_done), static_cast<double>(m_n_requests + m_repeats), elapsed_s));
 }
 
+// "6/20", or "6/20 (+16 repeats)": the grid's own requests ended of those planned (the count
+// never jumps as a condition's repeats are added), and the repeats sent so far.
+std::string GridProgress::count_text() const {
+  return fmt::format("{}/{}{}", m_planned_done, m_n_requests,
+                     m_repeats > 0 ? fmt::format(" (+{} repeats)", m_repeats) : "");
+}
+
 std::string GridProgress::status_text(const client::Progress& p) const {
-  return fmt::format("[{}/{}] {}: {}/{} ok{}{}; grid {}/{} requests, {}", p.condition_index + 1,
-                     p.n_conditions, p.condition_id, p.ok, p.total,
-                     p.errors > 0 ? fmt::format(", {} failed", p.errors) : "",
-                     p.cancelled > 0 ? fmt::format(", {} cancelled", p.cancelled) : "", m_done,
-                     m_n_requests + m_repeats, eta());
+  return fmt::format(
+      "[{}/{}] {}: {}/{} ok{}{}; grid {} requests, {}", p.condition_index + 1, p.n_conditions,
+      p.condition_id, p.ok, p.total, p.errors > 0 ? fmt::format(", {} failed", p.errors) : "",
+      p.cancelled > 0 ? fmt::format(", {} cancelled", p.cancelled) : "", count_text(), eta());
 }
 
 std::string GridProgress::end_text(const client::Progress& p, double seconds,
@@ -53,8 +63,8 @@ std::string GridProgress::end_text(const client::Progress& p, double seconds,
                       "{} not sent{}",
                       seconds, p.ok, p.total, p.errors, p.cancelled, p.total - p.done, used);
   }
-  return head + fmt::format("{}/{} ok, {} errors, {:.1f} s{}; grid {}/{}, {}", p.ok, p.total,
-                            p.errors, seconds, used, m_done, m_n_requests + m_repeats, eta());
+  return head + fmt::format("{}/{} ok, {} errors, {:.1f} s{}; grid {}, {}", p.ok, p.total, p.errors,
+                            seconds, used, count_text(), eta());
 }
 
 }  // namespace kvprof::profile

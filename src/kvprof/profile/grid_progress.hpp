@@ -29,6 +29,7 @@ class GridProgress {
                                      const std::string& memory, const std::string& kv) const;
 
  private:
+  [[nodiscard]] std::string count_text() const;
   [[nodiscard]] std::string eta() const;
 
   uint64_t m_n_requests;
@@ -39,6 +40,8 @@ class GridProgress {
   uint64_t m_repeats_before = 0;     // requests repeated (--min-condition-s) before this condition
   uint64_t m_repeats = 0;            // ... so far
   uint64_t m_condition_planned = 0;  // the current condition's own requests
+  uint64_t m_planned_done_before = 0;  // the grid's own requests ended before this condition
+  uint64_t m_planned_done = 0;         // ... so far (repeats not counted)
 };
 
 }  // namespace kvprof::profile

@@ -398,6 +398,7 @@ Expected<ProfileOutcome> run_profile(const ProfileConfig& config_in, const Profi
 
   // Analysis.
   const auto memory = timeline.memory();
+  const auto host_points = timeline.host();
   const auto scraped = timeline.metrics();
   report.baseline = capture_point("baseline", memory, baseline_window, false);
   report.post_warmup = capture_point("post_warmup", memory, post_warmup_window, false);
@@ -412,8 +413,12 @@ Expected<ProfileOutcome> run_profile(const ProfileConfig& config_in, const Profi
     report.transport = result->transport;
     for (size_t i = 0; i < result->conditions.size(); ++i) {
       const Window w = i < windows.size() ? windows[i] : load_window;
-      report.conditions.push_back(
-          {result->conditions[i], w, memory_in(memory, w), metrics_in(scraped, w), {}});
+      report.conditions.push_back({result->conditions[i],
+                                   w,
+                                   memory_in(memory, w),
+                                   metrics_in(scraped, w),
+                                   {},
+                                   peak_rss_in(host_points, w)});
     }
   }
   report.derived = derive_answers(condition_facts(*requests, report.conditions, scraped),
@@ -429,6 +434,9 @@ Expected<ProfileOutcome> run_profile(const ProfileConfig& config_in, const Profi
     launch.marks = watcher.marks();
     report.launch = launch_json(launch, memory);
     report.engine_reported = engine_reported_json(watcher.finish(), "server.log");
+    // A server that logged no buffers (a quiet llama.cpp) may state them in /props.
+    if (report.engine_reported["components"].empty() && report.server.props_buffers)
+      report.engine_reported = engine_reported_json(*report.server.props_buffers, "/props");
   } else if (!config.server_log.empty()) {
     if (auto log =
             enginelog::parse_engine_log_file(config.server_log, engines::log_parse_options())) {
@@ -442,6 +450,18 @@ Expected<ProfileOutcome> run_profile(const ProfileConfig& config_in, const Profi
     warnings.add(
         "this llama.cpp server states no buffer sizes in /props: give --server-log with its "
         "startup log, or start it with --launch, for the engine's own figures");
+  }
+  if (!report.comparison.empty() && report.baseline.empty() && config.estimate) {
+    // The buffers the plan says the engine will log, read as its log is.
+    std::string plan_log;
+    for (const auto& line : config.estimate->engine_report.log_lines)
+      plan_log += line + "\n";
+    const auto planned = engine_reported_json(
+        enginelog::parse_engine_log(plan_log,
+                                    engines::log_parse_options(config.estimate->settings.engine)),
+        "plan");
+    compare_with_engine_figures(report.comparison, report.engine_reported, planned,
+                                report.host ? report.host->peak_rss_bytes : std::nullopt);
   }
   report.ended_unix_s = now_unix_s();
   for (const auto& w : warnings.list())

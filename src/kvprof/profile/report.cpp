@@ -149,6 +149,7 @@ json condition_json(const ConditionReport& c, const ConditionAnswer* derived) {
   j["peak_used_bytes"] = opt_json(peak);
   j["mean_used_bytes"] = opt_json(mean);
   j["peak_gpu_used_bytes"] = opt_json(peak_gpu);
+  j["peak_rss_bytes"] = opt_json(c.peak_rss_bytes);
   j["server"] = server_json(c.server, derived ? derived->facts.kv_peak : KvPeak{});
   j["peak_kv_cache_usage"] = opt_json(c.server.peak_kv_cache_usage);
   j["preemptions"] = opt_json(c.server.preemptions);
@@ -215,7 +216,8 @@ json summary_json(const ProfileReport& r) {
            {"measured", opt_json(row.measured)},
            {"estimated", opt_json(row.estimated)},
            {"error_pct", opt_json(row.error_pct)},
-           {"measured_confidence", confidence_name(row.measured_confidence)}});
+           {"measured_confidence", confidence_name(row.measured_confidence)},
+           {"measured_source", row.measured_source}});
     }
   }
   json host = nullptr;
@@ -348,13 +350,15 @@ std::string condition_table(const ProfileReport& r) {
       per_request = fmt::format("{:.0f}/{}", *d->measured_kv_tokens_per_request,
                                 d->expected_kv_tokens_per_request);
     }
-    t.add_row({s.interrupted ? s.condition_id + " (INTERRUPTED)" : s.condition_id,
-               fmt::format("{}/{}", s.n_ok, std::max(s.n_planned, s.n_requests)),
-               errors.empty() ? "-" : errors, fmt::format("{:.1f}", s.output_tokens_per_s),
-               latency_text(s.ttft_ms), latency_text(s.e2e_ms), peak_gib_cell(c, gib_text(peak)),
-               kv_peak_cell(c), count_text(d ? d->facts.kv_peak.used_tokens : std::nullopt),
-               per_request, count_text(c.server.peak_num_requests_running),
-               count_text(c.server.peak_num_requests_waiting), count_text(c.server.preemptions)});
+    t.add_row(
+        {s.interrupted ? s.condition_id + " (INTERRUPTED)" : s.condition_id,
+         fmt::format("{}/{}", s.n_ok, std::max(s.n_planned, s.n_requests)),
+         errors.empty() ? "-" : errors, fmt::format("{:.1f}", s.output_tokens_per_s),
+         latency_text(s.ttft_ms), latency_text(s.e2e_ms), peak_gib_cell(c, gib_text(peak)),
+         kv_peak_cell(c), count_text(d ? d->facts.kv_peak.used_tokens : std::nullopt), per_request,
+         sampled_cell(c, "num_requests_running", count_text(c.server.peak_num_requests_running)),
+         sampled_cell(c, "num_requests_waiting", count_text(c.server.peak_num_requests_waiting)),
+         count_text(c.server.preemptions)});
   }
   // The server's gauges and kvprof's "queued" are two things: a request the server counted as
   // waiting only for a step's token budget, then run with the others, did not queue.
@@ -406,11 +410,22 @@ std::string breakdown_table(const ProfileReport& r) {
   return t.render();
 }
 
-// The engine's own figures next to the plan's ("num_gpu_blocks: server N / estimated M").
+// The engine's own figures next to the plan's ("num_gpu_blocks: server N / estimated M"), and
+// where no memory was sampled the buffers it states ("weights (server.log): 1.06 / 1.06 MiB").
 std::string engine_figures_text(const ProfileReport& r) {
   std::string out;
   for (const auto& row : r.comparison) {
-    if (row.unit == "bytes") continue;
+    if (row.unit == "bytes") {
+      if (!row.measured || row.measured_source == "samples") continue;
+      const auto mib = [](double bytes) { return fmt::format("{:.2f} MiB", bytes / (1 << 20)); };
+      const bool engine = row.measured_source != "host RSS";
+      out += fmt::format("{} ({}): {} {} / estimated {}{}\n",
+                         row.name == "activations" && engine ? "compute buffers" : row.name,
+                         row.measured_source, engine ? "stated" : "measured", mib(*row.measured),
+                         row.estimated ? mib(*row.estimated) : "-",
+                         row.error_pct ? fmt::format(" ({:+.2f}%)", *row.error_pct) : "");
+      continue;
+    }
     out += fmt::format("{}: server {} / estimated {}{}\n", row.name,
                        row.measured ? fmt::format("{:.0f}", *row.measured) : "not reported",
                        row.estimated ? fmt::format("{:.0f}", *row.estimated) : "-",

@@ -46,7 +46,8 @@ struct ConditionReport {
   Window window;
   std::vector<GpuWindowStats> memory;  // per GPU over the condition
   MetricsWindowStats server;
-  ConditionKv kv;  // per-request KV and sample counts (assess_conditions)
+  ConditionKv kv;                          // per-request KV and sample counts (assess_conditions)
+  std::optional<uint64_t> peak_rss_bytes;  // the server process's host memory (none: not sampled)
 };
 
 struct ProfileReport {

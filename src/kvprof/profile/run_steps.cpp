@@ -46,6 +46,9 @@ Expected<std::unique_ptr<gpu::Sampler>> start_sampler(const ProfileConfig& confi
   so.process_interval_ms = config.process_interval_ms;
   so.host_interval_ms = config.host_interval_ms;
   so.on_device_sample = [&timeline](const gpu::DeviceSample& s) { timeline.add_memory(s); };
+  so.on_host_sample = [&timeline](int64_t t_ns, const sys::HostMemory& m) {
+    timeline.add_host(t_ns, m);
+  };
   if (deps.memory) so.gpu_trace_path = (dir / "gpu_mem_trace.csv").string();
   if (config.host_pid) {
     so.host_pid = config.host_pid;

@@ -28,6 +28,25 @@ void Timeline::add_metrics_point(MetricsPoint point) {
   m_metrics.push_back(std::move(point));
 }
 
+void Timeline::add_host(int64_t t_mono_ns, const sys::HostMemory& memory) {
+  if (!memory.rss_bytes) return;
+  std::lock_guard lock(m_mutex);
+  m_host.push_back({t_mono_ns, *memory.rss_bytes});
+}
+
+std::vector<HostPoint> Timeline::host() const {
+  std::lock_guard lock(m_mutex);
+  return m_host;
+}
+
+std::optional<uint64_t> peak_rss_in(const std::vector<HostPoint>& points, Window window) {
+  std::optional<uint64_t> peak;
+  for (const auto& p : points) {
+    if (window.contains(p.t_mono_ns)) peak = std::max(peak.value_or(0), p.rss_bytes);
+  }
+  return peak;
+}
+
 std::vector<MemoryPoint> Timeline::memory() const {
   std::vector<MemoryPoint> out;
   {

@@ -21,6 +21,12 @@ struct MemoryPoint {
   std::optional<uint64_t> total_bytes;
 };
 
+// One reading of the server process's host memory.
+struct HostPoint {
+  int64_t t_mono_ns = 0;
+  uint64_t rss_bytes = 0;
+};
+
 struct MetricsPoint {
   int64_t t_mono_ns = 0;
   metrics::MetricsSnapshot snapshot;
@@ -42,16 +48,20 @@ class Timeline {
   // Adds points directly (tests, replays). Thread-safe.
   void add_memory_point(const MemoryPoint& point);
   void add_metrics_point(MetricsPoint point);
+  // Adds a host reading of the server process (ignored without an RSS figure). Thread-safe.
+  void add_host(int64_t t_mono_ns, const sys::HostMemory& memory);
 
   // Copies of what was added: memory in time order (points added afterwards, such as readings
   // filled from a source's history, take their place); metrics in arrival order.
   [[nodiscard]] std::vector<MemoryPoint> memory() const;
   [[nodiscard]] std::vector<MetricsPoint> metrics() const;
+  [[nodiscard]] std::vector<HostPoint> host() const;  // in arrival (time) order
 
  private:
   mutable std::mutex m_mutex;
   std::vector<MemoryPoint> m_memory;
   std::vector<MetricsPoint> m_metrics;
+  std::vector<HostPoint> m_host;
 };
 
 // Memory of one GPU over a window.
@@ -68,6 +78,9 @@ struct GpuWindowStats {
 // Per-GPU statistics of the samples in `window`, ordered by GPU; GPUs with no sample there are
 // left out.
 std::vector<GpuWindowStats> memory_in(const std::vector<MemoryPoint>& points, Window window);
+
+// The largest RSS of the host readings in `window`; none without a reading there.
+std::optional<uint64_t> peak_rss_in(const std::vector<HostPoint>& points, Window window);
 
 // The scraped server state over a window.
 struct MetricsWindowStats {

@@ -1,12 +1,16 @@
 // llama.cpp, as the engine registry (engines/registry.hpp) calls it: its memory plan (per device,
-// buffers in buffers.hpp), the reader of its startup log and the reader of its /metrics.
+// buffers in buffers.hpp), the readers of its startup log, of its /metrics and of its server's
+// flags.
 #pragma once
 
+#include <span>
+#include <string>
 #include <string_view>
 
 #include "kvprof/enginelog/line_reader.hpp"
 #include "kvprof/engines/llamacpp/buffers.hpp"
 #include "kvprof/estimate/estimate.hpp"
+#include "kvprof/estimate/launch_reading.hpp"
 #include "kvprof/metrics/prometheus.hpp"
 #include "kvprof/metrics/snapshot.hpp"
 #include "kvprof/util/error.hpp"
@@ -23,6 +27,10 @@ Expected<LlamaCppSettings> llamacpp_settings(const estimate::EngineSettings& set
 // The reader of llama.cpp's startup lines: model, KV, compute and output buffers per device,
 // settings, model facts, the build and the memory breakdown table.
 enginelog::LineReader llamacpp_log_reader();
+
+// Reads a llama-server (or `kvprof serve`) command, `words` from its program on, into `out`;
+// false, `out` untouched, for any other program.
+bool read_llamacpp_command(std::span<const std::string> words, estimate::LaunchReading& out);
 
 // llama-server's gauges and counters into `snapshot`.
 void read_llamacpp_metrics(const metrics::Exposition& exposition,

@@ -3,10 +3,13 @@
 // the plan and the sweep share in budget.hpp.
 #pragma once
 
+#include <span>
+#include <string>
 #include <string_view>
 
 #include "kvprof/enginelog/line_reader.hpp"
 #include "kvprof/estimate/estimate.hpp"
+#include "kvprof/estimate/launch_reading.hpp"
 #include "kvprof/metrics/prometheus.hpp"
 #include "kvprof/metrics/snapshot.hpp"
 #include "kvprof/util/error.hpp"
@@ -21,5 +24,9 @@ enginelog::LineReader vllm_log_reader();
 
 // vLLM's gauges and counters (both spellings of the families a release renamed) into `snapshot`.
 void read_vllm_metrics(const metrics::Exposition& exposition, metrics::MetricsSnapshot& snapshot);
+
+// Reads a `vllm serve` (or the api_server module) command, `words` from its program on, into `out`;
+// false, `out` untouched, for any other program.
+bool read_vllm_command(std::span<const std::string> words, estimate::LaunchReading& out);
 
 }  // namespace kvprof::engines

@@ -62,6 +62,13 @@ std::optional<uint32_t> length(const json& j, std::string_view key) {
   return static_cast<uint32_t>(*v);
 }
 
+// The peak memory a sweep measured: GPU memory where it was sampled, else the server's host RSS
+// (a server on the CPU).
+std::optional<double> peak_memory(const json& m) {
+  if (auto gpu = number(m, "peak_used_bytes")) return gpu;
+  return number(m, "peak_rss_bytes");
+}
+
 // One heatmap of a configuration: its conditions at one output length, input length x batch size.
 json heatmap(const json& conditions, const json& measured, uint32_t output_len, double scale) {
   std::set<uint32_t> inputs, batches;
@@ -86,7 +93,7 @@ json heatmap(const json& conditions, const json& measured, uint32_t output_len, 
     cells.push_back({{"row", std::ranges::find(in_axis, *in) - in_axis.begin()},
                      {"col", std::ranges::find(bs_axis, *bs) - bs_axis.begin()},
                      {"condition", cid},
-                     {"peak", scaled(number(m, "peak_used_bytes"), scale)},
+                     {"peak", scaled(peak_memory(m), scale)},
                      {"kv_pct", kv_usage ? json(percent(*kv_usage)) : json(nullptr)},
                      {"est_kv_pct", kv_needed && kv_capacity && *kv_capacity > 0
                                         ? json(percent(*kv_needed / *kv_capacity))
@@ -110,19 +117,22 @@ json sweep_section(const json& sweep, const fs::path& dir) {
     max_bytes = std::max(max_bytes, number(est, "per_gpu_total_bytes").value_or(0) *
                                         number(est, "gpus").value_or(1));
     const json& measured = field(field(c, "run"), "measured");
-    max_bytes = std::max(max_bytes, number(measured, "peak_used_bytes").value_or(0));
+    max_bytes = std::max(max_bytes, peak_memory(measured).value_or(0));
     for (const auto& [id, m] : field(measured, "conditions").items())
-      max_bytes = std::max(max_bytes, number(m, "peak_used_bytes").value_or(0));
+      max_bytes = std::max(max_bytes, peak_memory(m).value_or(0));
   }
   const MemoryUnit unit = memory_unit(max_bytes);
   json out_configs = json::array();
-  bool simulated = false, measured_any = false;
+  bool simulated = false, measured_any = false, gpu_any = false, host_any = false;
   for (const auto& c : configs) {
     const json& run = field(c, "run");
     const json& measured = field(run, "measured");
     const bool sim = text(c, "server") == "built-in simulator";
     simulated = simulated || sim;
-    measured_any = measured_any || number(measured, "peak_used_bytes").has_value();
+    measured_any = measured_any || peak_memory(measured).has_value();
+    gpu_any = gpu_any || number(measured, "peak_used_bytes").has_value();
+    host_any = host_any || (!number(measured, "peak_used_bytes") &&
+                            number(measured, "peak_rss_bytes").has_value());
     std::set<uint32_t> outputs;
     for (const auto& cond : array(c, "conditions"))
       if (const auto o = length(cond, "output_len")) outputs.insert(*o);
@@ -145,11 +155,15 @@ json sweep_section(const json& sweep, const fs::path& dir) {
          {"run_id", text(run, "run_id")},
          {"run_dir", text(run, "run_dir")},
          {"estimate_total", est_total ? scaled(*est_total * est_gpus, unit.bytes) : json(nullptr)},
-         {"measured_peak", scaled(number(measured, "peak_used_bytes"), unit.bytes)},
+         {"measured_peak", scaled(peak_memory(measured), unit.bytes)},
          {"heatmaps", maps}});
   }
+  // Host memory where only servers on the CPU were measured; GPU memory otherwise.
+  const std::string memory_label = host_any && !gpu_any ? "host memory (RSS)"
+                                   : host_any ? "memory (GPU; host RSS where no GPU was sampled)"
+                                              : "GPU memory";
   json natures = json::array();
-  natures.push_back({{"what", "GPU memory"}, {"nature", simulated ? "simulated" : "measured"}});
+  natures.push_back({{"what", memory_label}, {"nature", simulated ? "simulated" : "measured"}});
   natures.push_back({{"what", "KV cache usage"}, {"nature", "engine-reported"}});
   natures.push_back({{"what", "KV needed"}, {"nature", "estimated"}});
   return {{"type", "sweep"},
@@ -160,6 +174,7 @@ json sweep_section(const json& sweep, const fs::path& dir) {
           {"unit", unit.name},
           {"simulated", simulated},
           {"measured_any", measured_any},
+          {"memory_label", memory_label},
           {"natures", natures},
           {"configurations", out_configs}};
 }

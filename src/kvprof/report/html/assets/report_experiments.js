@@ -202,9 +202,13 @@
         scales: {
           x: { grid: { display: false }, title: { display: true, text: 'configuration' } },
           y: { beginAtZero: true, grid: { color: '#ececf0' },
-               title: { display: true, text: 'GPU memory, all GPUs (' + section.unit + ')' } }
+               title: { display: true,
+                        text: section.memory_label +
+                            (section.memory_label === 'GPU memory' ? ', all GPUs' : '') +
+                            ' (' + section.unit + ')' } }
         },
-        plugins: Object.assign(K.titleOptions('GPU memory per configuration: estimated vs peak ' +
+        plugins: Object.assign(K.titleOptions(section.memory_label +
+            ' per configuration: estimated vs peak ' +
             measured, ['sweep ' + section.name + ' · ' + cfgs.length + ' configuration(s)' +
                        (ranOn(section) ? ' · ' + ranOn(section) : ''),
                        natureLine(section.natures)]), {
@@ -258,7 +262,8 @@
         const lines = [c.model_id + ' on ' + c.gpu + ' · ' + (c.simulated ? 'simulator' : c.server),
                        'configuration ' + c.id + ' · output ' + hm.output_len + ' tokens'];
         if (measured) {
-          heatmap(grid, base + '-peak', 'Peak GPU memory (' + section.unit + ')', lines, hm, 'peak',
+          heatmap(grid, base + '-peak', 'Peak ' + section.memory_label + ' (' + section.unit + ')',
+                  lines, hm, 'peak',
                   section.unit, 2, natureOf);
           heatmap(grid, base + '-kv', 'KV cache usage, peak (%)', lines, hm, 'kv_pct', '%', null,
                   'engine-reported');

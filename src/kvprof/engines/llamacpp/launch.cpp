@@ -1,0 +1,163 @@
+// llama-server's flags, and `kvprof serve`'s (the same names), read into a plan's settings (see
+// launch_reading.hpp). The slot rule is llama-server's: since late 2025 a server left at one slot
+// (no -np, or -np 1) without -kvu runs 4 slots over one shared KV cache; given -np N, each slot
+// holds -c / N cells unless -kvu shares them.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+
+#include "kvprof/engines/llamacpp/llamacpp.hpp"
+#include "kvprof/estimate/launch_reading.hpp"
+#include "kvprof/util/command_flags.hpp"
+#include "kvprof/util/strings.hpp"
+
+namespace kvprof::engines {
+
+namespace {
+
+// llama-server's -c when none is given.
+constexpr uint64_t k_default_ctx = 4096;
+
+// The settings both programs share; `kvu` and `n_parallel` are returned to the caller's rule.
+struct ReadFlags {
+  std::optional<uint64_t> n_parallel;
+  bool kv_unified = false;
+  bool draft = false;
+};
+
+void read_flags(std::span<const std::string> args, estimate::LaunchReading& out, ReadFlags& f) {
+  auto& s = out.settings;
+  FlagWalk w(args);
+  const auto unread = [&out](std::string_view flag, const std::optional<std::string>& v) {
+    out.notes.push_back(
+        fmt::format("{} '{}' is not a number: left at llama.cpp's default", flag, v.value_or("")));
+  };
+  while (w.next()) {
+    const std::string flag(w.name());
+    if (w.is({"-m", "--model"})) {
+      out.model = w.value().value_or("");
+    } else if (w.is({"-hf", "--hf-repo", "-mu", "--model-url", "-hfr"})) {
+      out.notes.push_back(fmt::format(
+          "{} downloads the model: kvprof plans a local GGUF (give -m FILE.gguf)", flag));
+      w.value();
+    } else if (w.is({"-c", "--ctx-size"})) {
+      const auto v = w.value();
+      if (auto n = read_count(v)) {
+        if (*n > 0) s.max_model_len = *n;
+        out.given.insert("max-model-len");
+      } else {
+        unread(flag, v);
+      }
+    } else if (w.is({"-np", "--parallel"})) {
+      const auto v = w.value();
+      if (auto n = read_count(v); n && *n > 0 && *n <= 4096) {
+        f.n_parallel = *n;
+        out.given.insert("parallel");
+      } else {
+        unread(flag, v);
+      }
+    } else if (w.is({"-ngl", "--gpu-layers", "--n-gpu-layers"})) {
+      const auto v = w.value();
+      if (auto n = read_count(v)) {
+        s.n_gpu_layers = static_cast<uint32_t>(std::min<uint64_t>(*n, 100000));
+        out.given.insert("n-gpu-layers");
+      } else if (v && (*v == "auto" || *v == "all")) {
+        s.n_gpu_layers.reset();
+      } else {
+        unread(flag, v);
+      }
+    } else if (w.is({"-fa", "--flash-attn"})) {
+      const std::string v = to_lower(w.optional_value().value_or("on"));
+      s.flash_attn = v != "off" && v != "0" && v != "false";
+      if (v != "auto") out.given.insert("flash-attn");
+    } else if (w.is({"-ctk", "--cache-type-k"})) {
+      s.cache_type_k = w.value().value_or("");
+      out.given.insert("cache-type-k");
+    } else if (w.is({"-ctv", "--cache-type-v"})) {
+      s.cache_type_v = w.value().value_or("");
+      out.given.insert("cache-type-v");
+    } else if (w.is({"-b", "--batch-size"})) {
+      const auto v = w.value();
+      if (auto n = read_count(v); n && *n > 0) {
+        s.n_batch = static_cast<uint32_t>(std::min<uint64_t>(*n, 1u << 24));
+        out.given.insert("batch-size");
+      } else {
+        unread(flag, v);
+      }
+    } else if (w.is({"-ub", "--ubatch-size"})) {
+      const auto v = w.value();
+      if (auto n = read_count(v); n && *n > 0) {
+        s.n_ubatch = static_cast<uint32_t>(std::min<uint64_t>(*n, 1u << 24));
+        out.given.insert("ubatch-size");
+      } else {
+        unread(flag, v);
+      }
+    } else if (w.is({"--no-mmap"})) {
+      s.use_mmap = false;
+      out.given.insert("no-mmap");
+    } else if (w.is({"--mmap"})) {
+      s.use_mmap = true;
+    } else if (w.is({"--swa-full"})) {
+      s.swa_full = true;
+      out.given.insert("swa-full");
+    } else if (w.is({"-kvu", "--kv-unified"})) {
+      f.kv_unified = true;
+      out.given.insert("no-kv-unified");
+    } else if (w.is({"--no-kv-unified"})) {
+      f.kv_unified = false;
+      out.given.insert("no-kv-unified");
+    } else if (w.is({"-ts", "--tensor-split"})) {
+      s.tensor_split.clear();
+      out.given.insert("tensor-split");
+      for (const auto& part : split(w.value().value_or(""), ',')) {
+        double share = 0;
+        const auto t = trim(part);
+        const auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), share);
+        if (ec == std::errc{} && p == t.data() + t.size() && share >= 0)
+          s.tensor_split.push_back(share);
+      }
+    } else if (w.is({"-md", "--model-draft", "-hfd", "--hf-repo-draft"})) {
+      f.draft = true;
+      out.notes.push_back(fmt::format("{}: the draft model is not in the plan", flag));
+      w.value();
+    }
+  }
+}
+
+}  // namespace
+
+bool read_llamacpp_command(std::span<const std::string> words, estimate::LaunchReading& out) {
+  if (words.empty()) return false;
+  const auto program = program_name(words.front());
+  const bool llama_server = program == "llama-server" || program == "llama-server.exe";
+  const bool kvprof_serve = program == "kvprof" && words.size() > 1 && words[1] == "serve";
+  if (!llama_server && !kvprof_serve) return false;
+  out.program = kvprof_serve ? "kvprof serve" : "llama-server";
+  out.settings.engine = Engine::llamacpp;
+  ReadFlags f;
+  read_flags(words.subspan(kvprof_serve ? 2 : 1), out, f);
+  auto& s = out.settings;
+  if (!s.max_model_len) {
+    s.max_model_len = k_default_ctx;
+    out.notes.push_back(
+        fmt::format("no -c: planned with {} cells, {}'s default", k_default_ctx, out.program));
+  }
+  if (kvprof_serve) {
+    // kvprof serve: -np slots share the -c cells.
+    s.n_parallel = static_cast<uint32_t>(f.n_parallel.value_or(1));
+    s.kv_unified = true;
+  } else if (f.n_parallel.value_or(1) == 1 && !f.kv_unified && !f.draft) {
+    s.n_parallel = 4;
+    s.kv_unified = true;
+    out.notes.push_back(
+        "llama-server runs 4 slots sharing one KV cache when left at one slot (releases from "
+        "late 2025; add -kvu to keep one slot, -np N for N slots)");
+  } else {
+    s.n_parallel = static_cast<uint32_t>(f.n_parallel.value_or(1));
+    s.kv_unified = f.kv_unified;
+  }
+  return true;
+}
+
+}  // namespace kvprof::engines

@@ -1,0 +1,83 @@
+// The plan of a launched server from its command (see launch_plan.hpp).
+#include "kvprof/profile/launch_plan.hpp"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <set>
+
+#include "kvprof/engines/assumptions.hpp"
+#include "kvprof/engines/registry.hpp"
+#include "kvprof/gpu/gpu_catalog.hpp"
+#include "kvprof/model/resolve.hpp"
+#include "kvprof/util/redact.hpp"
+
+namespace kvprof::profile {
+
+std::optional<LaunchPlan> plan_from_launch(std::string_view command,
+                                           const workload::GridOptions& grid,
+                                           gpu::MemorySource* memory, unsigned gpu_index,
+                                           std::string& why) {
+  auto reading = engines::read_launch_command(command);
+  if (!reading) {
+    why = "kvprof does not read this server's flags";
+    return std::nullopt;
+  }
+  std::error_code ec;
+  if (reading->model.empty() || !std::filesystem::exists(reading->model, ec)) {
+    why = fmt::format("the launch names no local model file ({} {})", reading->program,
+                      reading->model.empty() ? "without -m" : reading->model);
+    return std::nullopt;
+  }
+  estimate::EstimateInput in;
+  auto model = model::load_model(reading->model);
+  if (!model) {
+    why = model.error().message;
+    return std::nullopt;
+  }
+  in.model = std::move(*model);
+  in.settings = reading->settings;
+  engines::AssumptionSources sources;
+  sources.given = reading->given;
+  std::optional<std::string> gpu_name;
+  if (memory != nullptr) {
+    if (auto d = memory->device_info(gpu_index); d && d->name) gpu_name = d->name;
+  }
+  const bool llamacpp = in.settings.engine == engines::Engine::llamacpp;
+  if (gpu_name && gpu::find_gpu(*gpu_name)) {
+    in.gpu = *gpu::find_gpu(*gpu_name);
+    sources.gpu_origin = engines::GpuOrigin::detected;
+    sources.gpu_note = "from the memory source";
+  } else if (llamacpp) {
+    in.gpu = gpu::no_gpu();
+    in.settings.no_gpu = true;
+    sources.gpu_origin = engines::GpuOrigin::detected;
+    sources.gpu_note = gpu_name ? fmt::format("'{}' is not in kvprof's GPU catalog", *gpu_name)
+                                : std::string("no GPU found: llama.cpp on the CPU");
+  } else {
+    why = gpu_name ? fmt::format("'{}' is not in kvprof's GPU catalog", *gpu_name)
+                   : std::string("no GPU found to plan a GPU engine for");
+    return std::nullopt;
+  }
+  std::set<uint64_t> contexts;
+  for (uint32_t in_len : grid.input_lens) {
+    for (uint32_t out_len : grid.output_lens)
+      contexts.insert(uint64_t{in_len} + out_len);
+  }
+  in.workload.context_tokens.assign(contexts.begin(), contexts.end());
+  in.workload.concurrency = grid.concurrencies;
+  auto est = engines::plan(in);
+  if (!est) {
+    why = est.error().message;
+    return std::nullopt;
+  }
+  LaunchPlan out;
+  out.estimate = std::move(*est);
+  out.flags = fmt::format("the launch command ({}, {})", reading->program,
+                          redact_secrets(std::string(command)).substr(0, 300));
+  out.assumptions = engines::estimate_assumptions(out.estimate, sources);
+  out.notes = std::move(reading->notes);
+  return out;
+}
+
+}  // namespace kvprof::profile

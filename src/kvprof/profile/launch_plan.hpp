@@ -1,0 +1,36 @@
+// The plan of the server a --launch command starts, read from the command itself: the engine
+// and its own flags (engines::read_launch_command), the model file or folder it names, and the
+// GPU the memory source sees (llama.cpp without one: the CPU). `profile --launch` and
+// `find-max --launch` compare with it when no --estimate-with is given, as `bench` does.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "kvprof/estimate/estimate.hpp"
+#include "kvprof/gpu/memory_source.hpp"
+#include "kvprof/workload/workload.hpp"
+
+namespace kvprof::profile {
+
+struct LaunchPlan {
+  estimate::Estimate estimate;
+  std::string flags;               // where it came from: "the launch command (llama-server ...)"
+  nlohmann::json assumptions;      // estimate_assumptions of the plan
+  std::vector<std::string> notes;  // what the command left to the engine's defaults
+};
+
+// The plan of `command` (placeholders filled) for the contexts (input + output) and
+// concurrencies of `grid`, when kvprof can make one: an engine's server, its model a local file or
+// folder kvprof reads, a GPU `memory` names that the catalog has (or llama.cpp on the CPU). None
+// otherwise, with the reason in `why` ("the launch names no local model file").
+std::optional<LaunchPlan> plan_from_launch(std::string_view command,
+                                           const workload::GridOptions& grid,
+                                           gpu::MemorySource* memory, unsigned gpu_index,
+                                           std::string& why);
+
+}  // namespace kvprof::profile

@@ -1,0 +1,93 @@
+// Reading a server command into the deployment it starts (engines::read_launch_command).
+#include <gtest/gtest.h>
+
+#include "kvprof/engines/registry.hpp"
+
+namespace kvprof::engines {
+namespace {
+
+TEST(LaunchCommand, LlamaServerFlagsAsLlamaCppReadsThem) {
+  const auto r = read_launch_command(
+      "CUDA_VISIBLE_DEVICES=0 /opt/llama/bin/llama-server -m /models/q.gguf -c 8192 -np 4 "
+      "-ngl 20 -fa off -ctk q8_0 --cache-type-v=q8_0 -ub 256 -b 1024 --no-mmap --port 8080");
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->program, "llama-server");
+  EXPECT_EQ(r->model, "/models/q.gguf");
+  const auto& s = r->settings;
+  EXPECT_EQ(s.engine, Engine::llamacpp);
+  EXPECT_EQ(s.max_model_len, 8192U);
+  EXPECT_EQ(s.n_parallel, 4U);
+  EXPECT_FALSE(s.kv_unified);  // -np 4 without -kvu: each slot holds 8192 / 4 cells
+  EXPECT_EQ(s.n_gpu_layers, 20U);
+  EXPECT_FALSE(s.flash_attn);
+  EXPECT_EQ(s.cache_type_k, "q8_0");
+  EXPECT_EQ(s.cache_type_v, "q8_0");
+  EXPECT_EQ(s.n_ubatch, 256U);
+  EXPECT_EQ(s.n_batch, 1024U);
+  EXPECT_FALSE(s.use_mmap);
+}
+
+TEST(LaunchCommand, LlamaServerLeftAtOneSlotRunsFourSharingOneCache) {
+  for (const char* cmd : {"llama-server -m m.gguf", "llama-server -m m.gguf -np 1"}) {
+    const auto r = read_launch_command(cmd);
+    ASSERT_TRUE(r.has_value()) << cmd;
+    EXPECT_EQ(r->settings.n_parallel, 4U) << cmd;
+    EXPECT_TRUE(r->settings.kv_unified) << cmd;
+    EXPECT_EQ(r->settings.max_model_len, 4096U) << cmd;  // llama-server's -c default
+    EXPECT_FALSE(r->notes.empty());
+  }
+  const auto kept = read_launch_command("llama-server -m m.gguf -kvu -np 2 -fa");
+  ASSERT_TRUE(kept.has_value());
+  EXPECT_EQ(kept->settings.n_parallel, 2U);
+  EXPECT_TRUE(kept->settings.kv_unified);
+  EXPECT_TRUE(kept->settings.flash_attn);  // a bare -fa is on
+}
+
+TEST(LaunchCommand, KvprofServeSharesTheCellsOverItsSlots) {
+  const auto r = read_launch_command(
+      "cd /tmp && exec ./build/src/kvprof serve -m tiny.gguf --ctx-size 2048 --parallel 3 "
+      "--port {port}");
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->program, "kvprof serve");
+  EXPECT_EQ(r->model, "tiny.gguf");
+  EXPECT_EQ(r->settings.max_model_len, 2048U);
+  EXPECT_EQ(r->settings.n_parallel, 3U);
+  EXPECT_TRUE(r->settings.kv_unified);
+}
+
+TEST(LaunchCommand, VllmAndSglangServers) {
+  estimate::EngineSettings base;
+  base.gpu_memory_utilization = 0.8;
+  const auto v = read_launch_command(
+      "vllm serve Qwen/Qwen2.5-7B-Instruct --tensor-parallel-size 2 --max-model-len 32k "
+      "--kv-cache-dtype fp8 --port 8000",
+      base);
+  ASSERT_TRUE(v.has_value());
+  EXPECT_EQ(v->settings.engine, Engine::vllm);
+  EXPECT_EQ(v->model, "Qwen/Qwen2.5-7B-Instruct");
+  EXPECT_EQ(v->settings.tensor_parallel_size, 2U);
+  EXPECT_EQ(v->settings.max_model_len, 32000U);
+  EXPECT_EQ(v->settings.gpu_memory_utilization, 0.8);  // from base: the command does not say
+  const auto s = read_launch_command(
+      "python3 -m sglang.launch_server --model-path meta-llama/Llama-3.1-8B --tp 4 "
+      "--mem-fraction-static 0.85 --context-length 8192");
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(s->settings.engine, Engine::sglang);
+  EXPECT_EQ(s->model, "meta-llama/Llama-3.1-8B");
+  EXPECT_EQ(s->settings.tensor_parallel_size, 4U);
+  EXPECT_EQ(s->settings.gpu_memory_utilization, 0.85);
+}
+
+TEST(LaunchCommand, NoneForOtherProgramsAndBrokenCommands) {
+  EXPECT_FALSE(read_launch_command("python3 my_server.py --port 8000").has_value());
+  EXPECT_FALSE(read_launch_command("llama-server -m 'unclosed").has_value());
+  EXPECT_FALSE(read_launch_command("").has_value());
+  // A bad number is left at the default, with a note.
+  const auto r = read_launch_command("llama-server -m m.gguf -c lots");
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->settings.max_model_len, 4096U);
+  EXPECT_GE(r->notes.size(), 2U);
+}
+
+}  // namespace
+}  // namespace kvprof::engines
