@@ -6,8 +6,8 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 KVPROF_BUILD_DIR=build bash scripts/build.sh -DKVPROF_BUILD_TESTS=OFF -DKVPROF_BUILD_BENCH=OFF
 echo
-echo "== kvprof profile (built-in default: a SIMULATED vLLM server sized by the planner for"
-echo "   Llama 3.1 8B on one H100, with seeded engine differences from the plan, driven through a"
-echo "   small workload grid; it checks the measurement pipeline, not the planner; results in"
-echo "   results/)"
+echo "== kvprof profile (built-in default: a real llama.cpp server -- kvprof serve, the libllama"
+echo "   setup.sh installed -- on Qwen2.5-0.5B with dummy weights made on the spot, driven through a"
+echo "   small workload grid on the CPU; its host memory and llama.cpp's own buffers measured next"
+echo "   to kvprof's plan; results in results/; --sim for the simulated vLLM server)"
 ./build/src/kvprof profile "$@"

@@ -98,7 +98,7 @@ for (const s of sections.filter((x) => x.type === 'run')) {
     const caps = tl.datasets.find((d) => d.label === 'capture points' || d.label === 'phases');
     const nCaps = bench ? Object.keys(summary.host_memory.phases).length
       : ['baseline', 'post_warmup', 'peak'].filter((k) => summary.memory_measurements[k]).length;
-    check(caps && caps.n === nCaps, `${s.run_id}: ${caps ? caps.n : 0} capture points, expected ${nCaps}`);
+    check((caps ? caps.n : 0) === nCaps, `${s.run_id}: ${caps ? caps.n : 0} capture points, expected ${nCaps}`);
     if (!bench) {
       check(tl.datasets.some((d) => d.label.startsWith('KV cache usage')), `${s.run_id}: no KV usage series`);
       check(tl.datasets.some((d) => d.label === 'requests in flight'), `${s.run_id}: no requests in flight`);
@@ -130,15 +130,19 @@ for (const s of sections.filter((x) => x.type === 'run')) {
   // A component is drawn when it has a measured or an estimated figure.
   const estimated = Object.fromEntries(((summary.estimate_comparison || {}).rows || [])
     .filter((r) => r.estimated !== null && r.estimated !== undefined).map((r) => [r.component, true]));
-  const nComp = bench ? ['weights', 'kv_cache', 'activations', 'overhead'].filter((k) => summary.memory_breakdown[k].bytes !== null).length
-    : Object.entries((summary.memory_breakdown || {}).components || {})
-      .filter(([k, c]) => (c.bytes !== null && c.bytes !== undefined) || estimated[k]).length;
+  // A run that sampled no GPU (a server on the CPU) has no measured breakdown: the plan's
+  // components are drawn.
+  const parts = ['weights', 'kv_cache', 'activations', 'overhead'];
+  const nComp = bench ? parts.filter((k) => summary.memory_breakdown[k].bytes !== null).length
+    : summary.memory_breakdown ? Object.entries(summary.memory_breakdown.components || {})
+      .filter(([k, c]) => (c.bytes !== null && c.bytes !== undefined) || estimated[k]).length
+    : parts.filter((k) => estimated[k]).length;
   check((bd ? bd.datasets.length : 0) === nComp,
         `${s.run_id}: breakdown has ${bd ? bd.datasets.length : 0} components, expected ${nComp}`);
 
   // Hover the largest-concurrency point of figure 1 and 2; the tooltip must say summary.json's value.
   for (const [fig, want] of [
-    ['fig1_mem_vs_concurrency', (c) => (bench ? c.peak_rss_bytes : c.peak_used_bytes)],
+    ['fig1_mem_vs_concurrency', (c) => (bench ? c.peak_rss_bytes : c.peak_used_bytes ?? c.peak_rss_bytes)],
     ['fig2_tps_vs_concurrency', (c) => (bench ? c.tokens_per_second : c.output_tokens_per_s)]]) {
     const id = s.run_id + '-' + fig;
     if (!byId[id]) continue;  // nothing measured to draw (checked above)
@@ -249,11 +253,17 @@ for (const s of sections.filter((x) => x.type === 'sweep')) {
       const cid = `in${ins.at(-1)}_out${out}_c${bss.at(-1)}_low`;
       const want = Object.entries(measured).find(([id]) => id === cid);
       const text = await hover(`${base}-peak`, ins.length - 1, bss.length - 1);
-      const shown = shownValue(text, 'Peak GPU memory');
+      // GPU memory where it was sampled, else the server's host RSS (a llama.cpp server on the CPU).
+      const shown = shownValue(text, 'Peak ' + (s.memory_label || 'GPU memory'));
       check(!!want && !!shown, `${base}-peak: tooltip '${text}' (condition ${cid} not found or no value)`);
-      if (want && shown && want[1].peak_used_bytes !== null) {
-        check(near(shown, inUnit(want[1].peak_used_bytes, shown.unit)),
-              `${base}-peak: tooltip ${shown.v} ${shown.unit}, sweep.json ${want[1].peak_used_bytes} bytes`);
+      const bytes = want ? (want[1].peak_used_bytes ?? want[1].peak_rss_bytes ?? null) : null;
+      if (want && shown && bytes !== null) {
+        check(near(shown, inUnit(bytes, shown.unit)),
+              `${base}-peak: tooltip ${shown.v} ${shown.unit}, sweep.json ${bytes} bytes`);
+      }
+      if (cfg.gpu === 'cpu') {
+        check(s.memory_label === 'host memory (RSS)', `${base}: a CPU sweep labelled '${s.memory_label}'`);
+        check(want && want[1].peak_rss_bytes > 0, `${base}-peak: no host RSS in sweep.json`);
       }
       check(text.includes(`input ${ins.at(-1)} · concurrency ${bss.at(-1)}`), `${base}-peak: tooltip '${text}' names the wrong cell`);
       if (shots) await page.screenshot({ path: path.join(shots, `${base}-peak-hover.png`) });

@@ -22,7 +22,7 @@ fi
 export KVPROF_CHROMIUM=$chromium KVPROF_NODE_MODULES=$modules
 rm -rf "$out/results" "$out/screenshots" && mkdir -p "$out/results" "$out/screenshots"
 set -e
-"$kvprof" profile -q --output-dir "$out/results" --run-tag browser >"$out/profile.txt"
+"$kvprof" profile --sim -q --output-dir "$out/results" --run-tag browser >"$out/profile.txt"
 profile_dir=$(sed -n 's/^report: \(.*\)\/report.html$/\1/p' "$out/profile.txt")
 [ -n "$profile_dir" ] || { echo "profile printed no report line"; cat "$out/profile.txt"; exit 1; }
 runs=("$profile_dir")
@@ -64,6 +64,29 @@ grep -q "^report: $out/results/sweeps/browser/report.html$" "$out/sweep.txt" ||
 find_max_dir=$(sed -n 's/^report: \(.*\)\/report.html$/\1/p' "$out/find_max.txt")
 [ -n "$find_max_dir" ] || { echo "find-max printed no report line"; cat "$out/find_max.txt"; exit 1; }
 pages=("$out/results/compare_gpus" "$out/results/sweeps/browser" "$find_max_dir")
+# A sweep of two real llama.cpp servers (kvprof serve on the tiny GGUF), planned on the CPU from
+# their own flags: its page draws their host memory.
+if [ -s "$out/tiny.gguf" ]; then
+  cat >"$out/sweep_llama.yaml" <<YAML
+name: browser-llama
+baseline_s: 0.1
+post_warmup_s: 0.1
+warmup_requests: 1
+min_condition_s: 0.3
+input_lengths: [32, 64]
+output_lengths: [8]
+batch_sizes: [1, 2]
+models:
+  - model_id: $out/tiny.gguf
+    launch: "$kvprof serve -m {model} -t 1 -q --host {host} --port {port} -c 1024 -np 2"
+  - model_id: $out/tiny.gguf
+    launch: "$kvprof serve -m {model} -t 1 -q --host {host} --port {port} -c 512 -np 2"
+YAML
+  KVPROF_NVML_LIBRARY=/nonexistent/libnvidia-ml.so.1 "$kvprof" sweep -q \
+    --config "$out/sweep_llama.yaml" --output-dir "$out/results" >"$out/sweep_llama.txt" 2>&1 ||
+    { echo "llama.cpp sweep failed:"; cat "$out/sweep_llama.txt"; exit 1; }
+  pages+=("$out/results/sweeps/browser-llama")
+fi
 # find-max against libllama in-process: its failing steps have no latency to draw.
 if [ -s "$out/tiny.gguf" ] && "$kvprof" find-max -q --model "$out/tiny.gguf" -c 1024 --input-len 96 \
      --output-len 32 --max-concurrency 64 --output-dir "$out/results" >"$out/find_max_llama.txt" 2>&1; then

@@ -8,12 +8,13 @@
 
 namespace kvprof::test {
 
-// The folders directly under `results`, sorted; empty when it does not exist.
+// The run folders directly under `results` (not the hidden ones, such as the default engine's
+// .models/), sorted; empty when it does not exist.
 inline std::vector<std::filesystem::path> run_folders(const std::filesystem::path& results) {
   std::vector<std::filesystem::path> out;
   std::error_code ec;
   for (const auto& e : std::filesystem::directory_iterator(results, ec)) {
-    if (e.is_directory()) out.push_back(e.path());
+    if (e.is_directory() && !e.path().filename().string().starts_with(".")) out.push_back(e.path());
   }
   std::sort(out.begin(), out.end());
   return out;

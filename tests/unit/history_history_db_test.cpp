@@ -178,27 +178,17 @@ TEST_F(History, TwoKvprofProfilesAtOnceAreBothIndexedAndAMovedFolderIsReported) 
     sys::CommandOptions o;
     o.timeout = 60s;
     o.env = {{"KVPROF_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1"}, {"KVPROF_URL", ""}};
-    return sys::run_command({KVPROF_BIN,
-                             "profile",
-                             "--output-dir",
-                             results,
-                             "--run-tag",
-                             tag,
-                             "--baseline-s",
-                             "0.05",
-                             "--post-warmup-s",
-                             "0.05",
-                             "--input-lens",
-                             "64",
-                             "--output-lens",
-                             "4",
-                             "--concurrencies",
-                             "1,2",
-                             "--prefix-modes",
-                             "low",
-                             "--min-condition-s",
-                             "0",
-                             "-q"},
+    return sys::run_command({KVPROF_BIN, "profile",
+                             "--sim",    "--output-dir",
+                             results,    "--run-tag",
+                             tag,        "--baseline-s",
+                             "0.05",     "--post-warmup-s",
+                             "0.05",     "--input-lens",
+                             "64",       "--output-lens",
+                             "4",        "--concurrencies",
+                             "1,2",      "--prefix-modes",
+                             "low",      "--min-condition-s",
+                             "0",        "-q"},
                             o);
   };
   auto a = std::async(std::launch::async, profile, "one");

@@ -26,10 +26,19 @@ TEST(ServerAnswers, ModelListOfVllmAndLlamaCpp) {
   ServerInfo llama;
   ASSERT_TRUE(read_model_list(
       R"({"models":[{"name":"m.gguf"}],"object":"list","data":[{"id":"m.gguf","owned_by":"llamacpp",
-          "meta":{"n_ctx_train":131072}}]})",
+          "meta":{"n_ctx_train":131072,"n_vocab":151936}}]})",
       llama));
   EXPECT_EQ(llama.models, std::vector<std::string>{"m.gguf"});
   EXPECT_TRUE(llama.max_model_len_tokens.empty());
+  EXPECT_EQ(llama.vocab_tokens.at("m.gguf"), 151936U);  // token-ID prompts stay below it
+  EXPECT_TRUE(vllm.vocab_tokens.empty());
+  // A vocabulary no model has (negative, absurdly large, not a number) is not believed.
+  for (const char* bad : {"-5", "99999999999", "\"many\"", "1.5"}) {
+    ServerInfo odd;
+    ASSERT_TRUE(read_model_list(
+        std::string(R"({"data":[{"id":"m","meta":{"n_vocab":)") + bad + "}}]}", odd));
+    EXPECT_TRUE(odd.vocab_tokens.empty()) << bad;
+  }
 }
 
 TEST(ServerAnswers, ModelListOfAnotherShapeIsNoList) {

@@ -25,7 +25,7 @@ class PlotReport : public ::testing::Test {
   static void SetUpTestSuite() {
     s_dir = fs::temp_directory_path() / ("kvprof-plot-" + std::to_string(::getpid()));
     fs::remove_all(s_dir);
-    const auto r = run_kvprof("profile -q --no-report --output-dir " + s_dir.string() +
+    const auto r = run_kvprof("profile --sim -q --no-report --output-dir " + s_dir.string() +
                               " --concurrencies 1,4 --input-lens 256 --output-lens 16");
     ASSERT_EQ(r.rc, 0) << r.out;
     s_run = test::first_run_folder(s_dir);

@@ -23,7 +23,7 @@ class OpenFiles : public test::TempDirTest {
   // `kvprof profile` of the built-in simulator at 300 requests at once, after `ulimit`.
   sys::CommandResult profile_300(const std::string& ulimit) const {
     const std::string command =
-        ulimit + " && exec " + KVPROF_BIN + " profile --output-dir " +
+        ulimit + " && exec " + KVPROF_BIN + " profile --sim --output-dir " +
         (m_dir / "results").string() +
         " --baseline-s 0.1 --post-warmup-s 0.1 --min-condition-s 0 --input-lens 16 "
         "--output-lens 2 --concurrencies 300 --prefix-modes low -q";

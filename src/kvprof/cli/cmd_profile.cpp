@@ -1,6 +1,7 @@
 // `kvprof profile`: measure a live OpenAI-compatible server (or, with no --endpoint, the built-in
-// SIMULATED vLLM server) through a workload grid; GPU memory through NVML, the server's /metrics
-// and every request's timing on one clock, into results/<run_id>/.
+// default: a real llama.cpp server on a dummy-weight model; --sim: the SIMULATED vLLM server)
+// through a workload grid; GPU memory through NVML, host memory, the server's /metrics and every
+// request's timing on one clock, into results/<run_id>/.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 
 #include "kvprof/cli/commands.hpp"
 #include "kvprof/cli/estimate_options.hpp"
+#include "kvprof/cli/profile_default.hpp"
 #include "kvprof/cli/run_report.hpp"
 #include "kvprof/client/cli_options.hpp"
 #include "kvprof/client/raw_request.hpp"
@@ -59,6 +61,8 @@ struct ProfileCliState {
   double sim_tokens_per_s = 0;
   std::optional<uint64_t> sim_seed;
   bool sim_no_jitter = false;
+  bool sim = false;       // --sim: the simulated vLLM server instead of the default engine
+  std::string llama_lib;  // the default engine's libllama (empty: the usual search)
   std::string launch;
   std::string launch_host = "127.0.0.1";
   uint16_t launch_port = 0;
@@ -109,8 +113,9 @@ nlohmann::json user_configuration(const ProfileCliState& st) {
           {"concurrencies", st.grid.concurrencies},
           {"prefix_modes", st.grid.prefix_modes},
           {"n_per_condition", st.grid.n_per_condition},
-          {"endpoint",
-           st.run.endpoint.empty() ? "(built-in simulator)" : redact_secrets(st.run.endpoint)},
+          {"endpoint", !st.launch.empty()        ? "(launched)"
+                       : st.run.endpoint.empty() ? "(built-in simulator)"
+                                                 : redact_secrets(st.run.endpoint)},
           {"model", st.run.model},
           {"estimate_with", st.estimate_with},
           {"sim_gpu", st.run.endpoint.empty() && st.launch.empty() ? st.sim_gpu : ""},
@@ -142,7 +147,53 @@ profile::LaunchSettings launch_settings(ProfileCliState& st, const workload::Gri
   return ls;
 }
 
+// Whether a flag of the simulator was given (it asks for the simulator as --sim does).
+bool sim_flags_given(const CLI::App* cmd) {
+  for (const char* name :
+       {"--sim", "--sim-gpu", "--sim-tokens-per-s", "--sim-seed", "--sim-no-jitter"}) {
+    if (cmd->get_option(name)->count() > 0) return true;
+  }
+  return false;
+}
+
+// No --endpoint, --launch or --sim: the default engine, launched as --launch would; false when
+// libllama is missing (the simulator runs instead, as said first).
+bool use_default_engine(ProfileCliState& st) {
+  auto engine = default_engine(st.run.model, st.output_dir, st.llama_lib);
+  if (!engine) {
+    if (engine.error().kind != ErrorKind::driver) throw Fatal(engine.error());
+    if (!st.quiet) {
+      std::fprintf(stderr,
+                   "kvprof: the default profiles a real llama.cpp server, but %s\n"
+                   "kvprof: running the SIMULATED vLLM server instead (--sim)\n",
+                   engine.error().message.c_str());
+    }
+    return false;
+  }
+  if (!st.quiet) {
+    std::fprintf(stderr,
+                 "kvprof: no --endpoint or --launch: profiling a real llama.cpp server (kvprof "
+                 "serve, libllama in-process) on %s with dummy weights (%s%s), -c %u -np %u, "
+                 "against kvprof's plan; --sim for the simulated vLLM server\n",
+                 engine->model_id.c_str(), engine->gguf.c_str(),
+                 engine->made_now ? ", made now" : "", k_default_engine_ctx,
+                 k_default_engine_slots);
+  }
+  st.launch = engine->command;
+  st.run.model.clear();  // the name the server gives its file
+  return true;
+}
+
 void run_profile_command(ProfileCliState& st) {
+  const bool no_server = st.run.endpoint.empty() && st.launch.empty();
+  const bool default_engine_run =
+      no_server && !sim_flags_given(st.cmd) && st.server_log.empty() && use_default_engine(st);
+  if (default_engine_run && !grid_given(st.cmd)) {
+    st.grid.input_lens = {"128", "512"};
+    st.grid.output_lens = {"16"};
+    st.grid.concurrencies = {"1", "4"};
+    st.grid.prefix_modes = {"low"};
+  }
   if (!st.launch.empty() && !st.server_log.empty()) {
     throw Fatal({ErrorKind::usage,
                  "--server-log and --launch do not go together: with --launch kvprof reads the "
@@ -341,24 +392,27 @@ void run_profile_command(ProfileCliState& st) {
 
 void register_profile_command(CLI::App& app) {
   auto st = std::make_shared<ProfileCliState>();
-  st->run.endpoint.clear();  // empty: the built-in simulator
+  st->run.endpoint.clear();  // empty: the built-in default engine (or --sim)
   auto* cmd = app.add_subcommand(
       "profile",
       "Measure a live OpenAI-compatible server through a workload grid: GPU memory (NVML), the "
       "server's /metrics and every request's timing on one clock, into results/<run_id>/ "
-      "(summary.json, manifest.json, traces). Without --endpoint: the built-in SIMULATED vLLM "
-      "server on a small grid. Exit codes: 0 ok, 1 failure, 2 bad usage, 3 some requests "
+      "(summary.json, manifest.json, traces). Without --endpoint or --launch: a real llama.cpp "
+      "server (kvprof serve) on a dummy-weight Qwen2.5-0.5B, measured against kvprof's plan on a "
+      "small grid; --sim: the built-in SIMULATED vLLM server. Exit codes: 0 ok, 1 failure, 2 bad "
+      "usage, 3 some requests "
       "failed, 130 interrupted (summary still written)");
   st->cmd = cmd;
   workload::add_grid_options(cmd, st->grid);
   client::add_run_options(cmd, st->run);
   cmd->get_option("--endpoint")
       ->description(
-          "Server base URL (http://host:port or .../v1); default: the built-in "
-          "SIMULATED server");
+          "Server base URL (http://host:port or .../v1); default: the built-in real llama.cpp "
+          "server (--sim: the SIMULATED vLLM server)");
   cmd->get_option("--model")->description(
-      "Model name to request (default: the server's first model; with the simulator: a catalog "
-      "model to simulate, default " +
+      "Model name to request (default: the server's first model); with the default engine: a "
+      "catalog model served with dummy weights, or a .gguf file (default " +
+      std::string(k_default_engine_model) + "); with --sim: the model to simulate (default " +
       std::string(k_default_model) + ")");
   auto* sampling = cmd->add_option_group("sampling");
   sampling->add_option("--gpus", st->gpus, "GPU indices to sample, e.g. 0,1 (default: all)")
@@ -451,7 +505,10 @@ void register_profile_command(CLI::App& app) {
       ->envname("KVPROF_OUTPUT_DIR")
       ->capture_default_str();
   cmd->add_option("--run-tag", st->run_tag, "Appended to the run id")->envname("KVPROF_RUN_TAG");
-  auto* simg = cmd->add_option_group("built-in simulator (no --endpoint)");
+  cmd->add_option("--llama-lib", st->llama_lib,
+                  "libllama of the default engine (no --endpoint or --launch): the file or its "
+                  "folder (default: KVPROF_LLAMA_LIB, then .deps/llama/ beside kvprof)");
+  auto* simg = cmd->add_option_group("built-in simulator (--sim)");
   simg->add_option("--sim-gpu", st->sim_gpu, "Catalog GPU the simulator pretends to be")
       ->capture_default_str();
   simg->add_option("--sim-tokens-per-s", st->sim_tokens_per_s,
@@ -460,6 +517,9 @@ void register_profile_command(CLI::App& app) {
                    "Seed of the simulated engine's differences from the plan (non-torch, "
                    "activation, CUDA graph memory, fragmentation; default: a new one each run, "
                    "printed in summary.json)");
+  simg->add_flag("--sim", st->sim,
+                 "Profile the built-in SIMULATED vLLM server (a GPU-shaped demonstration sized by "
+                 "the planner) instead of the default real llama.cpp server");
   simg->add_flag("--sim-no-jitter", st->sim_no_jitter,
                  "Size the simulator exactly as planned (the comparison then only checks the "
                  "measurement pipeline)");

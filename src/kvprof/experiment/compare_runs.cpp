@@ -210,6 +210,10 @@ void read_profile(const json& s, RunRecord& r) {
   r.n_errors = bytes(path(s, {"requests", "n_errors"})).value_or(0);
   r.tokens_per_s = number(path(s, {"latency_stats", "tokens_per_second"})).value_or(0);
   r.host_peak_rss_bytes = bytes(path(s, {"host_memory", "peak_rss_bytes"}));
+  // A run that sampled no GPU (a server on the CPU) measured its server's host memory.
+  if (!bytes(path(s, {"memory_measurements", "peak", "total_bytes"})) && r.host_peak_rss_bytes) {
+    r.memory = "host RSS";
+  }
   // The command as launched, whole: its flags are settings (a long model path must not cut them).
   if (const json* c = path(s, {"launch", "command"}); c != nullptr && c->is_string()) {
     r.launch_command =

@@ -180,6 +180,17 @@ Expected<ProfileOutcome> run_profile(const ProfileConfig& config_in, const Profi
     }
     config.run.model = server->models.front();
   }
+  // Token-ID prompts within the vocabulary the server states (llama-server's meta.n_vocab).
+  if (const auto v = server->vocab_tokens.find(config.run.model);
+      v != server->vocab_tokens.end() && v->second >= 64 &&
+      config.grid.prompt_format == workload::PromptFormat::tokens &&
+      config.grid.token_id_max > v->second) {
+    config.grid.token_id_max = static_cast<uint32_t>(v->second);
+    config.grid.token_id_min =
+        std::min<uint32_t>(config.grid.token_id_min, config.grid.token_id_max / 4);
+    requests = workload::generate(config.grid);
+    if (!requests) return std::unexpected(requests.error());
+  }
   if (auto ok = client::validate(config.run, *requests); !ok) return std::unexpected(ok.error());
   auto check = check_endpoint(config.run, *server, config.grid);
   if (!check) return std::unexpected(check.error());
@@ -278,6 +289,8 @@ Expected<ProfileOutcome> run_profile(const ProfileConfig& config_in, const Profi
     wg.n_per_condition = config.warmup_requests;
     wg.count_mode = workload::CountMode::exact;
     wg.prompt_format = config.grid.prompt_format;
+    wg.token_id_min = config.grid.token_id_min;
+    wg.token_id_max = config.grid.token_id_max;
     wg.seed = config.grid.seed + 1;
     auto warm = workload::generate(wg);
     if (!warm) return std::unexpected(warm.error());

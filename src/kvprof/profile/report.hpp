@@ -36,6 +36,8 @@ struct ServerInfo {
   bool simulated = false;           // kvprof serve-sim
   // "max_model_len" of each model in /v1/models, when listed (vLLM, SGLang, serve-sim).
   std::map<std::string, uint64_t> max_model_len_tokens;
+  // "meta": {"n_vocab"} of each model in /v1/models, when listed (llama-server, kvprof serve).
+  std::map<std::string, uint64_t> vocab_tokens;
   bool llamacpp_props = false;  // it answers llama.cpp's /props
   // llama.cpp's own buffers as its /props states them (kvprof serve); absent elsewhere.
   std::optional<enginelog::EngineLogReport> props_buffers;

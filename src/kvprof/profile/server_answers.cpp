@@ -40,6 +40,9 @@ std::string first_line(std::string_view text) {
 
 }  // namespace
 
+// The largest vocabulary believed (the largest real ones are a few hundred thousand tokens).
+constexpr uint64_t k_max_vocab_tokens = 16ULL << 20;
+
 bool read_model_list(std::string_view body, ServerInfo& info) {
   const json j = parse_object(body);
   const auto data = j.is_object() ? j.find("data") : j.end();
@@ -57,6 +60,14 @@ bool read_model_list(std::string_view body, ServerInfo& info) {
     if (len != m.end() && len->is_number_unsigned() &&
         info.max_model_len_tokens.size() < k_max_models) {
       info.max_model_len_tokens[*id] = len->get<uint64_t>();
+    }
+    const auto meta = m.find("meta");
+    if (meta != m.end() && meta->is_object() && info.vocab_tokens.size() < k_max_models) {
+      const auto n_vocab = meta->find("n_vocab");
+      if (n_vocab != meta->end() && n_vocab->is_number_integer() && n_vocab->get<int64_t>() > 0 &&
+          static_cast<uint64_t>(n_vocab->get<int64_t>()) <= k_max_vocab_tokens) {
+        info.vocab_tokens[*id] = static_cast<uint64_t>(n_vocab->get<int64_t>());
+      }
     }
     if (const std::string* owner = string_at(m, "owned_by"); info.owned_by.empty() && owner) {
       info.owned_by = short_text(*owner, k_max_short_text_bytes);

@@ -15,9 +15,9 @@
 
 namespace kvprof::profile {
 
-// Fills `info`'s models (at most 64 ids; ids over 512 bytes are skipped), max_model_len_tokens
-// and owned_by (at most 128 bytes) from a /v1/models body; false when it is not an OpenAI model
-// list ({"data": [...]}).
+// Fills `info`'s models (at most 64 ids; ids over 512 bytes are skipped), max_model_len_tokens,
+// vocab_tokens (llama-server's meta.n_vocab, at most 16 Mi) and owned_by (at most 128 bytes) from
+// a /v1/models body; false when it is not an OpenAI model list ({"data": [...]}).
 bool read_model_list(std::string_view body, ServerInfo& info);
 
 // The "version" of a /version body, at most 128 bytes; "" when there is none.

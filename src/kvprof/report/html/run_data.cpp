@@ -296,7 +296,9 @@ void read_profile_summary(RunData& run, const Clock& clock) {
     p.label = str(c, "condition_id");
     p.group = condition_group(p.label);
     p.concurrency = static_cast<uint32_t>(num(c, "concurrency").value_or(0));
+    // GPU memory, else the server's host RSS in the condition's window (a server on the CPU).
     p.peak_bytes = num(c, "peak_used_bytes");
+    if (!p.peak_bytes) p.peak_bytes = num(c, "peak_rss_bytes");
     p.estimate_bytes = estimate_total;
     p.kv_peak_fraction = num(c, "peak_kv_cache_usage");
     p.tokens_per_s = num(c, "output_tokens_per_s");
