@@ -59,10 +59,16 @@ TEST(ProfileDefault, ARealLlamaCppServerOnADummyModelAgainstThePlan) {
   EXPECT_NE(v.out.find("(profile run, host RSS memory)"), std::string::npos) << v.out;
   EXPECT_NE(v.out.find("every figure compared is the reference's"), std::string::npos) << v.out;
 
-  // Run again: the model is made once.
-  const auto again = test::run_kvprof_env(env, "profile --output-dir " + out.string() + k_quick);
+  // Run again, against the plan of flags given: the model is made once, and --estimate-with
+  // plans the model the default engine serves.
+  const auto again = test::run_kvprof_env(
+      env, "profile --output-dir " + out.string() + k_quick +
+               " --estimate-with '--engine llamacpp --gpu cpu -c 4096 -np 4'");
   ASSERT_EQ(again.rc, 0) << again.out;
   EXPECT_EQ(again.out.find("made now"), std::string::npos) << again.out;
+  EXPECT_NE(again.out.find("compute buffers (server.log): stated "), std::string::npos)
+      << again.out;
+  EXPECT_NE(again.out.find("(+0.00%)"), std::string::npos) << again.out;
 }
 
 TEST(ProfileDefault, WithoutLibllamaItSaysSoAndSimulates) {

@@ -293,7 +293,11 @@ void run_profile_command(ProfileCliState& st) {
   if (!st.estimate_with.empty() || st.architecture.any()) {
     est_defaults.architecture = st.architecture;
     est_defaults.model = config.run.model;
-    if (est_defaults.model.empty() && !config.launch) {
+    if (est_defaults.model.empty() && config.launch) {
+      // The model the launch command serves (llama-server -m X.gguf, vllm serve DIR).
+      if (auto r = engines::read_launch_command(config.launch->command); r && !r->model.empty())
+        est_defaults.model = r->model;
+    } else if (est_defaults.model.empty()) {
       const auto info =
           value_or_fatal(profile::probe_server(config.run.endpoint, config.run.api_key));
       if (!info.models.empty()) est_defaults.model = info.models.front();

@@ -51,6 +51,22 @@ std::optional<uint64_t> read_count(const std::optional<std::string>& value) {
   return n;
 }
 
+std::optional<double> read_number(const std::optional<std::string>& value) {
+  if (!value || value->empty()) return std::nullopt;
+  double x = 0;
+  const auto [p, ec] = std::from_chars(value->data(), value->data() + value->size(), x);
+  if (ec != std::errc{} || p != value->data() + value->size()) return std::nullopt;
+  return x;
+}
+
+size_t python_module_args_start(std::span<const std::string> words, std::string_view module) {
+  if (words.empty() || !program_name(words.front()).starts_with("python")) return 0;
+  for (size_t i = 1; i + 1 < words.size(); ++i) {
+    if (words[i] == "-m" && words[i + 1] == module) return i + 2;
+  }
+  return 0;
+}
+
 std::string_view program_name(std::string_view word) {
   if (const size_t slash = word.rfind('/'); slash != std::string_view::npos)
     word = word.substr(slash + 1);

@@ -38,6 +38,19 @@ class FlagWalk {
 // A whole count from a flag's value ("4096"); none for anything else.
 std::optional<uint64_t> read_count(const std::optional<std::string>& value);
 
+// A number from a flag's value ("0.85"); none for anything else.
+std::optional<double> read_number(const std::optional<std::string>& value);
+
+// `field` set to the count `value` names when it is one above 0; left as it was otherwise.
+template <typename T>
+void set_positive_count(T& field, const std::optional<std::string>& value) {
+  if (const auto n = read_count(value); n && *n > 0) field = static_cast<T>(*n);
+}
+
+// Where the arguments of `python -m MODULE` start in `words` (python, python3, a path to
+// either), or 0 when `words` is not that module run by Python.
+size_t python_module_args_start(std::span<const std::string> words, std::string_view module);
+
 // The file name of a program path ("/opt/bin/llama-server" -> "llama-server").
 std::string_view program_name(std::string_view word);
 

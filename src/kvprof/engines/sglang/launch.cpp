@@ -18,17 +18,7 @@ namespace {
 size_t sglang_args_start(std::span<const std::string> words) {
   const auto program = program_name(words.front());
   if (program == "sglang" && words.size() > 1 && words[1] == "serve") return 2;
-  if (program.starts_with("python")) {
-    for (size_t i = 1; i + 1 < words.size(); ++i) {
-      if (words[i] == "-m" && words[i + 1] == "sglang.launch_server") return i + 2;
-    }
-  }
-  return 0;
-}
-
-template <typename T>
-void set_count(std::optional<T>& field, const std::optional<std::string>& v) {
-  if (auto n = read_count(v); n && *n > 0) field = static_cast<T>(*n);
+  return python_module_args_start(words, "sglang.launch_server");
 }
 
 }  // namespace
@@ -53,18 +43,15 @@ bool read_sglang_command(std::span<const std::string> words, estimate::LaunchRea
     } else if (w.is({"--context-length"})) {
       if (auto n = read_count(w.value()); n && *n > 0) s.max_model_len = *n;
     } else if (w.is({"--mem-fraction-static"})) {
-      const auto v = w.value().value_or("");
-      double u = 0;
-      const auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), u);
-      if (ec == std::errc{} && p == v.data() + v.size()) s.gpu_memory_utilization = u;
+      if (const auto u = read_number(w.value())) s.gpu_memory_utilization = u;
     } else if (w.is({"--max-running-requests"})) {
-      set_count(s.max_num_seqs, w.value());
+      set_positive_count(s.max_num_seqs, w.value());
     } else if (w.is({"--chunked-prefill-size"})) {
-      set_count(s.max_num_batched_tokens, w.value());
+      set_positive_count(s.max_num_batched_tokens, w.value());
     } else if (w.is({"--page-size"})) {
-      set_count(s.block_size, w.value());
+      set_positive_count(s.block_size, w.value());
     } else if (w.is({"--cuda-graph-max-bs"})) {
-      set_count(s.cuda_graph_max_bs, w.value());
+      set_positive_count(s.cuda_graph_max_bs, w.value());
     } else if (w.is({"--disable-cuda-graph"})) {
       s.enforce_eager = true;
     } else if (w.is({"--kv-cache-dtype"})) {

@@ -21,17 +21,7 @@ namespace {
 size_t vllm_args_start(std::span<const std::string> words) {
   const auto program = program_name(words.front());
   if (program == "vllm" && words.size() > 1 && words[1] == "serve") return 2;
-  if (program.starts_with("python")) {
-    for (size_t i = 1; i + 1 < words.size(); ++i) {
-      if (words[i] == "-m" && words[i + 1] == "vllm.entrypoints.openai.api_server") return i + 2;
-    }
-  }
-  return 0;
-}
-
-template <typename T>
-void set_count(std::optional<T>& field, const std::optional<std::string>& v) {
-  if (auto n = read_count(v); n && *n > 0) field = static_cast<T>(*n);
+  return python_module_args_start(words, "vllm.entrypoints.openai.api_server");
 }
 
 }  // namespace
@@ -69,19 +59,16 @@ bool read_vllm_command(std::span<const std::string> words, estimate::LaunchReadi
         out.given.insert("max-model-len");
       }
     } else if (w.is({"--gpu-memory-utilization"})) {
-      const auto v = w.value().value_or("");
-      double u = 0;
-      const auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), u);
-      if (ec == std::errc{} && p == v.data() + v.size()) {
+      if (const auto u = read_number(w.value())) {
         s.gpu_memory_utilization = u;
         out.given.insert("gpu-memory-utilization");
       }
     } else if (w.is({"--max-num-seqs"})) {
-      set_count(s.max_num_seqs, w.value());
+      set_positive_count(s.max_num_seqs, w.value());
     } else if (w.is({"--max-num-batched-tokens"})) {
-      set_count(s.max_num_batched_tokens, w.value());
+      set_positive_count(s.max_num_batched_tokens, w.value());
     } else if (w.is({"--block-size"})) {
-      set_count(s.block_size, w.value());
+      set_positive_count(s.block_size, w.value());
     } else if (w.is({"--kv-cache-dtype"})) {
       if (auto kv = estimate::parse_kv_cache_dtype(w.value().value_or(""))) s.kv_cache_dtype = *kv;
     } else if (w.is({"--dtype"})) {
@@ -97,7 +84,7 @@ bool read_vllm_command(std::span<const std::string> words, estimate::LaunchReadi
     } else if (w.is({"--kv-cache-memory", "--kv-cache-memory-bytes"})) {
       if (auto b = parse_bytes(w.value().value_or(""))) s.kv_cache_memory_bytes = *b;
     } else if (w.is({"--num-gpu-blocks-override"})) {
-      set_count(s.num_gpu_blocks_override, w.value());
+      set_positive_count(s.num_gpu_blocks_override, w.value());
     }
   }
   return true;
