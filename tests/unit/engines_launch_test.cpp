@@ -82,6 +82,11 @@ TEST(LaunchCommand, NoneForOtherProgramsAndBrokenCommands) {
   EXPECT_FALSE(read_launch_command("python3 my_server.py --port 8000").has_value());
   EXPECT_FALSE(read_launch_command("llama-server -m 'unclosed").has_value());
   EXPECT_FALSE(read_launch_command("").has_value());
+  // -c 0 (the model's own context) is planned with llama-server's 4096, said in a note.
+  const auto zero = read_launch_command("llama-server -m m.gguf -c 0 -np 2");
+  ASSERT_TRUE(zero.has_value());
+  EXPECT_EQ(zero->settings.max_model_len, 4096U);
+  EXPECT_NE(zero->notes.front().find("-c 0"), std::string::npos) << zero->notes.front();
   // A bad number is left at the default, with a note.
   const auto r = read_launch_command("llama-server -m m.gguf -c lots");
   ASSERT_TRUE(r.has_value());

@@ -22,6 +22,7 @@ constexpr uint64_t k_default_ctx = 4096;
 // The settings both programs share; `kvu` and `n_parallel` are returned to the caller's rule.
 struct ReadFlags {
   std::optional<uint64_t> n_parallel;
+  bool ctx_of_model = false;  // -c 0: the context the model was trained with
   bool kv_unified = false;
   bool draft = false;
 };
@@ -45,6 +46,7 @@ void read_flags(std::span<const std::string> args, estimate::LaunchReading& out,
       const auto v = w.value();
       if (auto n = read_count(v)) {
         if (*n > 0) s.max_model_len = *n;
+        f.ctx_of_model = *n == 0;
         out.given.insert("max-model-len");
       } else {
         unread(flag, v);
@@ -141,7 +143,11 @@ bool read_llamacpp_command(std::span<const std::string> words, estimate::LaunchR
   if (!s.max_model_len) {
     s.max_model_len = k_default_ctx;
     out.notes.push_back(
-        fmt::format("no -c: planned with {} cells, {}'s default", k_default_ctx, out.program));
+        f.ctx_of_model
+            ? fmt::format("-c 0 (the model's own context): planned with {} cells; give -c",
+                          k_default_ctx)
+            : fmt::format("no -c: planned with {} cells, {}'s default", k_default_ctx,
+                          out.program));
   }
   if (kvprof_serve) {
     // kvprof serve: -np slots share the -c cells.
