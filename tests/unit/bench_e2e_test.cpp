@@ -225,6 +225,11 @@ TEST(BenchE2e, FileTheEngineRefusesExits2AndSaysWhy) {
   EXPECT_NE(r.out.find("could not load"), std::string::npos) << r.out;
   const json s = read_json(run_dir(dir / "out") / "summary.json");
   EXPECT_EQ(s["status"], "refused");
+  // Only its record: one line, no table, no report of a run that measured nothing.
+  EXPECT_EQ(r.out.find("results: "), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("report: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("its record: "), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(run_dir(dir / "out") / "report.html"));
 }
 
 TEST(BenchE2e, MissingLibraryIsOneLineAndExit1) {

@@ -242,15 +242,22 @@ void run_bench_command(BenchState& st) {
   auto report = value_or_fatal(bench::run_bench(config, gpu_source.get(), gpu_name, on_event));
   progress.reset();  // the status line ends before the table
   history::record_or_warn(config.output_dir, bench_entry(config, report));
+  // A model the engine refused measured nothing: its record (summary.json, the history entry)
+  // is kept, with no table and no report.
+  const bool refused = report.status == "refused";
   if (st.json_out) {
     std::fputs((json_text(bench::summary_json(config, report), 2) + "\n").c_str(), stdout);
-  } else {
+  } else if (!refused) {
     std::fputs(bench::summary_text(config, report).c_str(), stdout);
   }
   for (const auto& w : report.warnings)
     std::fprintf(stderr, "kvprof: warning: %s\n", w.c_str());
-  if (!st.no_report) report_run_folder(report.run_dir, st.json_out);
+  if (!st.no_report && !refused) report_run_folder(report.run_dir, st.json_out);
   const int rc = bench::bench_exit_code(report);
+  if (refused) {
+    throw Fatal({ErrorKind::input, fmt::format("bench refused: {} (its record: {}/summary.json)",
+                                               report.error, report.run_dir)});
+  }
   if (rc != 0) {
     const ErrorKind kind = rc == 130 ? ErrorKind::interrupted
                            : rc == 2 ? ErrorKind::input
