@@ -42,6 +42,7 @@ inline bool write_dummy_llama(const std::filesystem::path& gguf, uint32_t vocab_
 
 struct HttpResult {
   int status = 0;
+  std::string headers;  // the status line and header lines, as sent
   std::string body;
 };
 
@@ -74,7 +75,10 @@ inline HttpResult http_request(uint16_t port, const std::string& method, const s
     all.append(buf, static_cast<size_t>(n));
   ::close(fd);
   if (all.size() > 12) r.status = std::atoi(all.substr(9, 3).c_str());
-  if (const auto p = all.find("\r\n\r\n"); p != std::string::npos) r.body = all.substr(p + 4);
+  if (const auto p = all.find("\r\n\r\n"); p != std::string::npos) {
+    r.headers = all.substr(0, p + 2);
+    r.body = all.substr(p + 4);
+  }
   return r;
 }
 

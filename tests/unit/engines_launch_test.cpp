@@ -43,7 +43,7 @@ TEST(LaunchCommand, LlamaServerLeftAtOneSlotRunsFourSharingOneCache) {
   EXPECT_TRUE(kept->settings.flash_attn);  // a bare -fa is on
 }
 
-TEST(LaunchCommand, KvprofServeSharesTheCellsOverItsSlots) {
+TEST(LaunchCommand, KvprofServeSlotsAsLlamaServerGivenNp) {
   const auto r = read_launch_command(
       "cd /tmp && exec ./build/src/kvprof serve -m tiny.gguf --ctx-size 2048 --parallel 3 "
       "--port {port}");
@@ -52,7 +52,14 @@ TEST(LaunchCommand, KvprofServeSharesTheCellsOverItsSlots) {
   EXPECT_EQ(r->model, "tiny.gguf");
   EXPECT_EQ(r->settings.max_model_len, 2048U);
   EXPECT_EQ(r->settings.n_parallel, 3U);
-  EXPECT_TRUE(r->settings.kv_unified);
+  EXPECT_FALSE(r->settings.kv_unified);  // each slot holds 2048 / 3 cells
+  const auto shared = read_launch_command("kvprof serve -m t.gguf -c 2048 -np 3 --kv-unified");
+  ASSERT_TRUE(shared.has_value());
+  EXPECT_TRUE(shared->settings.kv_unified);
+  // Left at one slot, kvprof serve keeps one (llama-server would run four).
+  const auto one = read_launch_command("kvprof serve -m t.gguf");
+  ASSERT_TRUE(one.has_value());
+  EXPECT_EQ(one->settings.n_parallel, 1U);
 }
 
 TEST(LaunchCommand, VllmAndSglangServers) {

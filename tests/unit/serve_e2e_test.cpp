@@ -292,6 +292,58 @@ TEST_F(ServeE2E, ApiKeyGuardsTheOpenAiEndpointsAsLlamaServerDoes) {
   EXPECT_EQ(json::parse(answered.body)["usage"]["completion_tokens"], 2) << answered.body;
 }
 
+TEST_F(ServeE2E, EachSlotsContextAsLlamaServerGivesIt) {
+  KVPROF_REQUIRE_LLAMA_OR_SKIP(lib_dir);
+  ASSERT_TRUE(s_ok);
+  // -np 2 alone: each slot holds -c / 2 cells; -kvu: one cache, each slot may use all of it.
+  for (const auto& [extra, slot_ctx] :
+       {std::pair{std::vector<std::string>{"-c", "1024", "-np", "2"}, 512},
+        std::pair{std::vector<std::string>{"-c", "1024", "-np", "2", "-kvu"}, 1024}}) {
+    ServeProcess serve(args(*lib_dir, extra));
+    ASSERT_NE(serve.port(), 0) << serve.first_line();
+    const json props = json::parse(http_request(serve.port(), "GET", "/props").body);
+    EXPECT_EQ(props["default_generation_settings"]["n_ctx"], slot_ctx) << props.dump(1);
+    EXPECT_EQ(props["total_slots"], 2);
+  }
+}
+
+TEST_F(ServeE2E, CorsOnlyWhenAsked) {
+  KVPROF_REQUIRE_LLAMA_OR_SKIP(lib_dir);
+  ASSERT_TRUE(s_ok);
+  {
+    ServeProcess plain(args(*lib_dir, {"-c", "256"}));
+    ASSERT_NE(plain.port(), 0) << plain.first_line();
+    const auto health = http_request(plain.port(), "GET", "/health");
+    EXPECT_EQ(health.headers.find("Access-Control"), std::string::npos) << health.headers;
+  }
+  ServeProcess cors(
+      args(*lib_dir, {"-c", "256", "--cors", "http://localhost:3000", "--api-key", "k"}));
+  ASSERT_NE(cors.port(), 0) << cors.first_line();
+  // A browser's preflight carries no key and is answered; every answer names the origin.
+  const auto pre = http_request(cors.port(), "OPTIONS", "/v1/chat/completions", "",
+                                "Origin: http://localhost:3000\r\n"
+                                "Access-Control-Request-Method: POST\r\n");
+  EXPECT_EQ(pre.status, 200);
+  EXPECT_NE(pre.headers.find("Access-Control-Allow-Origin: http://localhost:3000\r\n"),
+            std::string::npos)
+      << pre.headers;
+  EXPECT_NE(pre.headers.find("Access-Control-Allow-Headers: Authorization, Content-Type"),
+            std::string::npos)
+      << pre.headers;
+  const auto models =
+      http_request(cors.port(), "GET", "/v1/models", "", "Authorization: Bearer k\r\n");
+  EXPECT_EQ(models.status, 200);
+  EXPECT_NE(models.headers.find("Access-Control-Allow-Origin: http://localhost:3000"),
+            std::string::npos)
+      << models.headers;
+  // An origin that would split the header is refused.
+  const auto bad = kvprof::test::run_kvprof("serve -m " + (s_dir / "tiny.gguf").string() +
+                                            " --llama-lib " + lib_dir->string() +
+                                            " --quiet --cors \"$(printf 'a\\r\\nX-Evil: 1')\"");
+  EXPECT_EQ(bad.rc, 2) << bad.out;
+  EXPECT_NE(bad.out.find("--cors"), std::string::npos) << bad.out;
+}
+
 TEST_F(ServeE2E, BadInputsAreOneLineErrors) {
   KVPROF_REQUIRE_LLAMA_OR_SKIP(lib_dir);
   ASSERT_TRUE(s_ok);

@@ -21,6 +21,7 @@ struct ServeOptions {
   std::string flash_attn = "auto";
   bool no_mmap = false;
   bool no_slots = false;
+  bool kv_unified = false;
   bool quiet = false;
   double duration_s = 0;
 };
@@ -30,7 +31,7 @@ void run_serve(ServeOptions& o) {
   e.flash_attn =
       value_or_fatal(llama::parse_flash_attn(o.flash_attn.empty() ? "on" : o.flash_attn));
   e.use_mmap = !o.no_mmap;
-  e.kv_unified = true;  // -np slots share the -c cells, as llama-server's default
+  e.kv_unified = o.kv_unified;  // -kvu: every slot may use all -c cells, as llama-server
   o.backend.slots = !o.no_slots;
   if (o.duration_s < 0) throw Fatal(Error{ErrorKind::usage, "--duration must be >= 0"});
   if (e.n_seq_max == 0 || e.n_ctx < e.n_seq_max) {
@@ -102,10 +103,16 @@ void register_serve_command(CLI::App& app) {
   cmd->add_option("--api-key", o->server.api_key,
                   "Clients must send 'Authorization: Bearer KEY' to /v1/ (401 otherwise)")
       ->envname("LLAMA_API_KEY");
+  cmd->add_option("--cors", o->server.cors_origin,
+                  "Allow browsers from this origin ('*': any) with CORS headers and preflight "
+                  "answers (off by default)");
   cmd->add_option("-c,--ctx-size", e.n_ctx, "KV cells of the context, shared by the slots")
       ->capture_default_str();
   cmd->add_option("--parallel", e.n_seq_max, "Slots (-np): requests decoded together")
       ->capture_default_str();
+  cmd->add_flag("--kv-unified", o->kv_unified,
+                "-kvu: one KV cache shared by the slots, each may use all -c cells (without it, "
+                "each slot holds -c / -np, as llama-server given -np)");
   cmd->add_option("-b,--batch-size", e.n_batch, "Most tokens per llama_decode")
       ->capture_default_str();
   cmd->add_option("--ubatch-size", e.n_ubatch, "Physical batch size (-ub)")->capture_default_str();

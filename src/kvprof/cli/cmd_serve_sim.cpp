@@ -215,6 +215,9 @@ void register_serve_sim_command(CLI::App& app) {
   cmd->add_option("--api-key", f.api_key,
                   "Answer 401 on /v1/* without \"Authorization: Bearer KEY\" (like vLLM's "
                   "--api-key)");
+  cmd->add_option("--cors", f.cors_origin,
+                  "Allow browsers from this origin ('*': any) with CORS headers and preflight "
+                  "answers (off by default)");
   cmd->add_flag("--reject-token-prompts", f.reject_token_prompts,
                 "Answer 400 to a token-ID prompt, as llama.cpp's server does (\"prompt\" must "
                 "be a string)");

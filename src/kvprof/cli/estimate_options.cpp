@@ -257,7 +257,8 @@ void add_estimate_options(CLI::App* cmd, EstimateOptions& o) {
   eng->add_option("--cache-type-v", o.cache_type_v, "llama.cpp -ctv (quantized needs -fa on)");
   eng->add_flag("--no-mmap", o.no_mmap, "llama.cpp: read the model into RAM instead of mapping");
   eng->add_flag("--swa-full", o.swa_full, "llama.cpp: full-size cache for sliding-window layers");
-  eng->add_flag("--no-kv-unified", o.no_kv_unified, "llama.cpp: one KV stream per slot");
+  eng->add_flag("--no-kv-unified,!--kv-unified", o.no_kv_unified,
+                "llama.cpp: one KV stream per slot (--kv-unified, -kvu: one shared by all)");
   eng->add_option("--host-mem", o.host_mem,
                   "Host RAM for CPU engines (llama.cpp), e.g. 32GiB (default: this machine's)");
   add_architecture_options(cmd, o.architecture);
@@ -306,6 +307,7 @@ std::vector<std::string> normalize_short_flags(std::vector<std::string> args) {
       {"-c", "--ctx-size"},
       {"-ctk", "--cache-type-k"},
       {"-ctv", "--cache-type-v"},
+      {"-kvu", "--kv-unified"},
   };
   for (auto& a : args) {
     for (const auto& [from, to] : k_aliases) {

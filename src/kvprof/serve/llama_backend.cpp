@@ -247,7 +247,10 @@ Expected<std::unique_ptr<LlamaBackend>> LlamaBackend::start(const LlamaBackendOp
   impl->ctx = std::move(*ctx);
   BatcherSettings bs;
   bs.n_slots = impl->ctx->n_seq_max();
-  bs.n_ctx_slot = impl->ctx->n_ctx() / std::max(1U, bs.n_slots);
+  // Each slot's context as llama.cpp gives it (n_ctx_seq): all the cells with one shared cache
+  // (-kvu), its share of them otherwise.
+  bs.n_ctx_slot = options.engine.kv_unified ? impl->ctx->n_ctx()
+                                            : impl->ctx->n_ctx() / std::max(1U, bs.n_slots);
   bs.n_batch = impl->ctx->n_batch();
   impl->batcher = std::make_unique<ContinuousBatcher>(*impl->model, *impl->ctx, bs);
   impl->memory = llama::memory_breakdown(*impl->lib, *impl->ctx);

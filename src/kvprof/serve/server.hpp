@@ -20,6 +20,9 @@ struct ServerOptions {
   std::string host = "127.0.0.1";
   uint16_t port = 0;    // 0: a free port
   std::string api_key;  // when set, /v1/ endpoints need "Authorization: Bearer <key>" (401)
+  // When set, every answer allows browsers from this origin ("*": any) and OPTIONS answers a
+  // CORS preflight; off by default.
+  std::string cors_origin;
   FaultOptions faults;  // injected faults (tests of a client's error handling)
 };
 
@@ -34,7 +37,7 @@ struct ServerStats {
 class Server {
  public:
   // Binds host:port and starts the io thread; network error when the bind fails (port in use),
-  // usage error for an address that is not one.
+  // usage error for an address that is not one or a CORS origin with control characters.
   static Expected<std::unique_ptr<Server>> start(std::shared_ptr<Backend> backend,
                                                  const ServerOptions& options);
   ~Server();

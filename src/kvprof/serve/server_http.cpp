@@ -10,6 +10,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include <boost/asio/redirect_error.hpp>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -162,8 +164,13 @@ asio::awaitable<void> Server::Impl::session(tcp::socket socket) {
         std::string_view(req[http::field::authorization]) == "Bearer " + options.api_key;
     if (req.method() == http::verb::options) {
       // What a path takes, asked without a key (a browser's preflight never sends one).
-      out = http_io::response_head(200, server_headers, backend->content_type(ContentType::json), 0,
-                                   keep_alive, "Allow: GET, HEAD, POST, OPTIONS\r\n");
+      out = http_io::response_head(
+          200, server_headers, backend->content_type(ContentType::json), 0, keep_alive,
+          options.cors_origin.empty()
+              ? "Allow: GET, HEAD, POST, OPTIONS\r\n"
+              : "Allow: GET, HEAD, POST, OPTIONS\r\nAccess-Control-Allow-Methods: GET, HEAD, "
+                "POST, OPTIONS\r\nAccess-Control-Allow-Headers: Authorization, Content-Type\r\n"
+                "Access-Control-Max-Age: 600\r\n");
     } else if (!authorized) {
       const HttpReply refused = backend->refusal(401);
       out = reply(refused, keep_alive);
@@ -209,6 +216,15 @@ Expected<std::unique_ptr<Server>> Server::start(std::shared_ptr<Backend> backend
   impl->backend = std::move(backend);
   impl->options = options;
   impl->server_headers = impl->backend->server_headers();
+  if (!options.cors_origin.empty()) {
+    const auto& origin = options.cors_origin;
+    if (origin.size() > 1024 || std::any_of(origin.begin(), origin.end(), [](unsigned char c) {
+          return c < 0x20 || c == 0x7f;
+        })) {
+      return fail(ErrorKind::usage, "--cors: an origin is one line, e.g. http://localhost:3000");
+    }
+    impl->server_headers += "Access-Control-Allow-Origin: " + origin + "\r\n";
+  }
   impl->id_tag = fmt::format("{:08x}", std::random_device{}());
   if (auto ok = impl->bind(); !ok) return std::unexpected(ok.error());
   asio::co_spawn(*impl->ioc, impl->listen(), asio::detached);

@@ -192,6 +192,7 @@ Expected<SimConfig> sim_config_from_flags(const SimFlags& f) {
   c.kv_pool_mode = f.kv_on_demand ? KvPoolMode::on_demand : KvPoolMode::preallocated;
   c.serve_metrics = !f.no_metrics;
   c.api_key = f.api_key;
+  c.cors_origin = f.cors_origin;
   c.reject_token_prompts = f.reject_token_prompts;
   c.dcgm_hostname = f.dcgm_hostname;
   if (!f.fault_kind.empty()) {

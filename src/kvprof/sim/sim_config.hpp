@@ -42,6 +42,7 @@ struct SimConfig {
   // Non-empty: /v1/* wants "Authorization: Bearer <api_key>" and answers 401 otherwise (vLLM's
   // --api-key; /health, /metrics and /version stay open).
   std::string api_key;
+  std::string cors_origin;  // see serve::ServerOptions::cors_origin
   // A /v1/completions prompt of token IDs gets 400 with llama.cpp's wording (a server that takes
   // only text prompts).
   bool reject_token_prompts = false;
@@ -144,6 +145,7 @@ struct SimFlags {
   bool kv_on_demand = false;
   bool no_metrics = false;  // GET /metrics answers 404
   std::string api_key;      // see SimConfig::api_key
+  std::string cors_origin;  // see SimConfig::cors_origin
   bool reject_token_prompts = false;
   std::string dcgm_hostname;  // see SimConfig::dcgm_hostname
   std::string fault_kind;     // empty = none

@@ -32,6 +32,7 @@ Expected<std::unique_ptr<SimServer>> SimServer::start(const SimConfig& config) {
   options.host = config.host;
   options.port = config.port;
   options.api_key = config.api_key;
+  options.cors_origin = config.cors_origin;
   options.faults = {config.fault, config.fault_rate, config.fault_seed, /*honor_header=*/true};
   auto server = serve::Server::start(impl->backend, options);
   if (!server) return std::unexpected(server.error());

@@ -150,9 +150,9 @@ bool read_llamacpp_command(std::span<const std::string> words, estimate::LaunchR
                           out.program));
   }
   if (kvprof_serve) {
-    // kvprof serve: -np slots share the -c cells.
+    // kvprof serve: llama-server's slots without its one-slot default (-np 1 stays one).
     s.n_parallel = static_cast<uint32_t>(f.n_parallel.value_or(1));
-    s.kv_unified = true;
+    s.kv_unified = f.kv_unified;
   } else if (f.n_parallel.value_or(1) == 1 && !f.kv_unified && !f.draft) {
     s.n_parallel = 4;
     s.kv_unified = true;
