@@ -237,13 +237,12 @@ void run_find_max(FindMaxState& st) {
     grid.input_lens = {st.input_len};
     grid.output_lens = {st.output_len};
     grid.concurrencies = {1};
-    std::string why;
-    if (auto lp = profile::plan_from_launch(launch_command, grid, memory.get(), 0, why)) {
+    if (auto lp = profile::plan_from_launch(launch_command, grid, memory.get(), 0)) {
       limits.start = estimated_start(lp->estimate, uint64_t{st.input_len} + st.output_len);
       limits.start_source = "kvprof's plan of " + lp->flags;
     } else if (!st.quiet) {
       std::fprintf(stderr, "kvprof: note: no plan to start from: %s (give --estimate-with)\n",
-                   why.c_str());
+                   lp.error().message.c_str());
     }
   }
   if (st.start) {

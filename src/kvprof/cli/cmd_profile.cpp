@@ -338,9 +338,8 @@ void run_profile_command(ProfileCliState& st) {
     }
   } else if (config.launch) {
     // The plan of the launched server, read from its command, as `bench` plans its engine.
-    std::string why;
     if (auto plan = profile::plan_from_launch(config.launch->command, config.grid, memory.get(),
-                                              st.gpus.empty() ? 0 : st.gpus.front(), why)) {
+                                              st.gpus.empty() ? 0 : st.gpus.front())) {
       config.estimate = std::move(plan->estimate);
       config.estimate_flags = std::move(plan->flags);
       config.estimate_assumptions = std::move(plan->assumptions);
@@ -350,7 +349,7 @@ void run_profile_command(ProfileCliState& st) {
       }
     } else if (!st.quiet) {
       std::fprintf(stderr, "kvprof: note: no plan to compare with: %s (give --estimate-with)\n",
-                   why.c_str());
+                   plan.error().message.c_str());
     }
   }
 

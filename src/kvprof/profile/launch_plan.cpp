@@ -14,26 +14,22 @@
 
 namespace kvprof::profile {
 
-std::optional<LaunchPlan> plan_from_launch(std::string_view command,
-                                           const workload::GridOptions& grid,
-                                           gpu::MemorySource* memory, unsigned gpu_index,
-                                           std::string& why) {
+Expected<LaunchPlan> plan_from_launch(std::string_view command, const workload::GridOptions& grid,
+                                      gpu::MemorySource* memory, unsigned gpu_index) {
   auto reading = engines::read_launch_command(command);
   if (!reading) {
-    why = "kvprof does not read this server's flags";
-    return std::nullopt;
+    return fail(ErrorKind::not_found, "kvprof does not read this server's flags");
   }
   std::error_code ec;
   if (reading->model.empty() || !std::filesystem::exists(reading->model, ec)) {
-    why = fmt::format("the launch names no local model file ({} {})", reading->program,
-                      reading->model.empty() ? "without -m" : reading->model);
-    return std::nullopt;
+    return fail(ErrorKind::not_found,
+                fmt::format("the launch names no local model file ({} {})", reading->program,
+                            reading->model.empty() ? "without -m" : reading->model));
   }
   estimate::EstimateInput in;
   auto model = model::load_model(reading->model);
   if (!model) {
-    why = model.error().message;
-    return std::nullopt;
+    return fail(ErrorKind::not_found, model.error().message);
   }
   in.model = std::move(*model);
   in.settings = reading->settings;
@@ -55,9 +51,9 @@ std::optional<LaunchPlan> plan_from_launch(std::string_view command,
     sources.gpu_note = gpu_name ? fmt::format("'{}' is not in kvprof's GPU catalog", *gpu_name)
                                 : std::string("no GPU found: llama.cpp on the CPU");
   } else {
-    why = gpu_name ? fmt::format("'{}' is not in kvprof's GPU catalog", *gpu_name)
-                   : std::string("no GPU found to plan a GPU engine for");
-    return std::nullopt;
+    return fail(ErrorKind::not_found,
+                gpu_name ? fmt::format("'{}' is not in kvprof's GPU catalog", *gpu_name)
+                         : std::string("no GPU found to plan a GPU engine for"));
   }
   std::set<uint64_t> contexts;
   for (uint32_t in_len : grid.input_lens) {
@@ -68,8 +64,7 @@ std::optional<LaunchPlan> plan_from_launch(std::string_view command,
   in.workload.concurrency = grid.concurrencies;
   auto est = engines::plan(in);
   if (!est) {
-    why = est.error().message;
-    return std::nullopt;
+    return fail(ErrorKind::not_found, est.error().message);
   }
   LaunchPlan out;
   out.estimate = std::move(*est);

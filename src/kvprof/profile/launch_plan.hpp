@@ -4,7 +4,6 @@
 // `find-max --launch` compare with it when no --estimate-with is given, as `bench` does.
 #pragma once
 
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -13,6 +12,7 @@
 
 #include "kvprof/estimate/estimate.hpp"
 #include "kvprof/gpu/memory_source.hpp"
+#include "kvprof/util/error.hpp"
 #include "kvprof/workload/workload.hpp"
 
 namespace kvprof::profile {
@@ -25,12 +25,10 @@ struct LaunchPlan {
 };
 
 // The plan of `command` (placeholders filled) for the contexts (input + output) and
-// concurrencies of `grid`, when kvprof can make one: an engine's server, its model a local file or
-// folder kvprof reads, a GPU `memory` names that the catalog has (or llama.cpp on the CPU). None
-// otherwise, with the reason in `why` ("the launch names no local model file").
-std::optional<LaunchPlan> plan_from_launch(std::string_view command,
-                                           const workload::GridOptions& grid,
-                                           gpu::MemorySource* memory, unsigned gpu_index,
-                                           std::string& why);
+// concurrencies of `grid`, when kvprof can make one: an engine's server, its model a local file
+// or folder kvprof reads, a GPU `memory` names that the catalog has (or llama.cpp on the CPU).
+// A not_found error saying why not otherwise ("the launch names no local model file").
+Expected<LaunchPlan> plan_from_launch(std::string_view command, const workload::GridOptions& grid,
+                                      gpu::MemorySource* memory, unsigned gpu_index);
 
 }  // namespace kvprof::profile
