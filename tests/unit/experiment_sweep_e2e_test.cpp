@@ -243,6 +243,90 @@ TEST_F(SweepE2e, InterruptedSweepRunAgainFinishesOnlyWhatWasLeft) {
   EXPECT_NE(third.stdout_text.find("0 ran now"), std::string::npos) << third.stdout_text;
 }
 
+TEST_F(SweepE2e, AConfigurationInterruptedMidwayRunsOnlyTheConditionsItHadNotFinished) {
+  // One configuration of four conditions (batch 1, 2, 3, 4), each lasting at least 0.4 s.
+  std::string text = header(0.05);
+  text.replace(text.find("min_condition_s: 0.05"), 21, "min_condition_s: 0.4");
+  const fs::path config = write("midway.yaml", text + R"(models:
+  - {model_id: meta-llama/Llama-3.1-8B-Instruct, batch_sizes: [1, 2, 3, 4], max_model_len: 2048}
+)");
+  const std::string out_dir = (m_dir / "results").string();
+  std::thread interrupter;
+  std::atomic<bool> sent{false};
+  auto first =
+      kvprof({"sweep", "--config", config.string(), "--output-dir", out_dir}, [&](pid_t pid) {
+        interrupter = std::thread([&, pid] {
+          // Once the trace has a request of the third condition, the first two are finished.
+          for (int i = 0; i < 3000 && !sent; ++i) {
+            for (const auto& run : run_folders()) {
+              std::ifstream in(m_dir / "results" / run / "request_trace.csv");
+              const std::string trace((std::istreambuf_iterator<char>(in)), {});
+              if (trace.find(",in64_out4_c3_low,") != std::string::npos) {
+                ::kill(pid, SIGINT);
+                sent = true;
+              }
+            }
+            std::this_thread::sleep_for(10ms);
+          }
+        });
+      });
+  interrupter.join();
+  ASSERT_TRUE(sent);
+  EXPECT_EQ(first.exit_code, 130) << first.stderr_text;
+  const fs::path sweep_dir = m_dir / "results" / "sweeps" / "midway";
+  json sweep = read_json(sweep_dir / "sweep.json");
+  const json& c0 = sweep.at("configurations").at(0);
+  EXPECT_EQ(c0.at("status"), "interrupted");
+  const std::string first_run = c0.at("run").at("run_id");
+  const json& measured = c0.at("run").at("measured").at("conditions");
+  ASSERT_TRUE(measured.contains("in64_out4_c1_low")) << measured.dump(1);
+  ASSERT_TRUE(measured.contains("in64_out4_c2_low")) << measured.dump(1);
+  EXPECT_FALSE(measured.contains("in64_out4_c4_low")) << measured.dump(1);
+  // The condition the stop cut short is kept as such, and runs again.
+  if (measured.contains("in64_out4_c3_low")) {
+    EXPECT_EQ(measured.at("in64_out4_c3_low").value("completed", true), false);
+  }
+  ASSERT_EQ(run_folders().size(), 1U);
+
+  // Run again: the two finished conditions are not sent again; the other two are.
+  auto second = kvprof({"sweep", "--config", config.string(), "--output-dir", out_dir});
+  ASSERT_EQ(second.exit_code, 0) << second.stderr_text;
+  EXPECT_NE(second.stderr_text.find("4 conditions, 2 measured before by run " + first_run),
+            std::string::npos)
+      << second.stderr_text;
+  const auto runs = run_folders();
+  ASSERT_EQ(runs.size(), 2U);
+  const std::string second_run = runs[0] == first_run ? runs[1] : runs[0];
+  std::ifstream in(m_dir / "results" / second_run / "request_trace.csv");
+  const std::string trace((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_EQ(trace.find(",in64_out4_c1_low,"), std::string::npos) << trace;
+  EXPECT_EQ(trace.find(",in64_out4_c2_low,"), std::string::npos) << trace;
+  EXPECT_NE(trace.find(",in64_out4_c3_low,"), std::string::npos) << trace;
+  EXPECT_NE(trace.find(",in64_out4_c4_low,"), std::string::npos) << trace;
+  const json manifest = read_json(m_dir / "results" / second_run / "manifest.json");
+  EXPECT_EQ(manifest.dump().find("\"conditions_measured_before\":2") != std::string::npos, true)
+      << manifest.dump(1);
+
+  sweep = read_json(sweep_dir / "sweep.json");
+  const json& c = sweep.at("configurations").at(0);
+  EXPECT_EQ(c.at("status"), "done");
+  EXPECT_EQ(c.at("run").at("run_id"), second_run);
+  ASSERT_EQ(c.at("run").at("runs").size(), 2U);
+  const json& all = c.at("run").at("measured").at("conditions");
+  ASSERT_EQ(all.size(), 4U) << all.dump(1);
+  EXPECT_EQ(all.at("in64_out4_c1_low").at("run_id"), first_run);
+  EXPECT_EQ(all.at("in64_out4_c2_low").at("run_id"), first_run);
+  EXPECT_EQ(all.at("in64_out4_c3_low").at("run_id"), second_run);
+  EXPECT_EQ(all.at("in64_out4_c4_low").at("run_id"), second_run);
+  for (const auto& [cid, m] : all.items())
+    EXPECT_GT(m.at("n_ok").get<double>(), 0) << cid;
+  // The CSV names the run of each row.
+  std::ifstream csv_in(sweep_dir / "sweep_summary.csv");
+  const std::string csv((std::istreambuf_iterator<char>(csv_in)), {});
+  EXPECT_NE(csv.find(",64,4,1,done," + first_run + ","), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",64,4,4,done," + second_run + ","), std::string::npos) << csv;
+}
+
 TEST_F(SweepE2e, HostileNamesInTheSweepFileRunNothing) {
   const fs::path marker = m_dir / "pwned";
   const fs::path printed = m_dir / "words.txt";

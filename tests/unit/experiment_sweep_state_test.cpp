@@ -29,7 +29,10 @@ TEST_F(SweepStateFile, WhatIsSavedReadsBack) {
   r.id = "c1";
   r.status = "done";
   r.attempts = 2;
-  r.measured = {{"peak_bytes", 123}};
+  r.figures.peak_used_bytes = 123;
+  r.runs = {{"run_a", "/r/run_a"}, {"run_b", "/r/run_b"}};
+  r.conditions["in64_out4_c1_low"] = {.peak_used_bytes = 5e10, .n_ok = 4, .run = 0};
+  r.conditions["in64_out4_c2_low"] = {.ttft_p50_ms = 12.25, .run = 1, .completed = false};
   state.records[r.fingerprint] = r;
   ASSERT_TRUE(save_state(m_dir, state).has_value());
   const auto back = load_state(m_dir);
@@ -40,7 +43,21 @@ TEST_F(SweepStateFile, WhatIsSavedReadsBack) {
   const ConfigRecord& b = back->records.at("00000000deadbeef");
   EXPECT_EQ(b.status, "done");
   EXPECT_EQ(b.attempts, 2U);
-  EXPECT_EQ(b.measured.at("peak_bytes"), 123);
+  EXPECT_EQ(b.figures.peak_used_bytes, 123);
+  EXPECT_FALSE(b.figures.kv_cache_bytes.has_value());
+  ASSERT_EQ(b.runs.size(), 2U);
+  EXPECT_EQ(b.runs[1].run_dir, "/r/run_b");
+  ASSERT_EQ(b.conditions.size(), 2U);
+  const auto& c1 = b.conditions.at("in64_out4_c1_low");
+  EXPECT_EQ(c1.peak_used_bytes, 5e10);
+  EXPECT_EQ(c1.n_ok, 4);
+  EXPECT_FALSE(c1.ttft_p50_ms.has_value());
+  EXPECT_TRUE(c1.completed);
+  const auto& c2 = b.conditions.at("in64_out4_c2_low");
+  EXPECT_EQ(c2.ttft_p50_ms, 12.25);
+  EXPECT_EQ(c2.run, 1);
+  EXPECT_FALSE(c2.completed);
+  EXPECT_EQ(b.completed_conditions(), std::set<std::string>{"in64_out4_c1_low"});
   EXPECT_TRUE(b.finished());
 }
 
@@ -54,7 +71,7 @@ TEST_F(SweepStateFile, AnythingElseIsAnInputErrorNamingTheFile) {
   const std::string path = (m_dir / "sweep_state.json").string();
   const std::vector<std::string> texts = {
       std::string("{"),
-      std::string(R"({"schema_version": 2, "configurations": []})"),
+      std::string(R"({"schema_version": 3, "configurations": []})"),
       std::string(R"({"schema_version": "1", "configurations": []})"),
       std::string(R"({"schema_version": 1})"),
       std::string(R"({"schema_version": 1, "configurations": {}})"),
@@ -76,6 +93,76 @@ TEST_F(SweepStateFile, AnythingElseIsAnInputErrorNamingTheFile) {
     EXPECT_TRUE(state.error().message.ends_with("); move it away to start afresh"))
         << state.error().message;
   }
+}
+
+TEST_F(SweepStateFile, AStateOfTheFirstLayoutReadsWithItsFigures) {
+  // Written by kvprof before the conditions moved to their own files: "measured" inline.
+  std::ofstream(m_dir / "sweep_state.json") << R"({"schema_version": 1, "name": "old",
+    "configurations": [{"fingerprint": "f1", "status": "interrupted", "run_id": "r1",
+    "run_dir": "/x/r1", "measured": {"peak_used_bytes": 7, "tokens_per_second": null,
+    "conditions": {"in64_out4_c1_low": {"n_ok": 4, "ttft_p50_ms": 1.5}}}}]})";
+  const auto state = load_state(m_dir);
+  ASSERT_TRUE(state.has_value()) << state.error().message;
+  const ConfigRecord& r = state->records.at("f1");
+  EXPECT_EQ(r.figures.peak_used_bytes, 7);
+  ASSERT_EQ(r.runs.size(), 1U);
+  EXPECT_EQ(r.runs[0].run_id, "r1");
+  EXPECT_EQ(r.conditions.at("in64_out4_c1_low").n_ok, 4);
+  EXPECT_EQ(r.completed_conditions().size(), 1U);
+}
+
+TEST_F(SweepStateFile, AConditionsFileThatIsNotThisConfigurationsIsAnInputError) {
+  ConfigRecord r;
+  r.fingerprint = "abc";
+  r.runs = {{"r1", "/r1"}};
+  const std::string head =
+      R"({"schema_version": 1, "fingerprint": "abc", "columns": ["condition_id", "run",)"
+      R"( "completed", "n_ok"], "rows": )";
+  EXPECT_TRUE(parse_conditions(head + R"([["c1", 0, true, 3]]})", "f.json", r).has_value());
+  EXPECT_EQ(r.conditions.at("c1").n_ok, 3);
+  const std::vector<std::string> bad = {
+      R"({"schema_version": 1, "fingerprint": "other", "columns": [], "rows": []})",
+      head + R"([["c1", 1, true, 3]]})",        // run 1 of a state with one
+      head + R"([["c1", 0, true]]})",           // a value short
+      head + R"([["c1", 0, "yes", 3]]})",       // completed not a boolean
+      head + R"([["c1", 0, true, "three"]]})",  // a figure not a number
+      head + R"({"c1": [0, true, 3]}})",        // rows not a list
+  };
+  for (const auto& text : bad) {
+    ConfigRecord copy = r;
+    const auto read = parse_conditions(text, "f.json", copy);
+    ASSERT_FALSE(read.has_value()) << text;
+    EXPECT_EQ(read.error().kind, ErrorKind::input);
+    EXPECT_TRUE(read.error().message.starts_with("f.json: not a sweep conditions file ("))
+        << read.error().message;
+    EXPECT_EQ(copy.conditions.size(), 1U) << "a bad file changed the record: " << text;
+  }
+}
+
+TEST(SweepTakeRun, ALaterRunReplacesItsConditionsAndKeepsTheHighestPeak) {
+  const nlohmann::json first = {
+      {"memory_measurements", {{"peak", {{"total_bytes", 900}}}}},
+      {"latency_stats", {{"tokens_per_second", 10.0}}},
+      {"conditions",
+       {{{"condition_id", "c1"}, {"status", "completed"}, {"n_ok", 4}, {"ttft_ms", {{"p50", 2.0}}}},
+        {{"condition_id", "c2"}, {"status", "interrupted"}, {"n_ok", 1}}}}};
+  const nlohmann::json second = {
+      {"memory_measurements", {{"peak", {{"total_bytes", 500}}}}},
+      {"latency_stats", {{"tokens_per_second", 20.0}}},
+      {"conditions", {{{"condition_id", "c2"}, {"status", "completed"}, {"n_ok", 4}}}}};
+  ConfigRecord r;
+  take_run(first, {"r1", "/r1"}, r);
+  EXPECT_EQ(r.completed_conditions(), std::set<std::string>{"c1"});
+  take_run(second, {"r2", "/r2"}, r);
+  EXPECT_EQ(r.run_id, "r2");
+  ASSERT_EQ(r.runs.size(), 2U);
+  EXPECT_EQ(r.figures.peak_used_bytes, 900);     // the highest of the two runs
+  EXPECT_EQ(r.figures.tokens_per_second, 20.0);  // the last run's
+  EXPECT_EQ(r.conditions.at("c1").run, 0);
+  EXPECT_EQ(r.conditions.at("c1").ttft_p50_ms, 2.0);
+  EXPECT_EQ(r.conditions.at("c2").run, 1);
+  EXPECT_EQ(r.conditions.at("c2").n_ok, 4);
+  EXPECT_EQ(r.completed_conditions(), (std::set<std::string>{"c1", "c2"}));
 }
 
 }  // namespace

@@ -349,9 +349,9 @@ void check_entry(Checker& c, const ModelEntry& e, const std::set<std::string>& g
   }
   const uint64_t n_conditions =
       uint64_t{e.input_lengths.size()} * e.output_lengths.size() * e.batch_sizes.size();
-  if (n_conditions > 4096) {
-    c.error(e.pos, fmt::format("{}{} conditions (input x output x batch), at most 4096", where,
-                               n_conditions));
+  if (n_conditions > k_max_conditions_per_entry) {
+    c.error(e.pos, fmt::format("{}{} conditions (input x output x batch), at most {}", where,
+                               n_conditions, k_max_conditions_per_entry));
   }
   if (!e.launch.empty()) {
     const auto names = profile::placeholder_names(e.launch);

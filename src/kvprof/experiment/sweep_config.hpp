@@ -20,6 +20,7 @@ namespace kvprof::experiment {
 inline constexpr size_t k_max_config_bytes = 1 << 20;
 inline constexpr size_t k_max_models = 256;
 inline constexpr size_t k_max_list_items = 64;
+inline constexpr size_t k_max_conditions_per_entry = 4096;  // input x output x batch
 inline constexpr size_t k_max_string_chars = 4096;
 inline constexpr size_t k_max_reported_errors = 100;
 

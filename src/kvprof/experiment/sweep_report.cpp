@@ -2,11 +2,14 @@
 #include "kvprof/experiment/sweep_report.hpp"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
-#include <fstream>
+#include <cmath>
+#include <optional>
+#include <random>
+#include <vector>
 
-#include "kvprof/profile/manifest.hpp"
+#include "kvprof/util/atomic_file.hpp"
+#include "kvprof/util/json_text.hpp"
 #include "kvprof/util/units.hpp"
 #include "kvprof/workload/workload.hpp"
 
@@ -47,6 +50,25 @@ json estimate_json(const PlannedConfig& pc) {
           {"gpus", est.gpus_total},
           {"verdict", estimate::verdict_name(est.verdict)},
           {"confidence", est.confidence}};
+}
+
+// What a configuration measured, as sweep.json shows it: the run's figures and each condition's
+// (with the run that measured it when a resumed configuration has several).
+json measured_json(const ConfigRecord& r) {
+  json m = json::object();
+  for (const auto& f : run_fields())
+    m[f.name] = figure_json(r.figures.*f.member);
+  json conditions = json::object();
+  for (const auto& [cid, c] : r.conditions) {
+    json cj = json::object();
+    for (const auto& f : condition_fields())
+      cj[f.name] = figure_json(c.*f.member);
+    if (!c.completed) cj["completed"] = false;
+    if (r.runs.size() > 1 && c.run < r.runs.size()) cj["run_id"] = r.runs[c.run].run_id;
+    conditions[cid] = std::move(cj);
+  }
+  m["conditions"] = std::move(conditions);
+  return m;
 }
 
 json config_json(const PlannedConfig& pc, const SweepState& state) {
@@ -94,7 +116,13 @@ json config_json(const PlannedConfig& pc, const SweepState& state) {
                 {"attempts", r->attempts},
                 {"started_unix_s", r->started_unix_s},
                 {"duration_s", r->duration_s},
-                {"measured", r->measured}};
+                {"measured", measured_json(*r)}};
+    if (r->runs.size() > 1) {
+      json runs = json::array();
+      for (const auto& run : r->runs)
+        runs.push_back({{"run_id", run.run_id}, {"run_dir", run.run_dir}});
+      j["run"]["runs"] = std::move(runs);
+    }
   }
   return j;
 }
@@ -109,6 +137,13 @@ std::string csv_field(const std::string& s) {
   return out + "\"";
 }
 
+// A figure for the CSV: whole numbers in full (byte counts), others to 6 significant digits.
+std::string csv_number(const std::optional<double>& v) {
+  if (!v) return "";
+  if (std::trunc(*v) == *v && std::fabs(*v) < 1e18) return fmt::format("{:.0f}", *v);
+  return fmt::format("{:.6g}", *v);
+}
+
 std::string csv_value(const json& v) {
   if (v.is_null()) return "";
   if (v.is_string()) return csv_field(v.get<std::string>());
@@ -116,71 +151,95 @@ std::string csv_value(const json& v) {
   return v.dump();
 }
 
-Expected<void> write_text(const fs::path& path, const std::string& text) {
-  const fs::path tmp = path.string() + fmt::format(".tmp.{}", ::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << text;
-    out.flush();
-    if (!out) {
-      std::error_code ec;
-      fs::remove(tmp, ec);
-      return fail(ErrorKind::io, fmt::format("{}: cannot be written", path.string()));
+// A configuration as sweep.json shows it, indented `spaces` past the left edge: pretty, but
+// each condition on one line (a sweep of thousands of conditions stays about 300 bytes each).
+std::string config_text(const PlannedConfig& pc, const SweepState& state, size_t spaces) {
+  static const std::string token = fmt::format("kvprof-splice-{:016x}", std::random_device{}());
+  json j = config_json(pc, state);
+  std::vector<json> lists;  // taken out of `j`, a placeholder string in their place
+  const auto take = [&](json& v) {
+    if (v.empty()) return;
+    lists.push_back(std::move(v));
+    v = fmt::format("{}-{}", token, lists.size() - 1);
+  };
+  take(j["conditions"]);
+  if (j.contains("run")) take(j["run"]["measured"]["conditions"]);
+  std::string text = json_text(j, 2);
+  for (size_t i = 0; i < lists.size(); ++i) {
+    const std::string mark = fmt::format("\"{}-{}\"", token, i);
+    const size_t at = text.find(mark);
+    if (at == std::string::npos) continue;
+    const size_t line = text.rfind('\n', at);
+    const size_t indent = text.find_first_not_of(' ', line + 1) - (line + 1);
+    const bool array = lists[i].is_array();
+    std::string items;
+    for (const auto& [key, value] : lists[i].items()) {
+      items += items.empty() ? "\n" : ",\n";
+      items.append(indent + 2, ' ');
+      if (!array) items += json_text(key) + ": ";
+      items += json_text(value);
     }
+    text.replace(
+        at, mark.size(),
+        (array ? "[" : "{") + items + "\n" + std::string(indent, ' ') + (array ? "]" : "}"));
   }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) return fail(ErrorKind::io, fmt::format("{}: {}", path.string(), ec.message()));
-  return {};
-}
-
-std::string summary_csv(const Plan& plan, const SweepState& state) {
-  std::string out =
-      "configuration,model_id,tensor_parallel_size,dtype,quantization,kv_cache_dtype,"
-      "gpu_memory_utilization,max_model_len,gpu,input_len,output_len,batch_size,status,run_id,"
-      "est_per_gpu_total_bytes,est_kv_capacity_bytes,est_kv_needed_bytes,est_fits,"
-      "peak_used_bytes,peak_rss_bytes,peak_kv_cache_usage,ttft_p50_ms,e2e_mean_ms,output_tokens_"
-      "per_s,"
-      "preemptions,n_ok,n_errors,note\n";
-  for (const auto& pc : plan.configs) {
-    const ModelEntry& e = pc.entry;
-    const ConfigRecord* r = record_of(state, pc);
-    for (const auto& c : pc.conditions) {
-      const std::string cid = workload::condition_id(c.input_len, c.output_len, c.batch_size,
-                                                     workload::PrefixMode::low);
-      json m = json::object();
-      if (r && r->measured.contains("conditions") && r->measured["conditions"].contains(cid))
-        m = r->measured["conditions"][cid];
-      const auto mv = [&](const char* k) { return csv_value(m.value(k, json())); };
-      std::string note = c.note;
-      if (r && !r->reason.empty()) note = r->reason + (note.empty() ? "" : "; " + note);
-      out += fmt::format(
-          "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
-          csv_field(pc.id), csv_field(e.model_id), e.tensor_parallel_size, csv_field(e.dtype),
-          csv_field(e.quantization), csv_field(e.kv_cache_dtype),
-          csv_value(opt_json(e.gpu_memory_utilization)), csv_value(opt_json(e.max_model_len)),
-          csv_field(pc.gpu), c.input_len, c.output_len, c.batch_size, status_of(state, pc),
-          csv_field(r ? r->run_id : ""),
-          pc.estimate ? std::to_string(pc.estimate->per_gpu.total_bytes) : "",
-          pc.estimate ? std::to_string(c.kv_capacity_bytes) : "",
-          pc.estimate ? std::to_string(c.kv_needed_bytes) : "", c.fits && pc.fits ? "yes" : "no",
-          mv("peak_used_bytes"), mv("peak_rss_bytes"), mv("peak_kv_cache_usage"), mv("ttft_p50_ms"),
-          mv("e2e_mean_ms"), mv("output_tokens_per_s"), mv("preemptions"), mv("n_ok"),
-          mv("n_errors"), csv_field(note));
-    }
+  std::string out;
+  out.reserve(text.size() + text.size() / 8);
+  for (const char c : text) {
+    out += c;
+    if (c == '\n') out.append(spaces, ' ');
   }
   return out;
 }
 
-}  // namespace
-
-json plan_json(const Plan& plan, const SweepState& state) {
-  json configs = json::array();
-  size_t n_runnable = 0;
+// sweep_summary.csv, a row per condition, written as it goes.
+void write_summary_csv(std::ostream& out, const Plan& plan, const SweepState& state) {
+  out << "configuration,model_id,tensor_parallel_size,dtype,quantization,kv_cache_dtype,"
+         "gpu_memory_utilization,max_model_len,gpu,input_len,output_len,batch_size,status,run_id,"
+         "est_per_gpu_total_bytes,est_kv_capacity_bytes,est_kv_needed_bytes,est_fits,"
+         "peak_used_bytes,peak_rss_bytes,peak_kv_cache_usage,ttft_p50_ms,e2e_mean_ms,output_"
+         "tokens_per_s,preemptions,n_ok,n_errors,note\n";
+  const ConditionFigures none;
   for (const auto& pc : plan.configs) {
-    configs.push_back(config_json(pc, state));
-    n_runnable += pc.fits ? 1 : 0;
+    const ModelEntry& e = pc.entry;
+    const ConfigRecord* r = record_of(state, pc);
+    const std::string status = status_of(state, pc);
+    for (const auto& c : pc.conditions) {
+      const std::string cid = workload::condition_id(c.input_len, c.output_len, c.batch_size,
+                                                     workload::PrefixMode::low);
+      const ConditionFigures* m = &none;
+      std::string run_id = r ? r->run_id : "";
+      if (r) {
+        if (const auto it = r->conditions.find(cid); it != r->conditions.end()) {
+          m = &it->second;
+          if (m->run < r->runs.size()) run_id = r->runs[m->run].run_id;
+        }
+      }
+      std::string note = c.note;
+      if (r && !r->reason.empty()) note = r->reason + (note.empty() ? "" : "; " + note);
+      out << fmt::format(
+          "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+          csv_field(pc.id), csv_field(e.model_id), e.tensor_parallel_size, csv_field(e.dtype),
+          csv_field(e.quantization), csv_field(e.kv_cache_dtype),
+          csv_value(opt_json(e.gpu_memory_utilization)), csv_value(opt_json(e.max_model_len)),
+          csv_field(pc.gpu), c.input_len, c.output_len, c.batch_size, status, csv_field(run_id),
+          pc.estimate ? std::to_string(pc.estimate->per_gpu.total_bytes) : "",
+          pc.estimate ? std::to_string(c.kv_capacity_bytes) : "",
+          pc.estimate ? std::to_string(c.kv_needed_bytes) : "", c.fits && pc.fits ? "yes" : "no",
+          csv_number(m->peak_used_bytes), csv_number(m->peak_rss_bytes),
+          csv_number(m->peak_kv_cache_usage), csv_number(m->ttft_p50_ms),
+          csv_number(m->e2e_mean_ms), csv_number(m->output_tokens_per_s),
+          csv_number(m->preemptions), csv_number(m->n_ok), csv_number(m->n_errors),
+          csv_field(note));
+    }
   }
+}
+
+// The plan's fields other than its configurations.
+json plan_head_json(const Plan& plan) {
+  size_t n_runnable = 0;
+  for (const auto& pc : plan.configs)
+    n_runnable += pc.fits ? 1 : 0;
   return {{"schema_version", 1},
           {"name", plan.name},
           {"n_configurations", plan.configs.size()},
@@ -191,8 +250,18 @@ json plan_json(const Plan& plan, const SweepState& state) {
           {"time_model",
            fmt::format("server start {:.0f} s when launched; prefill at {:.0f}% of peak bf16 "
                        "FLOP/s, decode at {:.0f}% of peak memory bandwidth",
-                       k_assumed_startup_s, k_flops_fraction * 100, k_bandwidth_fraction * 100)},
-          {"configurations", configs}};
+                       k_assumed_startup_s, k_flops_fraction * 100, k_bandwidth_fraction * 100)}};
+}
+
+}  // namespace
+
+json plan_json(const Plan& plan, const SweepState& state) {
+  json out = plan_head_json(plan);
+  json configs = json::array();
+  for (const auto& pc : plan.configs)
+    configs.push_back(config_json(pc, state));
+  out["configurations"] = std::move(configs);
+  return out;
 }
 
 std::string plan_text(const Plan& plan, const SweepState& state) {
@@ -247,13 +316,25 @@ std::string plan_text(const Plan& plan, const SweepState& state) {
 
 Expected<void> write_sweep_files(const fs::path& dir, const Plan& plan, const SweepState& state,
                                  const std::string& config_file, const std::string& status) {
-  json j = plan_json(plan, state);
-  j["config_file"] = config_file;
-  j["status"] = status;
-  j["first_started_unix_s"] = state.first_started_unix_s;
-  j["files"] = {{"summary_csv", "sweep_summary.csv"}, {"state", "sweep_state.json"}};
-  if (auto r = profile::write_json_file(dir / "sweep.json", j); !r) return r;
-  return write_text(dir / "sweep_summary.csv", summary_csv(plan, state));
+  // Written a configuration at a time: memory stays that of one configuration's JSON.
+  const auto write_json = [&](std::ostream& out) {
+    json head = plan_head_json(plan);
+    head["config_file"] = config_file;
+    head["status"] = status;
+    head["first_started_unix_s"] = state.first_started_unix_s;
+    head["files"] = {{"summary_csv", "sweep_summary.csv"}, {"state", "sweep_state.json"}};
+    std::string text = json_text(head, 2);
+    while (!text.empty() && (text.back() == '}' || text.back() == '\n'))
+      text.pop_back();
+    out << text << ",\n  \"configurations\": [";
+    for (size_t i = 0; i < plan.configs.size(); ++i) {
+      out << (i == 0 ? "\n    " : ",\n    ") << config_text(plan.configs[i], state, 4);
+    }
+    out << "\n  ]\n}\n";
+  };
+  if (auto r = write_file_atomically(dir / "sweep.json", write_json); !r) return r;
+  return write_file_atomically(dir / "sweep_summary.csv",
+                               [&](std::ostream& out) { write_summary_csv(out, plan, state); });
 }
 
 }  // namespace kvprof::experiment

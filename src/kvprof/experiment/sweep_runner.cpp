@@ -63,38 +63,6 @@ nlohmann::json configuration_json(const PlannedConfig& pc, const std::string& sw
   return j;
 }
 
-// The figures of a run's summary.json the sweep's files show.
-nlohmann::json measured_of(const nlohmann::json& summary) {
-  using nlohmann::json;
-  const auto num = [&](const json& j, const char* ptr) -> json {
-    const json::json_pointer p(ptr);
-    return j.contains(p) && j.at(p).is_number() ? j.at(p) : json();
-  };
-  json m = {{"peak_used_bytes", num(summary, "/memory_measurements/peak/total_bytes")},
-            {"peak_rss_bytes", num(summary, "/host_memory/peak_rss_bytes")},
-            {"baseline_used_bytes", num(summary, "/memory_measurements/baseline/total_bytes")},
-            {"weights_bytes", num(summary, "/memory_breakdown/components/weights/bytes")},
-            {"kv_cache_bytes", num(summary, "/memory_breakdown/components/kv_cache/bytes")},
-            {"tokens_per_second", num(summary, "/latency_stats/tokens_per_second")},
-            {"conditions", json::object()}};
-  if (summary.contains("conditions") && summary["conditions"].is_array()) {
-    for (const auto& c : summary["conditions"]) {
-      if (!c.is_object() || !c.contains("condition_id")) continue;
-      m["conditions"][c["condition_id"].get<std::string>()] = {
-          {"peak_used_bytes", num(c, "/peak_used_bytes")},
-          {"peak_rss_bytes", num(c, "/peak_rss_bytes")},
-          {"peak_kv_cache_usage", num(c, "/peak_kv_cache_usage")},
-          {"ttft_p50_ms", num(c, "/ttft_ms/p50")},
-          {"e2e_mean_ms", num(c, "/e2e_ms/mean")},
-          {"output_tokens_per_s", num(c, "/output_tokens_per_s")},
-          {"preemptions", num(c, "/preemptions")},
-          {"n_ok", num(c, "/n_ok")},
-          {"n_errors", num(c, "/n_errors")}};
-    }
-  }
-  return m;
-}
-
 struct RunContext {
   const SweepConfig& config;
   const SweepOptions& options;
@@ -120,6 +88,18 @@ void run_one(const RunContext& ctx, const PlannedConfig& pc, ConfigRecord& rec) 
   config.estimate_flags = fmt::format("sweep '{}' configuration {} ({} on {})",
                                       ctx.config.settings.name, pc.id, pc.label, pc.gpu);
   config.configuration = configuration_json(pc, s.name);
+  // A configuration interrupted before runs only the conditions it had not finished.
+  if (rec.status == "interrupted") config.skip_conditions = rec.completed_conditions();
+  if (config.skip_conditions.empty()) {
+    rec.runs.clear();
+    rec.conditions.clear();
+    rec.figures = {};
+  } else {
+    config.configuration["resumed"] = {
+        {"conditions_measured_before", config.skip_conditions.size()},
+        {"earlier_run_id", rec.run_id}};
+  }
+  const size_t n_earlier = config.skip_conditions.size();
   profile::ProfileDeps deps;
   deps.memory = ctx.deps.memory;
   deps.memory_source = ctx.deps.memory_source;
@@ -178,21 +158,31 @@ void run_one(const RunContext& ctx, const PlannedConfig& pc, ConfigRecord& rec) 
   auto outcome = profile::run_profile(config, deps);
   if (server) server->stop();
   if (!outcome) return failed(outcome.error());
-  rec.run_id = outcome->run_dir.filename().string();
-  rec.run_dir = outcome->run_dir.string();
-  rec.measured = measured_of(outcome->summary);
+  take_run(outcome->summary, {outcome->run_dir.filename().string(), outcome->run_dir.string()},
+           rec);
   history::record_or_warn(ctx.options.output_dir,
                           history::profile_entry(outcome->summary, outcome->run_dir, s.name));
-  const auto& t = outcome->totals;
+  auto t = outcome->totals;
+  // Conditions measured by earlier runs count with this run's.
+  for (const auto& [cid, c] : rec.conditions) {
+    if (n_earlier == 0 || size_t{c.run} + 1 == rec.runs.size()) continue;
+    const auto ok = static_cast<uint64_t>(c.n_ok.value_or(0));
+    const auto errors = static_cast<uint64_t>(c.n_errors.value_or(0));
+    t.n_ok += ok;
+    t.n_errors += errors;
+    t.n_requests += ok + errors;
+  }
+  const std::string earlier =
+      n_earlier > 0 ? fmt::format(" ({} conditions measured by earlier runs)", n_earlier) : "";
   if (outcome->interrupted) {
     rec.status = "interrupted";
-    rec.reason = "interrupted; " + profile::request_totals_text(t);
+    rec.reason = "interrupted; " + profile::request_totals_text(outcome->totals) + earlier;
   } else if (t.n_ok == 0) {
     rec.status = "failed";
     rec.reason = "no request succeeded (see request_trace.csv)";
   } else if (t.n_errors > 0) {
     rec.status = "partial";
-    rec.reason = fmt::format("{} of {} requests failed", t.n_errors, t.n_requests);
+    rec.reason = fmt::format("{} of {} requests failed{}", t.n_errors, t.n_requests, earlier);
   } else {
     rec.status = "done";
     rec.reason.clear();
@@ -231,8 +221,10 @@ Expected<SweepOutcome> run_sweep(const SweepConfig& config, const Plan& plan,
     if (!finished && (pc.fits || options.run_unfit)) expected_left += pc.expected_s;
   }
   double expected_ran = 0, actual_ran = 0;
-  const auto save = [&](const std::string& status) -> Expected<void> {
-    if (auto r = save_state(out.dir, state); !r) return r;
+  // The state (with one configuration's conditions file, or all of them: `fingerprint` null).
+  const auto save = [&](const std::string& status,
+                        const std::string* fingerprint = nullptr) -> Expected<void> {
+    if (auto r = save_state(out.dir, state, fingerprint); !r) return r;
     return write_sweep_files(out.dir, plan, state, options.config_file, status);
   };
   if (auto r = save("running"); !r) return std::unexpected(r.error());
@@ -255,7 +247,7 @@ Expected<SweepOutcome> run_sweep(const SweepConfig& config, const Plan& plan,
       rec.reason = "will not fit: " + pc.reason;
       ++out.n_skipped;
       say(deps, fmt::format("{}: skipped, {}", head, rec.reason));
-      if (auto r = save("running"); !r) return std::unexpected(r.error());
+      if (auto r = save("running", &pc.fingerprint); !r) return std::unexpected(r.error());
       continue;
     }
     if (deps.should_stop && deps.should_stop()) {
@@ -264,14 +256,14 @@ Expected<SweepOutcome> run_sweep(const SweepConfig& config, const Plan& plan,
     }
     // The remaining time, scaled by how the runs so far compared with their plan.
     const double scale = expected_ran > 0 ? actual_ran / expected_ran : 1.0;
-    say(deps, fmt::format("{}: starting ({} conditions, expected {}; sweep ETA {})", head,
-                          pc.conditions.size(), format_duration(pc.expected_s * scale),
-                          format_duration(expected_left * scale)));
+    const size_t n_before = rec.status == "interrupted" ? rec.completed_conditions().size() : 0;
+    say(deps,
+        fmt::format(
+            "{}: starting ({} conditions{}, expected {}; sweep ETA {})", head, pc.conditions.size(),
+            n_before > 0 ? fmt::format(", {} measured before by run {}", n_before, rec.run_id) : "",
+            format_duration(pc.expected_s * scale), format_duration(expected_left * scale)));
     rec.attempts += 1;
     rec.started_unix_s = now_unix_s();
-    rec.run_id.clear();
-    rec.run_dir.clear();
-    rec.measured = nlohmann::json::object();
     // The run's live status, with the sweep's ETA counting down while it runs.
     std::function<void(const std::string&)> on_status;
     if (deps.on_run_status) {
@@ -295,17 +287,16 @@ Expected<SweepOutcome> run_sweep(const SweepConfig& config, const Plan& plan,
       ++out.n_failed;
       out.failures.push_back(fmt::format("{}: {}", pc.id, rec.reason));
     }
-    const auto& peak = rec.measured.value("peak_used_bytes", nlohmann::json());
+    const auto& peak = rec.figures.peak_used_bytes;
     say(deps, fmt::format("{}: {} in {}{}{}", head, rec.status, format_duration(rec.duration_s),
                           rec.run_id.empty() ? "" : ", run " + rec.run_id,
-                          peak.is_number()
-                              ? fmt::format(", peak {:.2f} GiB", bytes_to_gib(peak.get<double>()))
-                              : (rec.reason.empty() ? "" : ": " + rec.reason)));
+                          peak ? fmt::format(", peak {:.2f} GiB", bytes_to_gib(*peak))
+                               : (rec.reason.empty() ? "" : ": " + rec.reason)));
     if (rec.status == "interrupted") {
       out.interrupted = true;
       break;
     }
-    if (auto r = save("running"); !r) return std::unexpected(r.error());
+    if (auto r = save("running", &pc.fingerprint); !r) return std::unexpected(r.error());
   }
   const std::string status = out.interrupted    ? "interrupted"
                              : out.n_failed > 0 ? "completed_with_failures"

@@ -160,11 +160,11 @@ ConditionTracker::ConditionTracker(metrics::MetricsScraper& scraper, const Timel
       m_timeout_ms(scrape_timeout_ms) {}
 
 void ConditionTracker::add(const client::RequestRecord& record) {
+  // The workload is in request-id order; a resumed run's leaves out the conditions done before.
   uint32_t prefix = 0;
-  if (record.request_id < m_requests.size() &&
-      m_requests[record.request_id].request_id == record.request_id) {
-    prefix = m_requests[record.request_id].prefix_len;
-  }
+  const auto it = std::ranges::lower_bound(m_requests, record.request_id, {},
+                                           &workload::RequestSpec::request_id);
+  if (it != m_requests.end() && it->request_id == record.request_id) prefix = it->prefix_len;
   m_kv.add(record, prefix);
 }
 

@@ -12,6 +12,7 @@
 #include "kvprof/client/transport.hpp"
 #include "kvprof/profile/profiler.hpp"
 #include "kvprof/sys/host_info.hpp"
+#include "kvprof/util/atomic_file.hpp"
 #include "kvprof/util/json_text.hpp"
 #include "kvprof/util/redact.hpp"
 #include "kvprof/workload/workload.hpp"
@@ -43,29 +44,7 @@ Expected<fs::path> create_run_dir(const fs::path& output_dir, std::string& run_i
 }
 
 Expected<void> write_json_file(const fs::path& path, const json& value) {
-  const fs::path tmp = path.string() + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    if (!out) {
-      return fail(ErrorKind::io,
-                  fmt::format("cannot write {}: {}", tmp.string(), std::strerror(errno)));
-    }
-    out << json_text(value, 2) << '\n';
-    out.flush();
-    if (!out) {
-      const std::string why = std::strerror(errno);
-      out.close();
-      std::error_code ignored;
-      fs::remove(tmp, ignored);
-      return fail(ErrorKind::io, fmt::format("cannot write {}: {}", path.string(), why));
-    }
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) {
-    return fail(ErrorKind::io, fmt::format("cannot write {}: {}", path.string(), ec.message()));
-  }
-  return {};
+  return write_file_atomically(path, json_text(value, 2) + "\n");
 }
 
 namespace {

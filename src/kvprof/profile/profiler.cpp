@@ -103,7 +103,21 @@ Expected<ProfileOutcome> run_profile(const ProfileConfig& config_in, const Profi
     if (deps.on_progress) deps.on_progress(line);
   };
   const auto stop = [&] { return deps.should_stop && deps.should_stop(); };
-  auto requests = workload::generate(config.grid);
+  // The grid's requests, less those of the conditions measured before.
+  const auto make_requests = [&]() -> Expected<std::vector<workload::RequestSpec>> {
+    auto made = workload::generate(config.grid);
+    if (!made || config.skip_conditions.empty()) return made;
+    std::erase_if(*made, [&](const workload::RequestSpec& r) {
+      return config.skip_conditions.contains(r.condition_id);
+    });
+    if (made->empty()) {
+      return fail(ErrorKind::usage,
+                  "every condition of the grid was measured before: nothing "
+                  "is left to run");
+    }
+    return made;
+  };
+  auto requests = make_requests();
   if (!requests) return std::unexpected(requests.error());
   ProfileReport report;
   report.started_unix_s = now_unix_s();
@@ -188,7 +202,7 @@ Expected<ProfileOutcome> run_profile(const ProfileConfig& config_in, const Profi
     config.grid.token_id_max = static_cast<uint32_t>(v->second);
     config.grid.token_id_min =
         std::min<uint32_t>(config.grid.token_id_min, config.grid.token_id_max / 4);
-    requests = workload::generate(config.grid);
+    requests = make_requests();
     if (!requests) return std::unexpected(requests.error());
   }
   if (auto ok = client::validate(config.run, *requests); !ok) return std::unexpected(ok.error());
@@ -197,7 +211,7 @@ Expected<ProfileOutcome> run_profile(const ProfileConfig& config_in, const Profi
   std::string prompt_warning;
   if (check->use_text_prompts) {
     config.grid.prompt_format = workload::PromptFormat::text;
-    requests = workload::generate(config.grid);
+    requests = make_requests();
     if (!requests) return std::unexpected(requests.error());
     prompt_warning = fmt::format(
         "the server refuses token-ID prompts (400: {}); the grid runs with text prompts, {}",

@@ -19,6 +19,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -66,6 +67,9 @@ struct ProfileConfig {
   nlohmann::json configuration;  // what the user asked for, for the manifest (no secrets)
   std::optional<LaunchSettings> launch;  // start the server (see LaunchSettings)
   std::filesystem::path server_log;      // the log of a server started elsewhere, parsed at the end
+  // Conditions an earlier run of the same configuration measured to their end (a resumed sweep):
+  // their requests are not sent and the workload file leaves them out.
+  std::set<std::string> skip_conditions;
 
   // The simulator's sizing as JSON (with its engine jitter), and what the estimate assumed
   // (estimate_check.hpp), both for summary.json.
