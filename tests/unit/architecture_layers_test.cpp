@@ -59,6 +59,7 @@ TEST(ArchitectureLayers, EveryIncludeGoesDownOrStaysInItsFolder) {
                                             {"report/html", 9},
                                             {"analysis", 9},
                                             {"profile", 10},
+                                            {"run", 11},
                                             {"bench", 11},
                                             {"experiment", 12},
                                             {"cli", 13}};

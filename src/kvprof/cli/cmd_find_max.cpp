@@ -17,19 +17,14 @@
 #include "kvprof/cli/output.hpp"
 #include "kvprof/cli/run_report.hpp"
 #include "kvprof/client/cli_options.hpp"
-#include "kvprof/client/raw_request.hpp"
 #include "kvprof/engines/registry.hpp"
 #include "kvprof/estimate/inverse.hpp"
 #include "kvprof/experiment/find_max_bench.hpp"
 #include "kvprof/experiment/find_max_profile.hpp"
-#include "kvprof/gpu/nvml.hpp"
 #include "kvprof/profile/launch_plan.hpp"
-#include "kvprof/profile/launcher.hpp"
 #include "kvprof/profile/manifest.hpp"
-#include "kvprof/profile/server_probe.hpp"
 #include "kvprof/report/text/progress_line.hpp"
-#include "kvprof/sim/sim_memory_source.hpp"
-#include "kvprof/sim/sim_server.hpp"
+#include "kvprof/run/target.hpp"
 #include "kvprof/sim/sim_sizing.hpp"
 #include "kvprof/sys/host_info.hpp"
 #include "kvprof/sys/signals.hpp"
@@ -153,75 +148,52 @@ void run_find_max(FindMaxState& st) {
   const auto dir = value_or_fatal(profile::create_run_dir(st.output_dir, run_id));
 
   profile::ProfileDeps deps;
-  std::unique_ptr<sim::SimServer> server;
-  std::unique_ptr<profile::LaunchedServer> launched;
+  std::unique_ptr<run::Target> target;
   std::optional<estimate::Estimate> plan;
-  std::string launch_command;  // --launch with its placeholders filled
   if (in_process) {
     bench_trial->output_dir = dir;
-  } else if (simulate) {
-    sim::SimFlags flags;
-    flags.model = st.run.model.empty() ? std::string(k_default_model) : st.run.model;
-    flags.gpu = st.sim_gpu;
-    flags.port = 0;
-    flags.num_gpu_blocks = st.sim_num_gpu_blocks;
-    flags.max_num_seqs = st.sim_max_num_seqs;
-    if (st.sim_tokens_per_s > 0) flags.tokens_per_s = st.sim_tokens_per_s;
-    auto config = value_or_fatal(sim::sim_config_from_flags(flags));
-    config.quiet = true;
-    server = value_or_fatal(sim::SimServer::start(config));
-    st.run.endpoint = server->base_url();
-    st.run.model = flags.model;
-    memory = std::make_unique<sim::SimMemorySource>(*server, flags.gpu);
-    deps.memory_source = "simulated";
-    if (st.estimate_with.empty() && !st.sim_num_gpu_blocks) {
-      if (auto sized = value_or_fatal(sim::estimate_for_sim(flags))) {
-        limits.start = estimated_start(*sized, uint64_t{st.input_len} + st.output_len);
-        limits.start_source = "the plan that sized the simulator";
-      }
-    }
   } else {
-    if (!st.launch.empty()) {
-      std::string host = st.launch_host;
-      uint16_t port = 0;
-      if (st.run.endpoint.empty()) {
-        port = value_or_fatal(profile::free_port(host));
-        st.run.endpoint = fmt::format("http://{}:{}/v1", host, port);
-      } else {
-        const auto url = value_or_fatal(client::parse_http_url(st.run.endpoint));
-        host = url.host;
-        port = url.port;
-      }
-      const std::string command = value_or_fatal(profile::fill_placeholders(
-          st.launch, {{"model", st.run.model},
-                      {"port", std::to_string(port)},
-                      {"host", host},
-                      {"max_concurrency", std::to_string(st.max_concurrency)}}));
-      launch_command = command;
-      if (profile::port_in_use(host, port)) {
-        throw Fatal(
-            {ErrorKind::network,
-             fmt::format("port {} on {} is already in use; nothing was started", port, host)});
-      }
-      launched = value_or_fatal(profile::LaunchedServer::start(command, dir / "server.log",
-                                                               [](const profile::LogLine&) {}));
-      if (!st.quiet)
-        std::fprintf(stderr, "kvprof: launched (pid %d): %s\n", launched->pid(),
-                     redact_secrets(command).c_str());
-      std::vector<std::string> headers;
-      if (!st.run.api_key.empty()) headers.push_back("Authorization: Bearer " + st.run.api_key);
-      auto ready = launched->wait_ready(profile::server_root(st.run.endpoint), headers,
-                                        st.launch_timeout_s, [] { return sys::stop_requested(); });
-      if (!ready) {
-        launched->stop(st.launch_grace_s);
-        throw Fatal(ready.error());
-      }
+    // The server: the simulator, the endpoint, or the launched server, started once for all
+    // trials.
+    run::TargetSpec spec;
+    spec.kind = simulate            ? run::TargetKind::simulator
+                : st.launch.empty() ? run::TargetKind::endpoint
+                                    : run::TargetKind::launch;
+    spec.endpoint = st.run.endpoint;
+    spec.launch.command_template = st.launch;
+    spec.launch.host = st.launch_host;
+    spec.launch.ready_timeout_s = st.launch_timeout_s;
+    spec.launch.grace_s = st.launch_grace_s;
+    spec.launch.model = st.run.model;
+    spec.launch.max_concurrency = st.max_concurrency;
+    spec.launch.start_now = true;
+    spec.launch.log_path = dir / "server.log";
+    spec.launch.api_key = st.run.api_key;
+    spec.sim.model = st.run.model.empty() ? std::string(k_default_model) : st.run.model;
+    spec.sim.gpu = st.sim_gpu;
+    spec.sim.port = 0;
+    spec.sim.num_gpu_blocks = st.sim_num_gpu_blocks;
+    spec.sim.max_num_seqs = st.sim_max_num_seqs;
+    if (st.sim_tokens_per_s > 0) spec.sim.tokens_per_s = st.sim_tokens_per_s;
+    spec.gpu_source = value_or_fatal(gpu::parse_gpu_source(st.bench_flags.gpu_source));
+    target = value_or_fatal(run::open_target(spec, [] { return sys::stop_requested(); }));
+    if (target->started_pid > 0 && !st.quiet) {
+      std::fprintf(stderr, "kvprof: launched (pid %d): %s\n", target->started_pid,
+                   redact_secrets(target->launch_command).c_str());
     }
-    if (auto nvml = gpu::NvmlSource::open()) {
-      memory = std::move(*nvml);
-      deps.memory_source = "nvml";
-    } else {
-      deps.memory_note = nvml.error().message;
+    if (target->memory_warn && !st.quiet)
+      std::fprintf(stderr, "kvprof: warning: %s\n", target->memory_note.c_str());
+    st.run.endpoint = target->endpoint;
+    deps.memory_source = target->memory_name;
+    deps.memory_note = target->memory_note;
+    if (simulate) {
+      st.run.model = spec.sim.model;
+      if (st.estimate_with.empty() && !st.sim_num_gpu_blocks) {
+        if (auto sized = value_or_fatal(sim::estimate_for_sim(spec.sim))) {
+          limits.start = estimated_start(*sized, uint64_t{st.input_len} + st.output_len);
+          limits.start_source = "the plan that sized the simulator";
+        }
+      }
     }
   }
   if (!st.estimate_with.empty()) {
@@ -231,13 +203,13 @@ void run_find_max(FindMaxState& st) {
     plan = value_or_fatal(engines::plan(input));
     limits.start = estimated_start(*plan, uint64_t{st.input_len} + st.output_len);
     limits.start_source = "kvprof estimate " + st.estimate_with;
-  } else if (launched) {
+  } else if (target && target->kind == run::TargetKind::launch) {
     // The plan of the launched server, read from its command.
     workload::GridOptions grid;
     grid.input_lens = {st.input_len};
     grid.output_lens = {st.output_len};
     grid.concurrencies = {1};
-    if (auto lp = profile::plan_from_launch(launch_command, grid, memory.get(), 0)) {
+    if (auto lp = profile::plan_from_launch(target->launch_command, grid, target->memory, 0)) {
       limits.start = estimated_start(lp->estimate, uint64_t{st.input_len} + st.output_len);
       limits.start_source = "kvprof's plan of " + lp->flags;
     } else if (!st.quiet) {
@@ -278,7 +250,7 @@ void run_find_max(FindMaxState& st) {
     ts.input_len = st.input_len;
     ts.output_len = st.output_len;
     ts.waves = std::max(1U, st.waves);
-    deps.memory = memory.get();
+    deps.memory = target->memory;
     deps.on_status = on_status;
     trial = experiment::make_profile_trial(ts, deps);
   }
@@ -295,8 +267,7 @@ void run_find_max(FindMaxState& st) {
   };
   auto result = experiment::find_max(limits, trial, on_step, [] { return sys::stop_requested(); });
   progress.reset();  // the status line ends before the answer
-  if (launched) launched->stop(st.launch_grace_s);
-  if (server) server->stop();
+  if (target) target->stop();
   if (!result) throw Fatal(result.error());
   nlohmann::json j = experiment::find_max_json(*result);
   j["run_id"] = run_id;

@@ -14,19 +14,16 @@
 #include "kvprof/cli/profile_default.hpp"
 #include "kvprof/cli/run_report.hpp"
 #include "kvprof/client/cli_options.hpp"
-#include "kvprof/client/raw_request.hpp"
 #include "kvprof/engines/registry.hpp"
 #include "kvprof/gpu/source_select.hpp"
 #include "kvprof/history/entries.hpp"
 #include "kvprof/profile/estimate_check.hpp"
 #include "kvprof/profile/launch_plan.hpp"
-#include "kvprof/profile/launcher.hpp"
 #include "kvprof/profile/profiler.hpp"
 #include "kvprof/profile/server_probe.hpp"
 #include "kvprof/report/text/progress_line.hpp"
+#include "kvprof/run/target.hpp"
 #include "kvprof/sim/sim_jitter.hpp"
-#include "kvprof/sim/sim_memory_source.hpp"
-#include "kvprof/sim/sim_server.hpp"
 #include "kvprof/sim/sim_sizing.hpp"
 #include "kvprof/sys/signals.hpp"
 #include "kvprof/util/json_text.hpp"
@@ -123,30 +120,6 @@ nlohmann::json user_configuration(const ProfileCliState& st) {
           {"server_log", st.server_log}};
 }
 
-// --launch: where the server will listen, and the command with its placeholders filled.
-profile::LaunchSettings launch_settings(ProfileCliState& st, const workload::GridOptions& grid) {
-  profile::LaunchSettings ls;
-  ls.host = st.launch_host;
-  ls.ready_timeout_s = st.launch_timeout_s;
-  ls.grace_s = st.launch_grace_s;
-  if (!st.run.endpoint.empty()) {
-    auto url = value_or_fatal(client::parse_http_url(st.run.endpoint));
-    ls.host = url.host;
-    ls.port = url.port;
-  } else {
-    ls.port = st.launch_port > 0 ? st.launch_port : value_or_fatal(profile::free_port(ls.host));
-    st.run.endpoint = fmt::format("http://{}:{}/v1", ls.host, ls.port);
-  }
-  const uint32_t max_concurrency =
-      *std::max_element(grid.concurrencies.begin(), grid.concurrencies.end());
-  ls.command = value_or_fatal(profile::fill_placeholders(
-      st.launch, {{"model", st.run.model},
-                  {"port", std::to_string(ls.port)},
-                  {"host", ls.host},
-                  {"max_concurrency", std::to_string(max_concurrency)}}));
-  return ls;
-}
-
 // Whether a flag of the simulator was given (it asks for the simulator as --sim does).
 bool sim_flags_given(const CLI::App* cmd) {
   for (const char* name :
@@ -224,70 +197,74 @@ void run_profile_command(ProfileCliState& st) {
   config.post_warmup_s = st.post_warmup_s;
   config.estimate_flags = st.estimate_with;
   config.server_log = st.server_log;
-  if (!st.launch.empty()) config.launch = launch_settings(st, config.grid);
 
+  // The server and its memory: the simulator, the endpoint or the launched server.
+  run::TargetSpec spec;
+  spec.kind = simulate            ? run::TargetKind::simulator
+              : st.launch.empty() ? run::TargetKind::endpoint
+                                  : run::TargetKind::launch;
+  spec.endpoint = st.run.endpoint;
+  spec.launch.command_template = st.launch;
+  spec.launch.host = st.launch_host;
+  spec.launch.port = st.launch_port;
+  spec.launch.ready_timeout_s = st.launch_timeout_s;
+  spec.launch.grace_s = st.launch_grace_s;
+  spec.launch.model = st.run.model;
+  spec.launch.max_concurrency =
+      *std::max_element(config.grid.concurrencies.begin(), config.grid.concurrencies.end());
+  spec.sim.model = st.run.model.empty() ? std::string(k_default_model) : st.run.model;
+  spec.sim.gpu = st.sim_gpu;
+  spec.sim.port = 0;
+  if (st.sim_tokens_per_s > 0) spec.sim.tokens_per_s = st.sim_tokens_per_s;
+  if (!st.sim_no_jitter) spec.sim.jitter_seed = st.sim_seed.value_or(sim::fresh_jitter_seed());
+  if (!simulate) {
+    // A remote server is measured through the monitoring of its node, never this machine's NVML.
+    spec.gpu_source = value_or_fatal(gpu::parse_gpu_source(st.gpu_source));
+    const bool remote_spec = spec.gpu_source->kind == gpu::GpuSourceKind::dcgm ||
+                             spec.gpu_source->kind == gpu::GpuSourceKind::prometheus;
+    if (remote_spec && st.cmd->get_option("--gpu-interval-ms")->count() == 0) {
+      config.gpu_interval_ms = 1000;  // monitoring updates about once a second at best
+    }
+    spec.gpu_selector = st.gpu_selector;
+    spec.gpu_min_refresh_ms = config.gpu_interval_ms / 2;
+  }
+  const auto target = value_or_fatal(run::open_target(spec));
+  st.run.endpoint = target->endpoint;
+  if (target->launch) config.launch = target->launch;
   profile::ProfileDeps deps;
-  std::unique_ptr<sim::SimServer> server;
-  std::unique_ptr<gpu::MemorySource> memory;
+  deps.memory_source = target->memory_name;
+  deps.memory_note = target->memory_note;
   EstimateOptions est_defaults;
   if (simulate) {
-    // The built-in default: a SIMULATED vLLM server sized by the planner, in this process.
-    sim::SimFlags flags;
-    flags.model = st.run.model.empty() ? std::string(k_default_model) : st.run.model;
-    flags.gpu = st.sim_gpu;
-    flags.port = 0;
-    if (st.sim_tokens_per_s > 0) flags.tokens_per_s = st.sim_tokens_per_s;
-    if (!st.sim_no_jitter) flags.jitter_seed = st.sim_seed.value_or(sim::fresh_jitter_seed());
-    auto sim_config = value_or_fatal(sim::sim_config_from_flags(flags));
-    sim_config.quiet = true;
-    server = value_or_fatal(sim::SimServer::start(sim_config));
-    st.run.endpoint = server->base_url();
-    st.run.model = flags.model;
-    config.simulation = sim_config.sizing;
-    config.simulation_details = {
-        {"sizing", sim_config.sizing},
-        {"gpu", flags.gpu},
-        {"jitter", sim_config.jitter ? sim::jitter_json(*sim_config.jitter) : nlohmann::json()}};
-    memory = std::make_unique<sim::SimMemorySource>(*server, flags.gpu);
-    deps.memory_source = "simulated";
-    est_defaults.gpu = flags.gpu;
+    // The built-in simulator: a SIMULATED vLLM server sized by the planner, in this process.
+    st.run.model = spec.sim.model;
+    config.simulation = target->simulation;
+    config.simulation_details = target->simulation_details;
+    est_defaults.gpu = spec.sim.gpu;
     if (st.estimate_with.empty()) {
-      config.estimate = value_or_fatal(sim::estimate_for_sim(flags));
+      config.estimate = value_or_fatal(sim::estimate_for_sim(spec.sim));
       if (config.estimate) {
-        config.estimate_flags = fmt::format(
-            "--model {} --gpu {} (the plan that sized the simulator)", flags.model, flags.gpu);
+        config.estimate_flags =
+            fmt::format("--model {} --gpu {} (the plan that sized the simulator)", spec.sim.model,
+                        spec.sim.gpu);
         config.estimate_assumptions = profile::estimate_assumptions(
             *config.estimate, {profile::GpuOrigin::simulated, "--sim-gpu", {}});
       }
     }
-  } else {
-    // A remote server is measured through the monitoring of its node, never this machine's NVML.
-    const auto spec = value_or_fatal(gpu::parse_gpu_source(st.gpu_source));
-    const bool remote_spec =
-        spec.kind == gpu::GpuSourceKind::dcgm || spec.kind == gpu::GpuSourceKind::prometheus;
-    if (remote_spec && st.cmd->get_option("--gpu-interval-ms")->count() == 0) {
-      config.gpu_interval_ms = 1000;  // monitoring updates about once a second at best
+  } else if (target->memory_remote) {
+    config.process_interval_ms = 0;  // no per-process figures remotely
+    // Idle windows long enough for two readings at the monitoring's pace.
+    const double two_readings_s = 2.0 * config.gpu_interval_ms / 1000.0;
+    if (st.cmd->get_option("--baseline-s")->count() == 0) {
+      config.baseline_s = std::max(config.baseline_s, two_readings_s);
     }
-    auto choice = value_or_fatal(gpu::open_gpu_source(
-        spec, st.gpu_selector, st.launch.empty() ? st.run.endpoint : std::string(),
-        config.gpu_interval_ms / 2));
-    if (choice.remote) {
-      config.process_interval_ms = 0;  // no per-process figures remotely
-      // Idle windows long enough for two readings at the monitoring's pace.
-      const double two_readings_s = 2.0 * config.gpu_interval_ms / 1000.0;
-      if (st.cmd->get_option("--baseline-s")->count() == 0) {
-        config.baseline_s = std::max(config.baseline_s, two_readings_s);
-      }
-      if (st.cmd->get_option("--post-warmup-s")->count() == 0) {
-        config.post_warmup_s = std::max(config.post_warmup_s, two_readings_s);
-      }
+    if (st.cmd->get_option("--post-warmup-s")->count() == 0) {
+      config.post_warmup_s = std::max(config.post_warmup_s, two_readings_s);
     }
-    if (choice.warn && !st.quiet)
-      std::fprintf(stderr, "kvprof: warning: %s\n", choice.note.c_str());
-    memory = std::move(choice.source);
-    deps.memory_source = choice.name;
-    deps.memory_note = choice.note;
   }
+  if (target->memory_warn && !st.quiet)
+    std::fprintf(stderr, "kvprof: warning: %s\n", target->memory_note.c_str());
+  gpu::MemorySource* memory = target->memory;
   config.run = value_or_fatal(client::resolve(st.run));
   // The architecture flags ask for a plan as --estimate-with does (the profiled model and GPU).
   if (!st.estimate_with.empty() || st.architecture.any()) {
@@ -305,7 +282,7 @@ void run_profile_command(ProfileCliState& st) {
     profile::AssumptionSources sources{
         simulate ? profile::GpuOrigin::simulated : profile::GpuOrigin::assumed,
         simulate ? "--sim-gpu" : "no GPU found", estimate_flags_given(st.estimate_with)};
-    if (est_defaults.gpu.empty() && memory) {
+    if (est_defaults.gpu.empty() && memory != nullptr) {
       if (auto d = memory->device_info(st.gpus.empty() ? 0 : st.gpus.front()); d && d->name) {
         if (gpu::find_gpu(*d->name)) {
           est_defaults.gpu = *d->name;
@@ -338,7 +315,7 @@ void run_profile_command(ProfileCliState& st) {
     }
   } else if (config.launch) {
     // The plan of the launched server, read from its command, as `bench` plans its engine.
-    if (auto plan = profile::plan_from_launch(config.launch->command, config.grid, memory.get(),
+    if (auto plan = profile::plan_from_launch(config.launch->command, config.grid, memory,
                                               st.gpus.empty() ? 0 : st.gpus.front())) {
       config.estimate = std::move(plan->estimate);
       config.estimate_flags = std::move(plan->flags);
@@ -353,7 +330,7 @@ void run_profile_command(ProfileCliState& st) {
     }
   }
 
-  deps.memory = memory.get();
+  deps.memory = memory;
   sys::install_stop_handlers();
   deps.should_stop = [] { return sys::stop_requested(); };
   std::unique_ptr<report::text::ProgressLine> progress;
@@ -366,7 +343,7 @@ void run_profile_command(ProfileCliState& st) {
   }
   auto outcome = profile::run_profile(config, deps);
   progress.reset();  // the status line ends before the table
-  if (server) server->stop();
+  target->stop();
   if (!outcome) throw Fatal(outcome.error());
   history::record_or_warn(config.output_dir,
                           history::profile_entry(outcome->summary, outcome->run_dir));

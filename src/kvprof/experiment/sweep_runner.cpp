@@ -11,9 +11,7 @@
 #include "kvprof/history/entries.hpp"
 #include "kvprof/profile/launcher.hpp"
 #include "kvprof/profile/profiler.hpp"
-#include "kvprof/sim/sim_memory_source.hpp"
-#include "kvprof/sim/sim_server.hpp"
-#include "kvprof/sim/sim_sizing.hpp"
+#include "kvprof/run/target.hpp"
 #include "kvprof/util/units.hpp"
 
 namespace kvprof::experiment {
@@ -24,20 +22,6 @@ namespace {
 
 double now_unix_s() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
-Expected<profile::LaunchSettings> launch_settings(const PlannedConfig& pc, const SweepSettings& s) {
-  const ModelEntry& e = pc.entry;
-  profile::LaunchSettings ls;
-  ls.ready_timeout_s = s.launch_timeout_s;
-  ls.grace_s = s.launch_grace_s;
-  auto port = profile::free_port(ls.host);
-  if (!port) return std::unexpected(port.error());
-  ls.port = *port;
-  auto command = launch_command(e, pc.gpu, ls.host, ls.port);
-  if (!command) return std::unexpected(command.error());
-  ls.command = *command;
-  return ls;
 }
 
 nlohmann::json configuration_json(const PlannedConfig& pc, const std::string& sweep) {
@@ -61,6 +45,26 @@ nlohmann::json configuration_json(const PlannedConfig& pc, const std::string& sw
       e.gpu_memory_utilization ? nlohmann::json(*e.gpu_memory_utilization) : nlohmann::json();
   j["max_model_len"] = e.max_model_len ? nlohmann::json(*e.max_model_len) : nlohmann::json();
   return j;
+}
+
+// The simulator playing a configuration: one GPU of its tensor-parallel group, sized by the
+// configuration's own plan (its KV cache dtype, TP and quantization included) when there is one.
+sim::SimFlags sim_flags(const PlannedConfig& pc) {
+  sim::SimFlags flags;
+  flags.model = pc.entry.model_id;
+  flags.gpu = pc.gpu;
+  flags.port = 0;
+  if (pc.entry.max_model_len) flags.max_model_len = static_cast<uint32_t>(*pc.entry.max_model_len);
+  flags.gpu_memory_utilization = pc.entry.gpu_memory_utilization;
+  flags.tensor_parallel_size = pc.entry.tensor_parallel_size;
+  if (pc.estimate && pc.estimate->engine_report.num_gpu_blocks > 0) {
+    const auto& report = pc.estimate->engine_report;
+    flags.num_gpu_blocks = static_cast<uint32_t>(report.num_gpu_blocks);
+    flags.block_size = report.block_size;
+    flags.kv_bytes_per_block = pc.estimate->per_gpu.kv_cache_bytes / report.num_gpu_blocks;
+    flags.weights_bytes = pc.estimate->per_gpu.weights_bytes;
+  }
+  return flags;
 }
 
 struct RunContext {
@@ -88,8 +92,8 @@ void run_one(const RunContext& ctx, const PlannedConfig& pc, ConfigRecord& rec) 
   config.estimate_flags = fmt::format("sweep '{}' configuration {} ({} on {})",
                                       ctx.config.settings.name, pc.id, pc.label, pc.gpu);
   config.configuration = configuration_json(pc, s.name);
-  // A configuration interrupted before runs only the conditions it had not finished.
-  if (rec.status == "interrupted") config.skip_conditions = rec.completed_conditions();
+  // A configuration interrupted (or failed) before runs only the conditions it had not finished.
+  config.skip_conditions = rec.completed_conditions();
   if (config.skip_conditions.empty()) {
     rec.runs.clear();
     rec.conditions.clear();
@@ -100,63 +104,43 @@ void run_one(const RunContext& ctx, const PlannedConfig& pc, ConfigRecord& rec) 
         {"earlier_run_id", rec.run_id}};
   }
   const size_t n_earlier = config.skip_conditions.size();
-  profile::ProfileDeps deps;
-  deps.memory = ctx.deps.memory;
-  deps.memory_source = ctx.deps.memory_source;
-  deps.memory_note = ctx.deps.memory_note;
-  deps.should_stop = ctx.deps.should_stop;
-  deps.on_progress = ctx.deps.on_run_progress;
-  deps.on_status = ctx.on_status;
-  std::unique_ptr<sim::SimServer> server;
-  std::unique_ptr<gpu::MemorySource> sim_memory;
+  // The configuration's server: launched, at its endpoint, or the simulator sized by its plan.
+  run::TargetSpec spec;
+  spec.kind = pc.server == ServerKind::launch     ? run::TargetKind::launch
+              : pc.server == ServerKind::endpoint ? run::TargetKind::endpoint
+                                                  : run::TargetKind::simulator;
+  if (pc.server == ServerKind::endpoint) spec.endpoint = pc.entry.endpoint;
+  spec.launch.ready_timeout_s = s.launch_timeout_s;
+  spec.launch.grace_s = s.launch_grace_s;
+  spec.launch.fill = [&pc](const std::string& host, uint16_t port) {
+    return launch_command(pc.entry, pc.gpu, host, port);
+  };
+  spec.held_memory = ctx.deps.memory;
+  spec.held_memory_name = ctx.deps.memory_source;
+  spec.held_memory_note = ctx.deps.memory_note;
+  spec.sim = sim_flags(pc);
+  if (spec.sim.num_gpu_blocks) {
+    spec.sim_sizing =
+        fmt::format("kvprof's plan of configuration {} ({} on {})", pc.id, pc.label, pc.gpu);
+  }
   const auto failed = [&](const Error& err) {
     rec.status = err.kind == ErrorKind::interrupted ? "interrupted" : "failed";
     rec.reason = err.message;
   };
-  if (pc.server == ServerKind::launch) {
-    auto ls = launch_settings(pc, s);
-    if (!ls) return failed(ls.error());
-    config.run.endpoint = fmt::format("http://{}:{}/v1", ls->host, ls->port);
-    config.launch = std::move(*ls);
-  } else if (pc.server == ServerKind::endpoint) {
-    config.run.endpoint = pc.entry.endpoint;
-  } else {
-    sim::SimFlags flags;
-    flags.model = pc.entry.model_id;
-    flags.gpu = pc.gpu;
-    flags.port = 0;
-    if (pc.entry.max_model_len)
-      flags.max_model_len = static_cast<uint32_t>(*pc.entry.max_model_len);
-    flags.gpu_memory_utilization = pc.entry.gpu_memory_utilization;
-    // One GPU of the tensor-parallel group, sized with its share of the plan.
-    flags.tensor_parallel_size = pc.entry.tensor_parallel_size;
-    // The configuration's own plan sizes the simulated engine (its KV cache dtype, TP and
-    // quantization included), not the model's defaults.
-    if (pc.estimate && pc.estimate->engine_report.num_gpu_blocks > 0) {
-      const auto& report = pc.estimate->engine_report;
-      flags.num_gpu_blocks = static_cast<uint32_t>(report.num_gpu_blocks);
-      flags.block_size = report.block_size;
-      flags.kv_bytes_per_block = pc.estimate->per_gpu.kv_cache_bytes / report.num_gpu_blocks;
-      flags.weights_bytes = pc.estimate->per_gpu.weights_bytes;
-    }
-    auto sim_config = sim::sim_config_from_flags(flags);
-    if (!sim_config) return failed(sim_config.error());
-    sim_config->quiet = true;
-    if (flags.num_gpu_blocks) {
-      sim_config->sizing =
-          fmt::format("kvprof's plan of configuration {} ({} on {})", pc.id, pc.label, pc.gpu);
-    }
-    auto started = sim::SimServer::start(*sim_config);
-    if (!started) return failed(started.error());
-    server = std::move(*started);
-    config.run.endpoint = server->base_url();
-    config.simulation = sim_config->sizing;
-    sim_memory = std::make_unique<sim::SimMemorySource>(*server, flags.gpu);
-    deps.memory = sim_memory.get();
-    deps.memory_source = "simulated";
-  }
+  auto target = run::open_target(spec, ctx.deps.should_stop);
+  if (!target) return failed(target.error());
+  config.run.endpoint = (*target)->endpoint;
+  config.launch = (*target)->launch;
+  config.simulation = (*target)->simulation;
+  profile::ProfileDeps deps;
+  deps.memory = (*target)->memory;
+  deps.memory_source = (*target)->memory_name;
+  deps.memory_note = (*target)->memory_note;
+  deps.should_stop = ctx.deps.should_stop;
+  deps.on_progress = ctx.deps.on_run_progress;
+  deps.on_status = ctx.on_status;
   auto outcome = profile::run_profile(config, deps);
-  if (server) server->stop();
+  (*target)->stop();
   if (!outcome) return failed(outcome.error());
   take_run(outcome->summary, {outcome->run_dir.filename().string(), outcome->run_dir.string()},
            rec);
@@ -256,7 +240,7 @@ Expected<SweepOutcome> run_sweep(const SweepConfig& config, const Plan& plan,
     }
     // The remaining time, scaled by how the runs so far compared with their plan.
     const double scale = expected_ran > 0 ? actual_ran / expected_ran : 1.0;
-    const size_t n_before = rec.status == "interrupted" ? rec.completed_conditions().size() : 0;
+    const size_t n_before = rec.completed_conditions().size();
     say(deps,
         fmt::format(
             "{}: starting ({} conditions{}, expected {}; sweep ETA {})", head, pc.conditions.size(),

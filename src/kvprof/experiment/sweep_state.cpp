@@ -196,7 +196,7 @@ std::span<const RunField> run_fields() {
 std::set<std::string> ConfigRecord::completed_conditions() const {
   std::set<std::string> out;
   for (const auto& [cid, c] : conditions) {
-    if (c.completed) out.insert(cid);
+    if (c.completed && c.n_ok.value_or(0) > 0) out.insert(cid);
   }
   return out;
 }

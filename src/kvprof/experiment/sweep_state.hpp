@@ -87,7 +87,8 @@ struct ConfigRecord {
 
   // True when a later run of the sweep skips it.
   [[nodiscard]] bool finished() const { return status == "done" || status == "partial"; }
-  // The conditions measured to their end: a resumed run leaves them out.
+  // The conditions measured to their end with a request answered: a resumed run (of a
+  // configuration interrupted, or failed on the way) leaves them out.
   [[nodiscard]] std::set<std::string> completed_conditions() const;
 };
 

@@ -255,6 +255,9 @@ void Server::stop() {
   if (!m_impl || m_impl->stopped.exchange(true)) return;
   m_impl->ioc->stop();
   if (m_impl->io_thread.joinable()) m_impl->io_thread.join();
+  // No longer listening: a client connecting now is refused, not left waiting for an answer.
+  error_code ignored;
+  m_impl->acceptor.close(ignored);
 }
 
 }  // namespace kvprof::serve
