@@ -98,11 +98,45 @@ await check('a stop string ends the answer before it', async () => {
 });
 
 await check('n = 2', async () => {
-  const e = await refusal(client.completions.create({ model, prompt: 'w1', max_tokens: 2, n: 2 }));
-  assert.equal(e.status, 400);
-  // llama-server's own wording; vLLM would sample two choices, which serve-sim does not
-  // simulate and says so.
-  assert.match(e.message, vllm ? /one choice per request/ : /Only one completion choice is allowed/);
+  if (!vllm) {
+    // llama-server samples one choice and refuses more, in its own words.
+    const e = await refusal(client.completions.create({ model, prompt: 'w1', max_tokens: 2,
+      n: 2 }));
+    assert.equal(e.status, 400);
+    assert.match(e.message, /Only one completion choice is allowed/);
+    return;
+  }
+  // vLLM samples n sequences from the one prompt: choices 0 and 1, the prompt counted once.
+  const r = await client.completions.create({ model, prompt: 'w1 w2', max_tokens: 3, n: 2 });
+  assert.deepEqual(r.choices.map((c) => c.index), [0, 1]);
+  for (const c of r.choices) assert.equal(c.finish_reason, 'length');
+  assert.equal(r.usage.completion_tokens, 6);
+  const one = await client.completions.create({ model, prompt: 'w1 w2', max_tokens: 3 });
+  assert.equal(r.usage.prompt_tokens, one.usage.prompt_tokens);
+  const chat = await client.chat.completions.create({ model, max_tokens: 2, n: 3,
+    messages: [{ role: 'user', content: 'w1' }] });
+  assert.deepEqual(chat.choices.map((c) => c.index), [0, 1, 2]);
+  for (const c of chat.choices) assert.equal(c.message.role, 'assistant');
+  // Streamed: each chunk names its choice; each choice ends once; the usage sums them.
+  const s = await client.chat.completions.create({ model, max_tokens: 3, n: 2, stream: true,
+    stream_options: { include_usage: true }, messages: [{ role: 'user', content: 'w1' }] });
+  const roles = new Set();
+  const ends = [];
+  let usage = null;
+  for await (const c of s) {
+    for (const ch of c.choices) {
+      if (ch.delta?.role) roles.add(ch.index);
+      if (ch.finish_reason) ends.push(ch.index);
+    }
+    if (c.usage) usage = c.usage;
+  }
+  assert.deepEqual([...roles].sort(), [0, 1]);
+  assert.deepEqual(ends.sort(), [0, 1]);
+  assert.equal(usage.completion_tokens, 6);
+  const zero = await refusal(client.completions.create({ model, prompt: 'w1', max_tokens: 2,
+    n: 0 }));
+  assert.equal(zero.status, 400);
+  assert.match(zero.message, /n must be at least 1, got 0/);
 });
 
 await check('an unknown model', async () => {

@@ -31,6 +31,7 @@ struct ParsedRequest {
   bool stream = false;
   bool include_usage = false;
   std::vector<std::string> stop;  // stop strings (serve/stop_strings.hpp)
+  uint32_t n = 1;                 // choices: sequences sampled from the one prompt
 };
 
 // One step's output for one request, delivered in order; the last has finished = true.
@@ -43,6 +44,7 @@ struct GenerateEvent {
   uint32_t completion_tokens = 0;  // generated so far
   double prompt_ms = 0;
   double predicted_ms = 0;
+  uint32_t choice = 0;  // which of the request's n choices (set by the front end)
 };
 
 using EventSink = std::function<void(GenerateEvent)>;

@@ -60,12 +60,12 @@ ResponseBuilder::ResponseBuilder(bool chat, std::string model, uint64_t request_
       m_created(created_unix_s),
       m_include_usage(include_usage) {}
 
-std::string ResponseBuilder::role_chunk() const {
+std::string ResponseBuilder::role_chunk(uint32_t index) const {
   ojson j{{"id", m_id},
           {"object", "chat.completion.chunk"},
           {"created", m_created},
           {"model", m_model},
-          {"choices", ojson::array({{{"index", 0},
+          {"choices", ojson::array({{{"index", index},
                                      {"delta", {{"role", "assistant"}, {"content", ""}}},
                                      {"logprobs", nullptr},
                                      {"finish_reason", nullptr}}})}};
@@ -73,16 +73,16 @@ std::string ResponseBuilder::role_chunk() const {
   return j.dump();
 }
 
-std::string ResponseBuilder::text_chunk(std::string_view text,
-                                        std::string_view finish_reason) const {
+std::string ResponseBuilder::text_chunk(std::string_view text, std::string_view finish_reason,
+                                        uint32_t index) const {
   ojson choice;
   if (m_chat) {
-    choice = {{"index", 0},
+    choice = {{"index", index},
               {"delta", {{"content", std::string(text)}}},
               {"logprobs", nullptr},
               {"finish_reason", reason_or_null(finish_reason)}};
   } else {
-    choice = {{"index", 0},
+    choice = {{"index", index},
               {"text", std::string(text)},
               {"logprobs", nullptr},
               {"finish_reason", reason_or_null(finish_reason)}};
@@ -107,33 +107,43 @@ std::string ResponseBuilder::usage_chunk(uint32_t prompt_tokens, uint32_t comple
       .dump();
 }
 
-std::string ResponseBuilder::full_response(std::string_view text, std::string_view finish_reason,
+std::string ResponseBuilder::full_response(const std::vector<Choice>& choices,
                                            uint32_t prompt_tokens,
                                            uint32_t completion_tokens) const {
-  ojson choice;
-  if (m_chat) {
-    choice = {
-        {"index", 0},
-        {"message",
-         {{"role", "assistant"}, {"content", std::string(text)}, {"tool_calls", ojson::array()}}},
-        {"logprobs", nullptr},
-        {"finish_reason", reason_or_null(finish_reason)},
-        {"stop_reason", nullptr}};
-  } else {
-    choice = {{"index", 0},
-              {"text", std::string(text)},
-              {"logprobs", nullptr},
-              {"finish_reason", reason_or_null(finish_reason)},
-              {"stop_reason", nullptr},
-              {"prompt_logprobs", nullptr}};
+  ojson list = ojson::array();
+  for (size_t i = 0; i < choices.size(); ++i) {
+    const auto& c = choices[i];
+    if (m_chat) {
+      list.push_back(
+          {{"index", i},
+           {"message",
+            {{"role", "assistant"}, {"content", c.text}, {"tool_calls", ojson::array()}}},
+           {"logprobs", nullptr},
+           {"finish_reason", reason_or_null(c.finish_reason)},
+           {"stop_reason", nullptr}});
+    } else {
+      list.push_back({{"index", i},
+                      {"text", c.text},
+                      {"logprobs", nullptr},
+                      {"finish_reason", reason_or_null(c.finish_reason)},
+                      {"stop_reason", nullptr},
+                      {"prompt_logprobs", nullptr}});
+    }
   }
   return ojson{{"id", m_id},
                {"object", m_chat ? "chat.completion" : "text_completion"},
                {"created", m_created},
                {"model", m_model},
-               {"choices", ojson::array({choice})},
+               {"choices", std::move(list)},
                {"usage", usage_json(prompt_tokens, completion_tokens)}}
       .dump();
+}
+
+std::string ResponseBuilder::full_response(std::string_view text, std::string_view finish_reason,
+                                           uint32_t prompt_tokens,
+                                           uint32_t completion_tokens) const {
+  return full_response({Choice{std::string(text), std::string(finish_reason)}}, prompt_tokens,
+                       completion_tokens);
 }
 
 }  // namespace kvprof::serve

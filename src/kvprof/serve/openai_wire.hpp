@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace kvprof::serve {
 
@@ -24,13 +25,23 @@ class ResponseBuilder {
                   bool include_usage, std::string_view id_tag = "sim");
 
   [[nodiscard]] const std::string& id() const { return m_id; }
-  // Chat only: the first chunk, {"role":"assistant","content":""}.
-  [[nodiscard]] std::string role_chunk() const;
-  // One streamed chunk with `text`; `finish_reason` empty = null.
-  [[nodiscard]] std::string text_chunk(std::string_view text, std::string_view finish_reason) const;
+  // Chat only: the first chunk of choice `index`, {"role":"assistant","content":""}.
+  [[nodiscard]] std::string role_chunk(uint32_t index = 0) const;
+  // One streamed chunk of choice `index` with `text`; `finish_reason` empty = null.
+  [[nodiscard]] std::string text_chunk(std::string_view text, std::string_view finish_reason,
+                                       uint32_t index = 0) const;
   // The final usage chunk (empty choices).
   [[nodiscard]] std::string usage_chunk(uint32_t prompt_tokens, uint32_t completion_tokens) const;
-  // The whole non-streamed response.
+  // One choice of a whole response.
+  struct Choice {
+    std::string text;
+    std::string finish_reason;
+  };
+  // The whole non-streamed response: `choices` in order (index 0, 1, ...); completion tokens of
+  // all of them, the prompt's once (as vLLM counts n choices).
+  [[nodiscard]] std::string full_response(const std::vector<Choice>& choices,
+                                          uint32_t prompt_tokens, uint32_t completion_tokens) const;
+  // The same with one choice.
   [[nodiscard]] std::string full_response(std::string_view text, std::string_view finish_reason,
                                           uint32_t prompt_tokens, uint32_t completion_tokens) const;
 

@@ -149,9 +149,17 @@ Expected<void> read_answer_options(const nlohmann::json& doc, const RequestDiale
   auto stop = read_stop_strings(doc);
   if (!stop) return std::unexpected(stop.error());
   out.stop = std::move(*stop);
-  if (const auto it = doc.find("n");
-      it != doc.end() && it->is_number_integer() && it->get<int64_t>() != 1) {
-    return fail(ErrorKind::input, std::string(dialect.one_choice_message));
+  if (const auto it = doc.find("n"); it != doc.end() && it->is_number_integer()) {
+    const auto n = it->get<int64_t>();
+    if (dialect.max_choices <= 1 && n != 1) {
+      return fail(ErrorKind::input, std::string(dialect.one_choice_message));
+    }
+    if (n < 1) return fail(ErrorKind::input, fmt::format("n must be at least 1, got {}.", n));
+    if (n > dialect.max_choices) {
+      return fail(ErrorKind::input,
+                  fmt::format("n must be at most {}, got {}.", dialect.max_choices, n));
+    }
+    out.n = static_cast<uint32_t>(n);
   }
   return {};
 }

@@ -15,10 +15,12 @@
 namespace kvprof::serve {
 
 // How an engine reads a generation request's answer options: vLLM refuses a "stream" that is
-// not a boolean, llama-server ignores it; each has its own refusal of n != 1.
+// not a boolean, llama-server ignores it; llama-server refuses n != 1 (its message), vLLM samples
+// n choices (up to max_choices here).
 struct RequestDialect {
   bool strict_stream = false;
-  std::string_view one_choice_message;
+  std::string_view one_choice_message;  // the refusal of n != 1 when max_choices is 1
+  uint32_t max_choices = 1;
 };
 
 // The engine's default dialect: llama-server's.

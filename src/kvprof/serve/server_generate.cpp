@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <boost/asio/redirect_error.hpp>
 #include <cmath>
 #include <ctime>
@@ -116,38 +117,54 @@ asio::awaitable<bool> Server::Impl::handle_generate(tcp::socket& socket, const s
       break;
   }
 
-  StopScan stop(std::move(parsed->stop));
+  // n choices: n sequences of the engine from the one prompt, each with its stop strings.
+  const uint32_t n = std::max<uint32_t>(1, parsed->n);
+  std::vector<StopScan> stops(n, StopScan(parsed->stop));
   auto channel = std::make_shared<Channel>(socket.get_executor());
   std::weak_ptr<asio::io_context> weak_ioc = ioc;
-  const uint64_t task =
-      backend->submit(std::move(parsed->generate), [weak_ioc, channel](GenerateEvent ev) {
-        auto io = weak_ioc.lock();
-        if (!io) return;
-        asio::post(*io, [channel, ev = std::move(ev)]() mutable {
-          channel->events.push_back(std::move(ev));
-          channel->signal.cancel();
-        });
+  std::vector<uint64_t> tasks;
+  for (uint32_t i = 0; i < n; ++i) {
+    GenerateRequest request = i + 1 < n ? parsed->generate : std::move(parsed->generate);
+    tasks.push_back(backend->submit(std::move(request), [weak_ioc, channel, i](GenerateEvent ev) {
+      auto io = weak_ioc.lock();
+      if (!io) return;
+      ev.choice = i;
+      asio::post(*io, [channel, ev = std::move(ev)]() mutable {
+        channel->events.push_back(std::move(ev));
+        channel->signal.cancel();
       });
+    }));
+  }
   const bool chat = endpoint == Endpoint::chat;
   const bool native = endpoint == Endpoint::native_completion;
   const std::string model = backend->model_id();
   const ResponseBuilder builder(chat, model, number, static_cast<int64_t>(std::time(nullptr)),
                                 parsed->include_usage, id_tag);
   auto give_up = [&] {
-    backend->cancel(task);
+    for (const uint64_t task : tasks)
+      backend->cancel(task);
     ++aborted;
   };
-  // The text of `ev` that may go out; at a stop string the engine stops and `ev` becomes the
-  // last event, finished by "stop".
+  // The text of `ev` that may go out; at a stop string the engine stops that choice and `ev`
+  // becomes its last event, finished by "stop".
   auto apply_stop = [&](GenerateEvent& ev) {
+    StopScan& stop = stops[ev.choice];
     ev.text = stop.feed(ev.text);
     if (stop.stopped() && !ev.finished) {
-      backend->cancel(task);
+      backend->cancel(tasks[ev.choice]);
       ev.finished = true;
       ev.finish_reason = "stop";
     } else if (ev.finished && !stop.stopped()) {
       ev.text += stop.flush();
     }
+  };
+  // Tokens of all choices, the prompt's once.
+  std::vector<GenerateEvent> lasts(n);
+  const auto completion_tokens = [&] {
+    uint32_t sum = 0;
+    for (const auto& last : lasts)
+      sum += last.completion_tokens;
+    return sum;
   };
   // A mid-stream fault strikes once `after_tokens` tokens went out (or at the end of a shorter
   // answer).
@@ -159,10 +176,9 @@ asio::awaitable<bool> Server::Impl::handle_generate(tcp::socket& socket, const s
   if (fault.kind == FaultKind::slow_first_token && !parsed->stream) co_await sleep_s(fault.seconds);
 
   if (!parsed->stream) {
-    std::string text;
-    std::vector<int32_t> tokens;
-    GenerateEvent last;
-    for (;;) {
+    std::vector<std::string> texts(n);
+    std::vector<int32_t> tokens;  // choice 0's, for llama-server's answer (n is 1 there)
+    for (uint32_t finished = 0; finished < n;) {
       GenerateEvent ev = co_await next_event(*channel);
       if (fault.kind == FaultKind::reset && fault_due(false)) {
         reset_connection(socket);
@@ -171,11 +187,11 @@ asio::awaitable<bool> Server::Impl::handle_generate(tcp::socket& socket, const s
       }
       sent += static_cast<uint32_t>(ev.tokens.size());
       apply_stop(ev);
-      text += ev.text;
-      tokens.insert(tokens.end(), ev.tokens.begin(), ev.tokens.end());
+      texts[ev.choice] += ev.text;
+      if (ev.choice == 0) tokens.insert(tokens.end(), ev.tokens.begin(), ev.tokens.end());
       if (ev.finished) {
-        last = std::move(ev);
-        break;
+        ++finished;
+        lasts[ev.choice] = std::move(ev);
       }
     }
     if (fault.kind == FaultKind::reset) {
@@ -184,12 +200,16 @@ asio::awaitable<bool> Server::Impl::handle_generate(tcp::socket& socket, const s
       co_return false;
     }
     if (fault.kind == FaultKind::stall) co_await sleep_s(fault.seconds);
-    if (last.finish_reason == "error") {
-      co_return co_await write_all(socket, error_reply(500, "the engine failed", keep_alive));
+    std::vector<ResponseBuilder::Choice> choices;
+    for (uint32_t i = 0; i < n; ++i) {
+      if (lasts[i].finish_reason == "error") {
+        co_return co_await write_all(socket, error_reply(500, "the engine failed", keep_alive));
+      }
+      choices.push_back({std::move(texts[i]), lasts[i].finish_reason});
     }
-    std::string json = native ? native_json(text, tokens, true, model, &last).dump()
-                              : builder.full_response(text, last.finish_reason, last.prompt_tokens,
-                                                      last.completion_tokens);
+    std::string json =
+        native ? native_json(choices[0].text, tokens, true, model, &lasts[0]).dump()
+               : builder.full_response(choices, lasts[0].prompt_tokens, completion_tokens());
     if (fault.kind == FaultKind::malformed_sse) json.resize(json.size() / 2);  // broken JSON
     if (!co_await write_all(socket, reply(200, ContentType::json, json, keep_alive))) {
       give_up();
@@ -199,7 +219,8 @@ asio::awaitable<bool> Server::Impl::handle_generate(tcp::socket& socket, const s
   }
 
   std::string start = stream_head(keep_alive);
-  if (chat) start += http_chunk(sse_event(builder.role_chunk()));
+  for (uint32_t i = 0; chat && i < n; ++i)
+    start += http_chunk(sse_event(builder.role_chunk(i)));
   if (!co_await write_all(socket, start)) {
     give_up();
     co_return false;
@@ -226,11 +247,10 @@ asio::awaitable<bool> Server::Impl::handle_generate(tcp::socket& socket, const s
     co_return co_await write_all(socket, http_chunk(broken));
   };
 
-  GenerateEvent last;
-  for (bool finished = false; !finished;) {
+  for (uint32_t n_finished = 0; n_finished < n;) {
     GenerateEvent ev = co_await next_event(*channel);
     apply_stop(ev);
-    finished = ev.finished;
+    const bool finished = ev.finished;
     if (!ev.tokens.empty() && !co_await apply_fault(false)) {
       give_up();
       co_return false;
@@ -241,14 +261,17 @@ asio::awaitable<bool> Server::Impl::handle_generate(tcp::socket& socket, const s
         chunk = sse_event(native_json(ev.text, ev.tokens, false, model, nullptr).dump());
       if (finished) chunk += sse_event(native_json("", {}, true, model, &ev).dump());
     } else if (!ev.tokens.empty() || finished) {
-      chunk = sse_event(builder.text_chunk(ev.text, finished ? ev.finish_reason : ""));
+      chunk = sse_event(builder.text_chunk(ev.text, finished ? ev.finish_reason : "", ev.choice));
     }
     if (!chunk.empty() && !co_await write_all(socket, http_chunk(chunk))) {
       give_up();
       co_return false;
     }
     sent += static_cast<uint32_t>(ev.tokens.size());
-    if (finished) last = std::move(ev);
+    if (finished) {
+      ++n_finished;
+      lasts[ev.choice] = std::move(ev);
+    }
   }
   if (!co_await apply_fault(true)) {
     ++aborted;
@@ -256,7 +279,7 @@ asio::awaitable<bool> Server::Impl::handle_generate(tcp::socket& socket, const s
   }
   std::string tail;
   if (!native && parsed->include_usage) {
-    tail += http_chunk(sse_event(builder.usage_chunk(last.prompt_tokens, last.completion_tokens)));
+    tail += http_chunk(sse_event(builder.usage_chunk(lasts[0].prompt_tokens, completion_tokens())));
   }
   if (!native) tail += http_chunk("data: [DONE]\n\n");
   tail += "0\r\n\r\n";

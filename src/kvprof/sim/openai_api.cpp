@@ -14,11 +14,10 @@ namespace kvprof::sim {
 
 namespace {
 
-// vLLM's reading of the answer options: a "stream" that is not a boolean is refused. It samples
-// n sequences per request; the simulator generates one and says so, rather than answer one
-// choice where n were asked for.
-constexpr serve::RequestDialect k_vllm_dialect{
-    true, "serve-sim generates one choice per request (n = 1)"};
+// vLLM's reading of the answer options: a "stream" that is not a boolean is refused; n choices
+// are sampled from the one prompt (each a sequence of the engine, sharing the prompt's cached
+// blocks), up to 64 here.
+constexpr serve::RequestDialect k_vllm_dialect{true, "", 64};
 
 std::vector<int32_t> to_int32(const std::vector<uint32_t>& tokens) {
   return {tokens.begin(), tokens.end()};
