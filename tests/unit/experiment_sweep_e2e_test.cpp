@@ -67,6 +67,35 @@ class SweepE2e : public test::TempDirTest {
     return r ? *r : sys::CommandResult{};
   }
 
+  // Runs `args` and presses Ctrl-C once `ready()` says so (polled every 10 ms, for 30 s at most,
+  // after `delay`); `sent` says whether it was pressed.
+  sys::CommandResult kvprof_interrupted(std::vector<std::string> args,
+                                        const std::function<bool()>& ready, bool& sent,
+                                        std::chrono::milliseconds delay = 0ms) const {
+    std::thread interrupter;
+    std::atomic<bool> pressed{false};
+    auto r = kvprof(std::move(args), [&](pid_t pid) {
+      interrupter = std::thread([&, pid] {
+        for (int i = 0; i < 3000 && !pressed; ++i) {
+          if (ready()) {
+            std::this_thread::sleep_for(delay);
+            ::kill(pid, SIGINT);
+            pressed = true;
+          }
+          std::this_thread::sleep_for(10ms);
+        }
+      });
+    });
+    if (interrupter.joinable()) interrupter.join();
+    sent = pressed;
+    return r;
+  }
+
+  static std::string text_of(const fs::path& p) {
+    std::ifstream in(p);
+    return std::string((std::istreambuf_iterator<char>(in)), {});
+  }
+
   std::vector<std::string> run_folders() const {
     std::vector<std::string> out;
     std::error_code ec;
@@ -189,25 +218,11 @@ TEST_F(SweepE2e, InterruptedSweepRunAgainFinishesOnlyWhatWasLeft) {
 )");
   const std::string out_dir = (m_dir / "results").string();
   const fs::path state_file = m_dir / "results" / "sweeps" / "resume" / "sweep_state.json";
-  std::thread interrupter;
-  std::atomic<bool> sent{false};
-  auto first =
-      kvprof({"sweep", "--config", config.string(), "--output-dir", out_dir}, [&](pid_t pid) {
-        interrupter = std::thread([&, pid] {
-          // Once the first configuration is done, press Ctrl-C.
-          for (int i = 0; i < 3000 && !sent; ++i) {
-            std::ifstream in(state_file);
-            const std::string text((std::istreambuf_iterator<char>(in)), {});
-            if (text.find("\"done\"") != std::string::npos) {
-              std::this_thread::sleep_for(300ms);
-              ::kill(pid, SIGINT);
-              sent = true;
-            }
-            std::this_thread::sleep_for(10ms);
-          }
-        });
-      });
-  interrupter.join();
+  bool sent = false;
+  // Once the first configuration is done, press Ctrl-C.
+  auto first = kvprof_interrupted(
+      {"sweep", "--config", config.string(), "--output-dir", out_dir},
+      [&] { return text_of(state_file).find("\"done\"") != std::string::npos; }, sent, 300ms);
   ASSERT_TRUE(sent);
   EXPECT_EQ(first.exit_code, 130) << first.stderr_text;
   EXPECT_NE(first.stderr_text.find("run the same command again"), std::string::npos)
@@ -251,26 +266,19 @@ TEST_F(SweepE2e, AConfigurationInterruptedMidwayRunsOnlyTheConditionsItHadNotFin
   - {model_id: meta-llama/Llama-3.1-8B-Instruct, batch_sizes: [1, 2, 3, 4], max_model_len: 2048}
 )");
   const std::string out_dir = (m_dir / "results").string();
-  std::thread interrupter;
-  std::atomic<bool> sent{false};
-  auto first =
-      kvprof({"sweep", "--config", config.string(), "--output-dir", out_dir}, [&](pid_t pid) {
-        interrupter = std::thread([&, pid] {
-          // Once the trace has a request of the third condition, the first two are finished.
-          for (int i = 0; i < 3000 && !sent; ++i) {
-            for (const auto& run : run_folders()) {
-              std::ifstream in(m_dir / "results" / run / "request_trace.csv");
-              const std::string trace((std::istreambuf_iterator<char>(in)), {});
-              if (trace.find(",in64_out4_c3_low,") != std::string::npos) {
-                ::kill(pid, SIGINT);
-                sent = true;
-              }
-            }
-            std::this_thread::sleep_for(10ms);
-          }
-        });
-      });
-  interrupter.join();
+  bool sent = false;
+  // Once the trace has a request of the third condition, the first two are finished.
+  auto first = kvprof_interrupted(
+      {"sweep", "--config", config.string(), "--output-dir", out_dir},
+      [&] {
+        for (const auto& run : run_folders()) {
+          if (text_of(m_dir / "results" / run / "request_trace.csv").find(",in64_out4_c3_low,") !=
+              std::string::npos)
+            return true;
+        }
+        return false;
+      },
+      sent);
   ASSERT_TRUE(sent);
   EXPECT_EQ(first.exit_code, 130) << first.stderr_text;
   const fs::path sweep_dir = m_dir / "results" / "sweeps" / "midway";

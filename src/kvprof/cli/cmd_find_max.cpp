@@ -16,6 +16,7 @@
 #include "kvprof/cli/estimate_options.hpp"
 #include "kvprof/cli/output.hpp"
 #include "kvprof/cli/run_report.hpp"
+#include "kvprof/cli/target_options.hpp"
 #include "kvprof/client/cli_options.hpp"
 #include "kvprof/engines/registry.hpp"
 #include "kvprof/estimate/inverse.hpp"
@@ -45,10 +46,7 @@ struct FindMaxState {
   std::optional<uint32_t> start;
   std::string estimate_with;
   uint32_t waves = 1;
-  std::string launch;
-  std::string launch_host = "127.0.0.1";
-  double launch_timeout_s = 600;
-  double launch_grace_s = 15;
+  LaunchCliValues launch;
   std::string sim_gpu = "H100";
   std::optional<uint32_t> sim_num_gpu_blocks, sim_max_num_seqs;
   double sim_tokens_per_s = 0;
@@ -74,7 +72,7 @@ uint32_t estimated_start(const estimate::Estimate& est, uint64_t tokens) {
 // Whether the steps run llama.cpp in-process: no server named, and a GGUF or an engine flag.
 bool runs_in_process(const FindMaxState& st) {
   const bool engine_flags = any_bench_engine_option_given(st.bench_group);
-  if (!st.run.endpoint.empty() || !st.launch.empty()) {
+  if (!st.run.endpoint.empty() || !st.launch.command.empty()) {
     if (engine_flags) {
       throw Fatal({ErrorKind::usage,
                    "the llama.cpp engine flags (-c, --parallel, ...) run the engine in-process "
@@ -125,7 +123,7 @@ experiment::BenchTrialSettings in_process_settings(FindMaxState& st,
 
 void run_find_max(FindMaxState& st) {
   const bool in_process = runs_in_process(st);
-  const bool simulate = !in_process && st.run.endpoint.empty() && st.launch.empty();
+  const bool simulate = !in_process && st.run.endpoint.empty() && st.launch.command.empty();
   experiment::FindMaxLimits limits;
   limits.input_len = st.input_len;
   limits.output_len = st.output_len;
@@ -155,17 +153,8 @@ void run_find_max(FindMaxState& st) {
   } else {
     // The server: the simulator, the endpoint, or the launched server, started once for all
     // trials.
-    run::TargetSpec spec;
-    spec.kind = simulate            ? run::TargetKind::simulator
-                : st.launch.empty() ? run::TargetKind::endpoint
-                                    : run::TargetKind::launch;
-    spec.endpoint = st.run.endpoint;
-    spec.launch.command_template = st.launch;
-    spec.launch.host = st.launch_host;
-    spec.launch.ready_timeout_s = st.launch_timeout_s;
-    spec.launch.grace_s = st.launch_grace_s;
-    spec.launch.model = st.run.model;
-    spec.launch.max_concurrency = st.max_concurrency;
+    run::TargetSpec spec =
+        target_spec(st.launch, st.run.endpoint, st.run.model, st.max_concurrency, simulate);
     spec.launch.start_now = true;
     spec.launch.log_path = dir / "server.log";
     spec.launch.api_key = st.run.api_key;
@@ -276,7 +265,7 @@ void run_find_max(FindMaxState& st) {
                   : simulate ? "(built-in simulator)"
                              : st.run.endpoint;
   j["in_process"] = in_process;
-  j["launch"] = st.launch;
+  j["launch"] = st.launch.command;
   j["simulated"] = simulate;
   if (auto ok = profile::write_json_file(dir / "find_max.json", j); !ok) throw Fatal(ok.error());
   emit(st.out, j, experiment::find_max_text(*result) + "results: " + dir.string() + "\n");
@@ -327,16 +316,9 @@ void register_find_max_command(CLI::App& app) {
   cmd->add_option("--waves", st->waves,
                   "Requests per step = waves x concurrency (servers; in-process: one)")
       ->capture_default_str();
-  auto* launch = cmd->add_option_group("launch a server");
-  launch->add_option("--launch", st->launch,
+  add_launch_options(cmd, st->launch,
                      "Start this server command once for all steps ({model}, {port}, {host}, "
                      "{max_concurrency}); its output goes to server.log; stopped at the end");
-  launch->add_option("--launch-host", st->launch_host, "Address {host} stands for")
-      ->capture_default_str();
-  launch->add_option("--launch-timeout", st->launch_timeout_s, "Seconds to wait for it to answer")
-      ->capture_default_str();
-  launch->add_option("--launch-grace", st->launch_grace_s, "Seconds between SIGTERM and SIGKILL")
-      ->capture_default_str();
   st->bench_group = add_bench_engine_options(cmd, st->bench, st->bench_flags,
                                              "llama.cpp in-process (--model X.gguf; -c required)");
   st->bench_group->get_option("--ctx-size")

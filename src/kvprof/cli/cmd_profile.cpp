@@ -13,6 +13,7 @@
 #include "kvprof/cli/estimate_options.hpp"
 #include "kvprof/cli/profile_default.hpp"
 #include "kvprof/cli/run_report.hpp"
+#include "kvprof/cli/target_options.hpp"
 #include "kvprof/client/cli_options.hpp"
 #include "kvprof/engines/registry.hpp"
 #include "kvprof/gpu/source_select.hpp"
@@ -60,11 +61,7 @@ struct ProfileCliState {
   bool sim_no_jitter = false;
   bool sim = false;       // --sim: the simulated vLLM server instead of the default engine
   std::string llama_lib;  // the default engine's libllama (empty: the usual search)
-  std::string launch;
-  std::string launch_host = "127.0.0.1";
-  uint16_t launch_port = 0;
-  double launch_timeout_s = 600;
-  double launch_grace_s = 15;
+  LaunchCliValues launch;
   std::string server_log;
   bool json = false;
   bool quiet = false;
@@ -110,13 +107,13 @@ nlohmann::json user_configuration(const ProfileCliState& st) {
           {"concurrencies", st.grid.concurrencies},
           {"prefix_modes", st.grid.prefix_modes},
           {"n_per_condition", st.grid.n_per_condition},
-          {"endpoint", !st.launch.empty()        ? "(launched)"
-                       : st.run.endpoint.empty() ? "(built-in simulator)"
-                                                 : redact_secrets(st.run.endpoint)},
+          {"endpoint", !st.launch.command.empty() ? "(launched)"
+                       : st.run.endpoint.empty()  ? "(built-in simulator)"
+                                                  : redact_secrets(st.run.endpoint)},
           {"model", st.run.model},
           {"estimate_with", st.estimate_with},
-          {"sim_gpu", st.run.endpoint.empty() && st.launch.empty() ? st.sim_gpu : ""},
-          {"launch", redact_secrets(st.launch)},
+          {"sim_gpu", st.run.endpoint.empty() && st.launch.command.empty() ? st.sim_gpu : ""},
+          {"launch", redact_secrets(st.launch.command)},
           {"server_log", st.server_log}};
 }
 
@@ -152,13 +149,13 @@ bool use_default_engine(ProfileCliState& st) {
                  engine->made_now ? ", made now" : "", k_default_engine_ctx,
                  k_default_engine_slots);
   }
-  st.launch = engine->command;
+  st.launch.command = engine->command;
   st.run.model.clear();  // the name the server gives its file
   return true;
 }
 
 void run_profile_command(ProfileCliState& st) {
-  const bool no_server = st.run.endpoint.empty() && st.launch.empty();
+  const bool no_server = st.run.endpoint.empty() && st.launch.command.empty();
   const bool default_engine_run =
       no_server && !sim_flags_given(st.cmd) && st.server_log.empty() && use_default_engine(st);
   if (default_engine_run && !grid_given(st.cmd)) {
@@ -167,12 +164,12 @@ void run_profile_command(ProfileCliState& st) {
     st.grid.concurrencies = {"1", "4"};
     st.grid.prefix_modes = {"low"};
   }
-  if (!st.launch.empty() && !st.server_log.empty()) {
+  if (!st.launch.command.empty() && !st.server_log.empty()) {
     throw Fatal({ErrorKind::usage,
                  "--server-log and --launch do not go together: with --launch kvprof reads the "
                  "launched server's own output (server.log in the run folder)"});
   }
-  const bool simulate = st.run.endpoint.empty() && st.launch.empty();
+  const bool simulate = st.run.endpoint.empty() && st.launch.command.empty();
   profile::ProfileConfig config;
   if (simulate && !grid_given(st.cmd)) {
     st.grid.input_lens = {"512", "2048"};
@@ -199,19 +196,10 @@ void run_profile_command(ProfileCliState& st) {
   config.server_log = st.server_log;
 
   // The server and its memory: the simulator, the endpoint or the launched server.
-  run::TargetSpec spec;
-  spec.kind = simulate            ? run::TargetKind::simulator
-              : st.launch.empty() ? run::TargetKind::endpoint
-                                  : run::TargetKind::launch;
-  spec.endpoint = st.run.endpoint;
-  spec.launch.command_template = st.launch;
-  spec.launch.host = st.launch_host;
-  spec.launch.port = st.launch_port;
-  spec.launch.ready_timeout_s = st.launch_timeout_s;
-  spec.launch.grace_s = st.launch_grace_s;
-  spec.launch.model = st.run.model;
-  spec.launch.max_concurrency =
-      *std::max_element(config.grid.concurrencies.begin(), config.grid.concurrencies.end());
+  run::TargetSpec spec = target_spec(
+      st.launch, st.run.endpoint, st.run.model,
+      *std::max_element(config.grid.concurrencies.begin(), config.grid.concurrencies.end()),
+      simulate);
   spec.sim.model = st.run.model.empty() ? std::string(k_default_model) : st.run.model;
   spec.sim.gpu = st.sim_gpu;
   spec.sim.port = 0;
@@ -450,28 +438,12 @@ void register_profile_command(CLI::App& app) {
   phases->add_option("--post-warmup-s", st->post_warmup_s, "Idle seconds measured after warmup")
       ->check(CLI::Range(0.0, 3600.0))
       ->capture_default_str();
-  auto* launch = cmd->add_option_group("launch a server");
-  launch
-      ->add_option("--launch", st->launch,
-                   "Start this server command, e.g. \"vllm serve {model} --port {port} "
-                   "--max-num-seqs {max_concurrency}\" ({model}, {port}: a free port or "
-                   "--endpoint's, {host}, {max_concurrency}: the grid's largest); its output goes "
-                   "to server.log, its startup is sampled and timed, and it is stopped at the end")
-      ->envname("KVPROF_LAUNCH");
-  launch->add_option("--launch-host", st->launch_host, "Address {host} stands for")
-      ->capture_default_str();
-  launch->add_option("--launch-port", st->launch_port,
-                     "Port {port} stands for (default: a free one)");
-  launch
-      ->add_option("--launch-timeout", st->launch_timeout_s,
-                   "Seconds to wait for /health or /v1/models to answer")
-      ->check(CLI::Range(0.1, 86400.0))
-      ->capture_default_str();
-  launch
-      ->add_option("--launch-grace", st->launch_grace_s,
-                   "Seconds between SIGTERM and SIGKILL when stopping it")
-      ->check(CLI::Range(0.0, 3600.0))
-      ->capture_default_str();
+  add_launch_options(
+      cmd, st->launch,
+      "Start this server command, e.g. \"vllm serve {model} --port {port} "
+      "--max-num-seqs {max_concurrency}\" ({model}, {port}: a free port or "
+      "--endpoint's, {host}, {max_concurrency}: the grid's largest); its output goes "
+      "to server.log, its startup is sampled and timed, and it is stopped at the end");
   cmd->add_option("--server-log", st->server_log,
                   "The log of a server started elsewhere: its engine-reported memory figures go "
                   "into summary.json")
