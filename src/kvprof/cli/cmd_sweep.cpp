@@ -59,20 +59,12 @@ void run_sweep_command(const SweepCliState& st) {
 
   // The GPU entries without `gpu` are planned for: the one NVML sees, when the catalog has it.
   experiment::PlanOptions plan_options;
-  plan_options.default_gpu = std::string(k_default_gpu);
-  plan_options.default_gpu_reason = fmt::format(
-      "no 'gpu' given and no catalog GPU found through NVML: planned for an {}", k_default_gpu);
+  plan_options.fallback_gpu = std::string(k_default_gpu);
   std::unique_ptr<gpu::MemorySource> memory;
   std::string memory_note;
   if (auto nvml = gpu::NvmlSource::open(); nvml) {
     memory = std::move(*nvml);
-    if (auto d = memory->device_info(0); d && d->name) {
-      plan_options.gpu_found = true;
-      if (auto g = gpu::find_gpu(*d->name)) {
-        plan_options.default_gpu = g->id;
-        plan_options.default_gpu_reason.clear();
-      }
-    }
+    if (auto d = memory->device_info(0); d && d->name) plan_options.gpu_found = *d->name;
   } else {
     memory_note = nvml.error().message;
   }

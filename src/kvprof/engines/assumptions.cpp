@@ -8,6 +8,7 @@
 
 #include "kvprof/engines/llamacpp/llamacpp.hpp"
 #include "kvprof/estimate/estimate.hpp"
+#include "kvprof/gpu/gpu_catalog.hpp"
 #include "kvprof/model/gguf.hpp"
 #include "kvprof/util/units.hpp"
 
@@ -126,6 +127,37 @@ std::string assumptions_text(const json& a) {
                        s.value("origin", "") == "given" ? "" : " (default)");
   }
   return out + "\n";
+}
+
+Expected<PlanDevice> plan_device(const estimate::EngineSettings& settings, std::string_view given,
+                                 const std::optional<std::string>& found,
+                                 std::string_view fallback) {
+  if (!given.empty()) return PlanDevice{std::string(given), GpuOrigin::given, ""};
+  const bool in_catalog = found && gpu::find_gpu(*found).has_value();
+  if (settings.engine == Engine::llamacpp) {
+    if (settings.n_gpu_layers == 0u)
+      return PlanDevice{"cpu", GpuOrigin::given, "-ngl 0: planned on the CPU (host RAM)"};
+    if (!in_catalog) {
+      return PlanDevice{"cpu", GpuOrigin::detected,
+                        found ? fmt::format("'{}' is not in kvprof's GPU catalog: llama.cpp "
+                                            "planned on the CPU (host RAM)",
+                                            *found)
+                              : std::string("no GPU found here: llama.cpp planned on the CPU "
+                                            "(host RAM)")};
+    }
+  }
+  if (in_catalog) {
+    return PlanDevice{gpu::find_gpu(*found)->id, GpuOrigin::detected,
+                      fmt::format("'{}' found here", *found)};
+  }
+  const std::string why = found ? fmt::format("'{}' is not in kvprof's GPU catalog", *found)
+                                : std::string("no GPU found here");
+  if (fallback.empty()) {
+    return fail(ErrorKind::not_found,
+                fmt::format("{} to plan {} for", why, engine_row(settings.engine).display_name));
+  }
+  return PlanDevice{std::string(fallback), GpuOrigin::assumed,
+                    fmt::format("{}: planned for an {}", why, fallback)};
 }
 
 }  // namespace kvprof::engines

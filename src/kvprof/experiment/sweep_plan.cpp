@@ -8,6 +8,7 @@
 #include <cmath>
 #include <set>
 
+#include "kvprof/engines/assumptions.hpp"
 #include "kvprof/engines/registry.hpp"
 #include "kvprof/gpu/gpu_catalog.hpp"
 #include "kvprof/model/architecture.hpp"
@@ -373,8 +374,13 @@ Plan plan_sweep(const SweepConfig& config, const PlanOptions& options,
       continue;
     }
     // The launch command decides the engine, the model file and the engine's own flags.
-    const auto launched =
-        read_entry_launch(e, *settings, e.gpu.empty() ? options.default_gpu : e.gpu);
+    // {gpu} in the command: the GPU given, else the catalog GPU found here, else the fallback.
+    std::string command_gpu = e.gpu;
+    if (command_gpu.empty() && options.gpu_found) {
+      if (auto g = gpu::find_gpu(*options.gpu_found)) command_gpu = g->id;
+    }
+    if (command_gpu.empty()) command_gpu = options.fallback_gpu;
+    const auto launched = read_entry_launch(e, *settings, command_gpu);
     ModelEntry planned = e;
     if (launched) {
       if (e.engine_pos.line > 0 && launched->settings.engine != settings->engine) {
@@ -397,19 +403,16 @@ Plan plan_sweep(const SweepConfig& config, const PlanOptions& options,
       }
     }
     pc.engine = std::string(engines::engine_name(settings->engine));
-    // llama.cpp runs on the CPU where there is no GPU (or no layer is offloaded).
-    const bool llamacpp = settings->engine == engines::Engine::llamacpp;
-    if (!e.gpu.empty()) {
-      pc.gpu = e.gpu;
-    } else if (llamacpp && (!options.gpu_found || settings->n_gpu_layers == 0u)) {
-      pc.gpu = "cpu";
-      pc.notes.push_back(
-          settings->n_gpu_layers == 0u
-              ? "-ngl 0: planned on the CPU (host RAM)"
-              : "no GPU found through NVML: llama.cpp planned on the CPU (host RAM)");
-    } else {
-      pc.gpu = options.default_gpu;
-      if (!options.default_gpu_reason.empty()) pc.notes.push_back(options.default_gpu_reason);
+    // The GPU given, found here or assumed; llama.cpp on the CPU where there is no GPU (or no
+    // layer is offloaded).
+    auto device = engines::plan_device(*settings, e.gpu, options.gpu_found, options.fallback_gpu);
+    if (!device) {
+      errors.push_back({e.pos, where + device.error().message});
+      continue;
+    }
+    pc.gpu = device->gpu;
+    if (device->origin != engines::GpuOrigin::given || pc.gpu == "cpu") {
+      if (!device->note.empty()) pc.notes.push_back(device->note);
     }
     auto spec = resolve_entry_model(planned, pc.notes);
     if (!spec) {

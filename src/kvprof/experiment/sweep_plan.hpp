@@ -70,9 +70,8 @@ struct Plan {
 };
 
 struct PlanOptions {
-  std::string default_gpu = "H100";  // for entries without `gpu`
-  std::string default_gpu_reason;    // how it was chosen, for the notes
-  bool gpu_found = false;            // NVML sees a GPU here (else llama.cpp plans the CPU)
+  std::optional<std::string> gpu_found;  // NVML's name of the first GPU here; none: no GPU
+  std::string fallback_gpu = "H100";     // for a GPU engine without `gpu` and no catalog GPU here
 };
 
 // Plans every entry of `config`. Problems that belong to the file (a model that is neither known

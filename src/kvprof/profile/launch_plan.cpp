@@ -39,22 +39,17 @@ Expected<LaunchPlan> plan_from_launch(std::string_view command, const workload::
   if (memory != nullptr) {
     if (auto d = memory->device_info(gpu_index); d && d->name) gpu_name = d->name;
   }
-  const bool llamacpp = in.settings.engine == engines::Engine::llamacpp;
-  if (gpu_name && gpu::find_gpu(*gpu_name)) {
-    in.gpu = *gpu::find_gpu(*gpu_name);
-    sources.gpu_origin = engines::GpuOrigin::detected;
-    sources.gpu_note = "from the memory source";
-  } else if (llamacpp) {
+  // The GPU the memory source sees, or llama.cpp on the CPU; a GPU engine needs one.
+  auto device = engines::plan_device(in.settings, "", gpu_name, "");
+  if (!device) return std::unexpected(device.error());
+  if (gpu::names_no_gpu(device->gpu)) {
     in.gpu = gpu::no_gpu();
     in.settings.no_gpu = true;
-    sources.gpu_origin = engines::GpuOrigin::detected;
-    sources.gpu_note = gpu_name ? fmt::format("'{}' is not in kvprof's GPU catalog", *gpu_name)
-                                : std::string("no GPU found: llama.cpp on the CPU");
   } else {
-    return fail(ErrorKind::not_found,
-                gpu_name ? fmt::format("'{}' is not in kvprof's GPU catalog", *gpu_name)
-                         : std::string("no GPU found to plan a GPU engine for"));
+    in.gpu = *gpu::find_gpu(device->gpu);
   }
+  sources.gpu_origin = device->origin;
+  sources.gpu_note = device->note;
   std::set<uint64_t> contexts;
   for (uint32_t in_len : grid.input_lens) {
     for (uint32_t out_len : grid.output_lens)
