@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <memory>
 
 #include "kvprof/experiment/sweep_report.hpp"
@@ -13,6 +14,7 @@
 #include "kvprof/profile/profiler.hpp"
 #include "kvprof/run/target.hpp"
 #include "kvprof/util/units.hpp"
+#include "kvprof/workload/workload.hpp"
 
 namespace kvprof::experiment {
 
@@ -72,6 +74,7 @@ struct RunContext {
   const SweepOptions& options;
   const SweepDeps& deps;
   std::function<void(const std::string&)> on_status;  // the profile's status; null: none
+  std::function<void(const std::string&, double)> on_condition_end;  // each condition run
 };
 
 // One configuration as one profile run; fills `rec` (status, reason, run, figures).
@@ -139,6 +142,7 @@ void run_one(const RunContext& ctx, const PlannedConfig& pc, ConfigRecord& rec) 
   deps.should_stop = ctx.deps.should_stop;
   deps.on_progress = ctx.deps.on_run_progress;
   deps.on_status = ctx.on_status;
+  deps.on_condition_end = ctx.on_condition_end;
   auto outcome = profile::run_profile(config, deps);
   (*target)->stop();
   if (!outcome) return failed(outcome.error());
@@ -178,6 +182,19 @@ void say(const SweepDeps& deps, const std::string& line) {
 }
 
 }  // namespace
+
+double sweep_eta_s(const EtaInputs& in) {
+  const double expected_done = in.expected_ran_s + in.condition_expected_s;
+  const double actual_done = in.actual_ran_s + in.condition_actual_s;
+  if (in.condition_expected_s <= 0 || expected_done <= 0) {
+    // No condition of this configuration ended yet: the plan (rescaled by the configurations
+    // done), less what this one has used.
+    const double scale = in.expected_ran_s > 0 ? in.actual_ran_s / in.expected_ran_s : 1.0;
+    return std::max(0.0, in.expected_left_s * scale - in.running_elapsed_s);
+  }
+  const double scale = actual_done / expected_done;
+  return std::max(0.0, (in.expected_left_s - in.condition_expected_s) * scale);
+}
 
 fs::path sweep_dir(const fs::path& output_dir, const std::string& name) {
   return output_dir / "sweeps" / name;
@@ -248,17 +265,28 @@ Expected<SweepOutcome> run_sweep(const SweepConfig& config, const Plan& plan,
             format_duration(pc.expected_s * scale), format_duration(expected_left * scale)));
     rec.attempts += 1;
     rec.started_unix_s = now_unix_s();
-    // The run's live status, with the sweep's ETA counting down while it runs.
+    // The run's live status, with the sweep's ETA from the pace of its conditions so far.
+    EtaInputs eta{expected_left, expected_ran, actual_ran, 0, 0, pc.expected_s, 0};
+    std::map<std::string, double> expected_of;  // condition id -> the plan's seconds
+    for (const auto& c : pc.conditions) {
+      expected_of[workload::condition_id(c.input_len, c.output_len, c.batch_size,
+                                         workload::PrefixMode::low)] = c.expected_s;
+    }
+    const auto on_condition_end = [&](const std::string& cid, double seconds) {
+      if (const auto it = expected_of.find(cid); it != expected_of.end()) {
+        eta.condition_expected_s += it->second;
+        eta.condition_actual_s += seconds;
+      }
+    };
     std::function<void(const std::string&)> on_status;
     if (deps.on_run_status) {
-      on_status = [&deps, head, eta_s = expected_left * scale,
-                   start_s = rec.started_unix_s](const std::string& line) {
+      on_status = [&deps, &eta, head, start_s = rec.started_unix_s](const std::string& line) {
+        eta.running_elapsed_s = now_unix_s() - start_s;
         deps.on_run_status(
-            fmt::format("{}: {}; sweep ETA {}", head, line,
-                        format_duration(std::max(0.0, eta_s - (now_unix_s() - start_s)))));
+            fmt::format("{}: {}; sweep ETA {}", head, line, format_duration(sweep_eta_s(eta))));
       };
     }
-    run_one(RunContext{config, options, deps, on_status}, pc, rec);
+    run_one(RunContext{config, options, deps, on_status, on_condition_end}, pc, rec);
     rec.ended_unix_s = now_unix_s();
     rec.duration_s = rec.ended_unix_s - rec.started_unix_s;
     ++out.n_ran;

@@ -42,6 +42,23 @@ struct SweepOutcome {
   std::vector<std::string> failures;  // "id: reason"
 };
 
+// What the sweep's ETA is made of: the plan's expected seconds still ahead (the running
+// configuration's included) and how the time so far compared with the plan — whole
+// configurations finished, and the conditions of the running one that ended.
+struct EtaInputs {
+  double expected_left_s = 0;       // of the configurations not finished, the running one's whole
+  double expected_ran_s = 0;        // of the configurations finished now
+  double actual_ran_s = 0;          // what they took
+  double condition_expected_s = 0;  // of the running configuration's conditions that ended
+  double condition_actual_s = 0;    // what they took
+  double running_expected_s = 0;    // the running configuration's whole expected time
+  double running_elapsed_s = 0;     // since it started
+};
+
+// Seconds the sweep still needs: what is ahead at the pace measured so far; before any condition
+// or configuration ended, the plan's time less what the running configuration has used.
+double sweep_eta_s(const EtaInputs& in);
+
 // The folder of sweep `name` under `output_dir`.
 std::filesystem::path sweep_dir(const std::filesystem::path& output_dir, const std::string& name);
 

@@ -365,6 +365,11 @@ Expected<ProfileOutcome> run_profile(const ProfileConfig& config_in, const Profi
     if (!GridProgress::condition_ended(p) || windows.empty()) return;
     tracker.end();  // a scrape as it ends: the progress line shows this condition's figures
     windows.back().end_ns = now_ns();
+    if (deps.on_condition_end && !p.stopped) {
+      deps.on_condition_end(
+          p.condition_id,
+          static_cast<double>(windows.back().end_ns - windows.back().begin_ns) / 1e9);
+    }
     std::string mem = "-";
     if (sampler_ptr != nullptr && deps.memory) {
       uint64_t used = 0;

@@ -86,6 +86,8 @@ struct ProfileDeps {
   std::function<void(const std::string&)> on_progress;  // one line per event; null = quiet
   std::function<void(const std::string&)> on_status;    // a status the next replaces; null = none
   std::function<void(const client::RequestRecord&)> on_request;  // each grid request as it ends
+  // Each grid condition that ran to its end, with the seconds it took.
+  std::function<void(const std::string& condition_id, double seconds)> on_condition_end;
 };
 
 struct ProfileOutcome {
