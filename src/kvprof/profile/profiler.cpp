@@ -94,92 +94,117 @@ class Warnings {
 
 }  // namespace
 
-Expected<ProfileOutcome> run_profile(const ProfileConfig& config_in, const ProfileDeps& deps) {
-  ProfileConfig config = config_in;
-  const ScrapePlan scrape_plan =
-      scrape_plan_for(config.metrics_interval_ms, config.min_condition_s);
-  config.metrics_interval_ms = scrape_plan.interval_ms;
-  const auto progress = [&](const std::string& line) {
+namespace {
+
+// What a run holds while its phases run.
+struct Run {
+  Run(const ProfileConfig& config_in, const ProfileDeps& deps_in)
+      : config(config_in), deps(deps_in), warnings(deps_in) {}
+
+  ProfileConfig config;  // the caller's, with the scrape interval and model settled
+  const ProfileDeps& deps;
+  Warnings warnings;
+  ProfileReport report;
+  Timeline timeline;
+  std::vector<workload::RequestSpec> requests;
+  std::optional<fs::path> dir;
+  std::unique_ptr<gpu::Sampler> sampler;
+  StartupWatcher watcher;
+  LaunchReport launch;
+  std::string driver_version, cuda_version;
+  std::unique_ptr<LaunchedServer> launched;  // declared last: stopped first
+
+  void progress(const std::string& line) const {
     if (deps.on_progress) deps.on_progress(line);
-  };
-  const auto stop = [&] { return deps.should_stop && deps.should_stop(); };
+  }
+  [[nodiscard]] bool stopped() const { return deps.should_stop && deps.should_stop(); }
+  std::unique_ptr<client::Transport> make_transport() const {
+    return deps.make_transport ? deps.make_transport() : client::make_run_transport(config.run);
+  }
+  Expected<void> write_manifest(const std::string& status) const {
+    return write_json_file(*dir / "manifest.json",
+                           manifest_json(config, report, status, driver_version, cuda_version));
+  }
   // The grid's requests, less those of the conditions measured before.
-  const auto make_requests = [&]() -> Expected<std::vector<workload::RequestSpec>> {
+  Expected<void> make_requests() {
     auto made = workload::generate(config.grid);
-    if (!made || config.skip_conditions.empty()) return made;
+    if (!made) return std::unexpected(made.error());
     std::erase_if(*made, [&](const workload::RequestSpec& r) {
       return config.skip_conditions.contains(r.condition_id);
     });
     if (made->empty()) {
       return fail(ErrorKind::usage,
-                  "every condition of the grid was measured before: nothing "
-                  "is left to run");
+                  "every condition of the grid was measured before: nothing is left to run");
     }
-    return made;
-  };
-  auto requests = make_requests();
-  if (!requests) return std::unexpected(requests.error());
-  ProfileReport report;
-  report.started_unix_s = now_unix_s();
-  report.run_id = make_run_id(config.run_tag, report.started_unix_s);
-  report.scrape_plan = scrape_plan;
-
-  // A launched server: started before the probe, sampled from its first moment.
-  Timeline timeline;
-  std::optional<fs::path> dir;
-  std::unique_ptr<gpu::Sampler> sampler;
-  StartupWatcher watcher;
-  LaunchReport launch;
-  std::unique_ptr<LaunchedServer> launched;  // declared last: stopped first
-  if (config.launch) {
-    const auto& ls = *config.launch;
-    if (port_in_use(ls.host, ls.port)) {
-      std::string owner;
-      if (auto pid = sys::find_listening_pid(ls.port)) owner = fmt::format(" (by pid {})", *pid);
-      return fail(ErrorKind::network,
-                  fmt::format("port {} on {} is already in use{}: the launched server could not "
-                              "listen there; nothing was started",
-                              ls.port, ls.host, owner));
-    }
-    auto made = create_run_dir(config.output_dir, report.run_id);
-    if (!made) return std::unexpected(made.error());
-    dir = *made;
-    auto started = LaunchedServer::start(ls.command, *dir / "server.log",
-                                         [&watcher](const LogLine& l) { watcher.on_line(l); });
-    if (!started) return std::unexpected(started.error());
-    launched = std::move(*started);
-    launch.command = ls.command;
-    launch.pid = launched->pid();
-    launch.port = ls.port;
-    launch.launched_ns = launched->started_ns();
-    auto sampling = start_sampler(config, deps, *dir, launched->pid(), timeline, report);
-    if (!sampling) return std::unexpected(sampling.error());
-    sampler = std::move(*sampling);
-    progress(fmt::format("launched (pid {}): {}; log -> {}", launched->pid(),
-                         redact_secrets(ls.command), (*dir / "server.log").string()));
-    std::vector<std::string> headers;
-    if (!config.run.api_key.empty())
-      headers.push_back("Authorization: Bearer " + config.run.api_key);
-    auto ready =
-        launched->wait_ready(server_root(config.run.endpoint), headers, ls.ready_timeout_s, stop);
-    if (!ready) {
-      launch.stop = launched->stop(ls.grace_s);
-      if (sampler) (void)sampler->stop();
-      // Keep what was measured: the startup timeline so far, beside server.log and the traces.
-      report.memory_source = deps.memory ? deps.memory_source : "none";
-      if (auto ok = write_failed_launch(*dir, report, launch, watcher, timeline, ready.error());
-          !ok) {
-        return std::unexpected(ready.error());
-      }
-      return std::unexpected(Error{ready.error().kind,
-                                   fmt::format("{} (startup timeline in {})", ready.error().message,
-                                               (*dir / "summary.json").string())});
-    }
-    watcher.set_ready(now_ns());
-    launch.ready_s = *ready;
-    progress(fmt::format("server ready after {:.1f} s", *ready));
+    requests = std::move(*made);
+    return {};
   }
+};
 
+// The idle and warmup windows before the grid, and the grid's.
+struct Windows {
+  Window baseline, post_warmup, load;
+  std::vector<Window> conditions;  // of the grid's conditions, in run order
+};
+
+// --launch: starts the server in its run folder, sampled from its first moment, and waits until
+// it answers; a server that never does leaves its startup timeline in summary.json.
+Expected<void> start_launched(Run& run) {
+  const auto& ls = *run.config.launch;
+  if (port_in_use(ls.host, ls.port)) {
+    std::string owner;
+    if (auto pid = sys::find_listening_pid(ls.port)) owner = fmt::format(" (by pid {})", *pid);
+    return fail(ErrorKind::network,
+                fmt::format("port {} on {} is already in use{}: the launched server could not "
+                            "listen there; nothing was started",
+                            ls.port, ls.host, owner));
+  }
+  auto made = create_run_dir(run.config.output_dir, run.report.run_id);
+  if (!made) return std::unexpected(made.error());
+  run.dir = *made;
+  auto started = LaunchedServer::start(ls.command, *run.dir / "server.log",
+                                       [&run](const LogLine& l) { run.watcher.on_line(l); });
+  if (!started) return std::unexpected(started.error());
+  run.launched = std::move(*started);
+  run.launch.command = ls.command;
+  run.launch.pid = run.launched->pid();
+  run.launch.port = ls.port;
+  run.launch.launched_ns = run.launched->started_ns();
+  auto sampling =
+      start_sampler(run.config, run.deps, *run.dir, run.launched->pid(), run.timeline, run.report);
+  if (!sampling) return std::unexpected(sampling.error());
+  run.sampler = std::move(*sampling);
+  run.progress(fmt::format("launched (pid {}): {}; log -> {}", run.launched->pid(),
+                           redact_secrets(ls.command), (*run.dir / "server.log").string()));
+  std::vector<std::string> headers;
+  if (!run.config.run.api_key.empty())
+    headers.push_back("Authorization: Bearer " + run.config.run.api_key);
+  auto ready = run.launched->wait_ready(server_root(run.config.run.endpoint), headers,
+                                        ls.ready_timeout_s, [&run] { return run.stopped(); });
+  if (!ready) {
+    run.launch.stop = run.launched->stop(ls.grace_s);
+    if (run.sampler) (void)run.sampler->stop();
+    // Keep what was measured: the startup timeline so far, beside server.log and the traces.
+    run.report.memory_source = run.deps.memory ? run.deps.memory_source : "none";
+    if (auto ok = write_failed_launch(*run.dir, run.report, run.launch, run.watcher, run.timeline,
+                                      ready.error());
+        !ok) {
+      return std::unexpected(ready.error());
+    }
+    return std::unexpected(
+        Error{ready.error().kind, fmt::format("{} (startup timeline in {})", ready.error().message,
+                                              (*run.dir / "summary.json").string())});
+  }
+  run.watcher.set_ready(now_ns());
+  run.launch.ready_s = *ready;
+  run.progress(fmt::format("server ready after {:.1f} s", *ready));
+  return {};
+}
+
+// Probes the server (a clear error within seconds when it is down), settles the model and the
+// prompts it takes, and writes the run folder's workload and first manifest.
+Expected<void> probe_and_prepare(Run& run) {
+  ProfileConfig& config = run.config;
   auto server = probe_server(config.run.endpoint, config.run.api_key);
   if (!server) return std::unexpected(server.error());
   if (config.run.model.empty()) {
@@ -202,99 +227,94 @@ Expected<ProfileOutcome> run_profile(const ProfileConfig& config_in, const Profi
     config.grid.token_id_max = static_cast<uint32_t>(v->second);
     config.grid.token_id_min =
         std::min<uint32_t>(config.grid.token_id_min, config.grid.token_id_max / 4);
-    requests = make_requests();
-    if (!requests) return std::unexpected(requests.error());
+    if (auto ok = run.make_requests(); !ok) return ok;
   }
-  if (auto ok = client::validate(config.run, *requests); !ok) return std::unexpected(ok.error());
+  if (auto ok = client::validate(config.run, run.requests); !ok) return ok;
   auto check = check_endpoint(config.run, *server, config.grid);
   if (!check) return std::unexpected(check.error());
-  std::string prompt_warning;
   if (check->use_text_prompts) {
     config.grid.prompt_format = workload::PromptFormat::text;
-    requests = make_requests();
-    if (!requests) return std::unexpected(requests.error());
-    prompt_warning = fmt::format(
+    if (auto ok = run.make_requests(); !ok) return ok;
+    run.warnings.add(fmt::format(
         "the server refuses token-ID prompts (400: {}); the grid runs with text prompts, {}",
-        check->token_prompt_refusal, check_text_token_counts(config.run, *requests));
+        check->token_prompt_refusal, check_text_token_counts(config.run, run.requests)));
   }
-  const auto make_transport = [&] {
-    return deps.make_transport ? deps.make_transport() : client::make_run_transport(config.run);
-  };
 
+  ProfileReport& report = run.report;
   report.endpoint = config.run.endpoint;
   report.model = config.run.model;
   report.server = *server;
   report.simulated = !config.simulation.empty() || server->simulated;
-  report.memory_source = deps.memory ? deps.memory_source : "none";
+  report.memory_source = run.deps.memory ? run.deps.memory_source : "none";
   report.estimate_flags = config.estimate_flags;
   report.simulation_details = config.simulation_details;
   report.estimate_assumptions = config.estimate_assumptions;
-  if (!dir) {
+  if (!run.dir) {
     auto made = create_run_dir(config.output_dir, report.run_id);
     if (!made) return std::unexpected(made.error());
-    dir = *made;
+    run.dir = *made;
   }
-  report.run_dir = dir->string();
-  report.n_planned_requests = requests->size();
+  report.run_dir = run.dir->string();
+  report.n_planned_requests = run.requests.size();
   report.files.insert({{"workload", "workload.jsonl"},
                        {"request_trace", "request_trace.csv"},
                        {"gpu_mem_trace", "gpu_mem_trace.csv"},
                        {"metrics_trace", "metrics_trace.csv"},
                        {"summary", "summary.json"},
                        {"manifest", "manifest.json"}});
-  if (launched) report.files["server_log"] = "server.log";
-  Warnings warnings(deps);
-  if (!prompt_warning.empty()) warnings.add(prompt_warning);
-  const auto conditions = workload::conditions_of(*requests);
-  progress(fmt::format("run {}: {} requests in {} conditions against {} ({}) -> {}", report.run_id,
-                       requests->size(), conditions.size(), redact_secrets(config.run.endpoint),
-                       config.run.model, report.run_dir));
-  if (auto ok = workload::write_generated_workload(*dir / "workload.jsonl", config.grid, *requests);
+  if (run.launched) report.files["server_log"] = "server.log";
+  run.progress(fmt::format("run {}: {} requests in {} conditions against {} ({}) -> {}",
+                           report.run_id, run.requests.size(),
+                           workload::conditions_of(run.requests).size(),
+                           redact_secrets(config.run.endpoint), config.run.model, report.run_dir));
+  if (auto ok = workload::write_generated_workload(*run.dir / "workload.jsonl", config.grid,
+                                                   run.requests);
       !ok) {
-    return std::unexpected(ok.error());
+    return ok;
   }
-  std::string driver_version, cuda_version;
-  if (deps.memory) {
-    const auto d = deps.memory->driver_info();
-    driver_version = d.driver_version.value_or("");
-    if (d.cuda_driver_version) cuda_version = gpu::format_cuda_version(*d.cuda_driver_version);
+  if (run.deps.memory) {
+    const auto d = run.deps.memory->driver_info();
+    run.driver_version = d.driver_version.value_or("");
+    if (d.cuda_driver_version) run.cuda_version = gpu::format_cuda_version(*d.cuda_driver_version);
   }
-  const auto write_manifest = [&](const std::string& status) {
-    return write_json_file(*dir / "manifest.json",
-                           manifest_json(config, report, status, driver_version, cuda_version));
-  };
-  if (auto ok = write_manifest("running"); !ok) return std::unexpected(ok.error());
+  return run.write_manifest("running");
+}
 
-  // Samplers on one clock, into the timeline and the traces (already running for a launch).
-  if (!launched) {
-    auto sampling = start_sampler(config, deps, *dir, std::nullopt, timeline, report);
+// The GPU/host sampler (already running for a launch) and the /metrics scraper, on one clock.
+Expected<std::unique_ptr<metrics::MetricsScraper>> start_watching(Run& run) {
+  if (!run.launched) {
+    auto sampling =
+        start_sampler(run.config, run.deps, *run.dir, std::nullopt, run.timeline, run.report);
     if (!sampling) return std::unexpected(sampling.error());
-    sampler = std::move(*sampling);
+    run.sampler = std::move(*sampling);
   }
-  if (!deps.memory) {
-    warnings.add("GPU memory not sampled: " +
-                 (deps.memory_note.empty() ? std::string("no memory source") : deps.memory_note));
+  if (!run.deps.memory) {
+    run.warnings.add("GPU memory not sampled: " + (run.deps.memory_note.empty()
+                                                       ? std::string("no memory source")
+                                                       : run.deps.memory_note));
   }
-  const int64_t t_begin = now_ns();
-
   metrics::ScraperOptions mo;
-  auto metrics_url = metrics::metrics_url_from_base(config.run.endpoint);
+  auto metrics_url = metrics::metrics_url_from_base(run.config.run.endpoint);
   if (!metrics_url) return std::unexpected(metrics_url.error());
   mo.metrics_url = *metrics_url;
   mo.read_snapshot = &engines::read_metrics;
-  mo.interval_ms = config.metrics_interval_ms;
-  mo.csv_path = *dir / "metrics_trace.csv";
-  mo.on_record = [&timeline](const metrics::ScrapeRecord& r) { timeline.add_metrics(r); };
-  mo.on_warning = [&warnings](const std::string& w) { warnings.add(w); };
-  auto scraper = metrics::MetricsScraper::start(mo);
-  if (!scraper) return std::unexpected(scraper.error());
-  ConditionTracker tracker(**scraper, timeline, *requests, mo.timeout_ms + 500);
+  mo.interval_ms = run.config.metrics_interval_ms;
+  mo.csv_path = *run.dir / "metrics_trace.csv";
+  mo.on_record = [&run](const metrics::ScrapeRecord& r) { run.timeline.add_metrics(r); };
+  mo.on_warning = [&run](const std::string& w) { run.warnings.add(w); };
+  return metrics::MetricsScraper::start(mo);
+}
 
-  // Baseline, warmup, post-warmup.
-  progress(fmt::format("baseline: {:.1f} s without load", config.baseline_s));
+// The baseline window, the warmup requests (all failing ends the run with the reason) and the
+// post-warmup window.
+Expected<void> idle_and_warmup(Run& run, metrics::MetricsScraper& scraper, Windows& windows) {
+  const auto stop = [&run] { return run.stopped(); };
+  const ProfileConfig& config = run.config;
+  const int64_t t_begin = now_ns();
+  run.progress(fmt::format("baseline: {:.1f} s without load", config.baseline_s));
   idle_wait(config.baseline_s, stop);
-  const Window baseline_window{t_begin, now_ns()};
-  if (!stop() && config.warmup_requests > 0) {
+  windows.baseline = {t_begin, now_ns()};
+  if (!run.stopped() && config.warmup_requests > 0) {
     workload::GridOptions wg;
     wg.input_lens = {std::min<uint32_t>(128, config.grid.input_lens.front())};
     wg.output_lens = {8};
@@ -308,8 +328,8 @@ Expected<ProfileOutcome> run_profile(const ProfileConfig& config_in, const Profi
     wg.seed = config.grid.seed + 1;
     auto warm = workload::generate(wg);
     if (!warm) return std::unexpected(warm.error());
-    progress(fmt::format("warmup: {} requests", warm->size()));
-    client::RequestRunner warm_runner(config.run, make_transport());
+    run.progress(fmt::format("warmup: {} requests", warm->size()));
+    client::RequestRunner warm_runner(config.run, run.make_transport());
     std::string first_error;
     warm_runner.set_on_record([&first_error](const client::RequestRecord& r) -> Expected<void> {
       if (first_error.empty() && r.status == client::RequestStatus::error)
@@ -321,37 +341,42 @@ Expected<ProfileOutcome> run_profile(const ProfileConfig& config_in, const Profi
         warm_result && !warm_result->conditions.empty() ? warm_result->conditions.front().n_ok : 0;
     if (warm_result && !warm_result->stopped && warm_ok == 0) {
       // A server that fails every warmup request would fail the grid too: stop with the reason.
-      (*scraper)->stop();
-      if (sampler) (void)sampler->stop();
-      (void)write_manifest("failed");
+      scraper.stop();
+      if (run.sampler) (void)run.sampler->stop();
+      (void)run.write_manifest("failed");
       return fail(
           ErrorKind::network,
           fmt::format("every warmup request failed ({} of {}), the grid was not run: {}",
                       warm->size(), warm->size(), first_error.empty() ? "no answer" : first_error));
     }
     if (warm_result && warm_ok < warm->size()) {
-      warnings.add(
+      run.warnings.add(
           fmt::format("{} of {} warmup requests failed", warm->size() - warm_ok, warm->size()));
     }
   }
   const int64_t t_post_warmup = now_ns();
   idle_wait(config.post_warmup_s, stop);
-  const Window post_warmup_window{t_post_warmup, now_ns()};
+  windows.post_warmup = {t_post_warmup, now_ns()};
+  return {};
+}
 
-  // The grid.
-  client::RunOptions grid_run = config.run;
-  grid_run.min_condition_s = config.min_condition_s;
-  client::RequestRunner runner(grid_run, make_transport());
-  auto trace = client::TraceWriter::open(*dir / "request_trace.csv", runner.start_clock());
+// The grid, condition by condition, into request_trace.csv; a trace that can no longer be
+// written (a full disk) ends it like a stop request.
+Expected<client::RunResult> run_grid(Run& run, metrics::MetricsScraper& scraper,
+                                     ConditionTracker& tracker, Windows& windows) {
+  const ProfileDeps& deps = run.deps;
+  client::RunOptions grid_run = run.config.run;
+  grid_run.min_condition_s = run.config.min_condition_s;
+  client::RequestRunner runner(grid_run, run.make_transport());
+  auto trace = client::TraceWriter::open(*run.dir / "request_trace.csv", runner.start_clock());
   if (!trace) return std::unexpected(trace.error());
   runner.set_on_record([&trace, &deps, &tracker](const client::RequestRecord& r) {
     tracker.add(r);
     if (deps.on_request) deps.on_request(r);
     return trace->write(r);
   });
-  std::vector<Window> windows;
-  auto* sampler_ptr = sampler.get();
-  GridProgress grid_progress(requests->size(), now_ns());
+  auto& conditions = windows.conditions;
+  GridProgress grid_progress(run.requests.size(), now_ns());
   runner.set_progress([&](const client::Progress& p) {
     grid_progress.update(p, now_ns());
     if (deps.on_status) deps.on_status(grid_progress.status_text(p));
@@ -359,83 +384,112 @@ Expected<ProfileOutcome> run_profile(const ProfileConfig& config_in, const Profi
       // A scrape just before it starts: the state it starts from. Outside the condition's window,
       // since a gauge can still show the previous condition's requests (vLLM updates it per step).
       tracker.begin();
-      windows.push_back({now_ns(), 0});
+      conditions.push_back({now_ns(), 0});
       return;
     }
-    if (!GridProgress::condition_ended(p) || windows.empty()) return;
+    if (!GridProgress::condition_ended(p) || conditions.empty()) return;
     tracker.end();  // a scrape as it ends: the progress line shows this condition's figures
-    windows.back().end_ns = now_ns();
-    if (deps.on_condition_end && !p.stopped) {
-      deps.on_condition_end(
-          p.condition_id,
-          static_cast<double>(windows.back().end_ns - windows.back().begin_ns) / 1e9);
-    }
+    conditions.back().end_ns = now_ns();
+    const double seconds =
+        static_cast<double>(conditions.back().end_ns - conditions.back().begin_ns) / 1e9;
+    if (deps.on_condition_end && !p.stopped) deps.on_condition_end(p.condition_id, seconds);
     std::string mem = "-";
-    if (sampler_ptr != nullptr && deps.memory) {
+    if (run.sampler != nullptr && deps.memory) {
       uint64_t used = 0;
-      for (const auto& g : sampler_ptr->gpu_peaks()) {
+      for (const auto& g : run.sampler->gpu_peaks()) {
         if (g.latest && g.latest->memory.used_bytes) used += *g.latest->memory.used_bytes;
       }
       mem = format_bytes(used);
     }
-    progress(grid_progress.end_text(
-        p, static_cast<double>(windows.back().end_ns - windows.back().begin_ns) / 1e9, mem,
-        tracker.progress_text(windows.back())));
+    run.progress(grid_progress.end_text(p, seconds, mem, tracker.progress_text(conditions.back())));
   });
-  // A trace that can no longer be written (a full disk) ends the run like a stop request.
-  const auto write_failure = [&]() -> std::optional<Error> {
-    if (sampler && sampler->failed()) {
-      return Error{ErrorKind::io, "the GPU/host memory trace could not be written"};
-    }
-    return (*scraper)->write_error();
+  const auto write_failed = [&] {
+    return (run.sampler && run.sampler->failed()) || scraper.write_error().has_value();
   };
   const int64_t t_load = now_ns();
-  auto result = runner.run(*requests, [&] { return stop() || write_failure().has_value(); });
+  auto result = runner.run(run.requests, [&] { return run.stopped() || write_failed(); });
   const int64_t t_load_end = now_ns();
-  for (auto& w : windows) {
+  for (auto& w : conditions) {
     if (w.end_ns == 0) w.end_ns = t_load_end;
   }
   // One more scrape and sample so the end of the load is in the traces.
-  const uint64_t scrapes = (*scraper)->stats().n_scrapes;
-  (*scraper)->wait_for_scrapes(scrapes + 1, config.metrics_interval_ms * 2 + 500);
-  const Window load_window{t_load, now_ns()};
-  (*scraper)->stop();
-  std::optional<Error> trace_error = (*scraper)->write_error();
-  if (launched) {
-    progress("stopping the launched server");
-    stop_launched(*config.launch, *launched, timeline, deps.memory != nullptr, launch);
-    if (!launch.stop.group_gone) {
-      warnings.add(
-          fmt::format("processes of the launched server's group {} were still there after "
-                      "SIGKILL",
-                      launch.pid));
+  const uint64_t scrapes = scraper.stats().n_scrapes;
+  scraper.wait_for_scrapes(scrapes + 1, run.config.metrics_interval_ms * 2 + 500);
+  windows.load = {t_load, now_ns()};
+  return result;
+}
+
+// Stops the scraper, the launched server (watching its memory come back) and the sampler, then
+// fills the sampler's holes from the source's history. Returns a trace that could not be
+// written, if any.
+std::optional<Error> stop_watching(Run& run, metrics::MetricsScraper& scraper) {
+  scraper.stop();
+  std::optional<Error> trace_error = scraper.write_error();
+  if (run.launched) {
+    run.progress("stopping the launched server");
+    stop_launched(*run.config.launch, *run.launched, run.timeline, run.deps.memory != nullptr,
+                  run.launch);
+    if (!run.launch.stop.group_gone) {
+      run.warnings.add(
+          fmt::format("processes of the launched server's group {} were still there after SIGKILL",
+                      run.launch.pid));
     }
-    if (launch.memory_released == false) {
-      warnings.add(
-          fmt::format("GPU memory did not come back within {:.0f} s of stopping the "
-                      "launched server",
-                      config.launch->release_wait_s));
+    if (run.launch.memory_released == false) {
+      run.warnings.add(fmt::format(
+          "GPU memory did not come back within {:.0f} s of stopping the launched server",
+          run.config.launch->release_wait_s));
     }
   }
-  if (sampler) {
-    if (auto ok = sampler->stop(); !ok) trace_error = ok.error();
-    if (deps.memory && !trace_error) {
-      if (auto w = fill_memory_gaps(*deps.memory, *sampler, config.gpu_interval_ms, *dir, timeline,
-                                    report)) {
-        warnings.add(*w);
+  if (run.sampler) {
+    if (auto ok = run.sampler->stop(); !ok) trace_error = ok.error();
+    if (run.deps.memory && !trace_error) {
+      if (auto w = fill_memory_gaps(*run.deps.memory, *run.sampler, run.config.gpu_interval_ms,
+                                    *run.dir, run.timeline, run.report)) {
+        run.warnings.add(*w);
       }
     }
   }
-  if (trace_error) warnings.add(trace_error->message);
+  if (trace_error) run.warnings.add(trace_error->message);
+  return trace_error;
+}
 
-  // Analysis.
-  const auto memory = timeline.memory();
-  const auto host_points = timeline.host();
-  const auto scraped = timeline.metrics();
-  report.baseline = capture_point("baseline", memory, baseline_window, false);
-  report.post_warmup = capture_point("post_warmup", memory, post_warmup_window, false);
-  report.peak = capture_point("peak", memory, load_window, true);
-  report.server_during_load = metrics_in(scraped, load_window);
+// The engine's own figures: from the launched server's log (or /props when it logged none),
+// --server-log, or the server's /props.
+void read_engine_figures(Run& run) {
+  ProfileReport& report = run.report;
+  if (run.launched) {
+    report.engine_reported = engine_reported_json(run.watcher.finish(), "server.log");
+    // A server that logged no buffers (a quiet llama.cpp) may state them in /props.
+    if (report.engine_reported["components"].empty() && report.server.props_buffers)
+      report.engine_reported = engine_reported_json(*report.server.props_buffers, "/props");
+  } else if (!run.config.server_log.empty()) {
+    if (auto log =
+            enginelog::parse_engine_log_file(run.config.server_log, engines::log_parse_options())) {
+      report.engine_reported = engine_reported_json(*log, run.config.server_log.string());
+    } else {
+      run.warnings.add("--server-log: " + log.error().message);
+    }
+  } else if (report.server.props_buffers) {
+    report.engine_reported = engine_reported_json(*report.server.props_buffers, "/props");
+  } else if (report.server.llamacpp_props) {
+    run.warnings.add(
+        "this llama.cpp server states no buffer sizes in /props: give --server-log with its "
+        "startup log, or start it with --launch, for the engine's own figures");
+  }
+}
+
+// The analysis of what was measured: capture points, per-condition memory and server figures,
+// the derived answers, the breakdown and the comparison with the plan.
+void analyse(Run& run, const client::RunResult* result, const Windows& windows,
+             const metrics::MetricsScraper& scraper, ConditionTracker& tracker) {
+  ProfileReport& report = run.report;
+  const auto memory = run.timeline.memory();
+  const auto host_points = run.timeline.host();
+  const auto scraped = run.timeline.metrics();
+  report.baseline = capture_point("baseline", memory, windows.baseline, false);
+  report.post_warmup = capture_point("post_warmup", memory, windows.post_warmup, false);
+  report.peak = capture_point("peak", memory, windows.load, true);
+  report.server_during_load = metrics_in(scraped, windows.load);
   if (!scraped.empty()) {
     report.engine_type = std::string(engines::engine_name(scraped.back().snapshot.engine));
   }
@@ -444,7 +498,7 @@ Expected<ProfileOutcome> run_profile(const ProfileConfig& config_in, const Profi
     report.max_in_flight = result->max_in_flight;
     report.transport = result->transport;
     for (size_t i = 0; i < result->conditions.size(); ++i) {
-      const Window w = i < windows.size() ? windows[i] : load_window;
+      const Window w = i < windows.conditions.size() ? windows.conditions[i] : windows.load;
       report.conditions.push_back({result->conditions[i],
                                    w,
                                    memory_in(memory, w),
@@ -453,69 +507,86 @@ Expected<ProfileOutcome> run_profile(const ProfileConfig& config_in, const Profi
                                    peak_rss_in(host_points, w)});
     }
   }
-  report.derived = derive_answers(condition_facts(*requests, report.conditions, scraped),
-                                  kv_peak_in(scraped, load_window));
-  analyse_memory(config, memory, scraped, load_window, post_warmup_window, report);
-  if (sampler) {
-    report.host = sampler->host_peak();
-    report.sampler = sampler->stats();
+  report.derived = derive_answers(condition_facts(run.requests, report.conditions, scraped),
+                                  kv_peak_in(scraped, windows.load));
+  analyse_memory(run.config, memory, scraped, windows.load, windows.post_warmup, report);
+  if (run.sampler) {
+    report.host = run.sampler->host_peak();
+    report.sampler = run.sampler->stats();
   }
-  report.scraper = (*scraper)->stats();
-  if (auto w = assess_conditions(tracker.kv(), deps.memory != nullptr, report)) warnings.add(*w);
-  if (launched) {
-    launch.marks = watcher.marks();
-    report.launch = launch_json(launch, memory);
-    report.engine_reported = engine_reported_json(watcher.finish(), "server.log");
-    // A server that logged no buffers (a quiet llama.cpp) may state them in /props.
-    if (report.engine_reported["components"].empty() && report.server.props_buffers)
-      report.engine_reported = engine_reported_json(*report.server.props_buffers, "/props");
-  } else if (!config.server_log.empty()) {
-    if (auto log =
-            enginelog::parse_engine_log_file(config.server_log, engines::log_parse_options())) {
-      report.engine_reported = engine_reported_json(*log, config.server_log.string());
-    } else {
-      warnings.add("--server-log: " + log.error().message);
-    }
-  } else if (report.server.props_buffers) {
-    report.engine_reported = engine_reported_json(*report.server.props_buffers, "/props");
-  } else if (report.server.llamacpp_props) {
-    warnings.add(
-        "this llama.cpp server states no buffer sizes in /props: give --server-log with its "
-        "startup log, or start it with --launch, for the engine's own figures");
+  report.scraper = scraper.stats();
+  if (auto w = assess_conditions(tracker.kv(), run.deps.memory != nullptr, report)) {
+    run.warnings.add(*w);
   }
-  if (!report.comparison.empty() && report.baseline.empty() && config.estimate) {
+  if (run.launched) {
+    run.launch.marks = run.watcher.marks();
+    report.launch = launch_json(run.launch, memory);
+  }
+  read_engine_figures(run);
+  if (!report.comparison.empty() && report.baseline.empty() && run.config.estimate) {
     // The buffers the plan says the engine will log, read as its log is.
+    const auto& est = *run.config.estimate;
     std::string plan_log;
-    for (const auto& line : config.estimate->engine_report.log_lines)
+    for (const auto& line : est.engine_report.log_lines)
       plan_log += line + "\n";
     const auto planned = engine_reported_json(
-        enginelog::parse_engine_log(plan_log,
-                                    engines::log_parse_options(config.estimate->settings.engine)),
+        enginelog::parse_engine_log(plan_log, engines::log_parse_options(est.settings.engine)),
         "plan");
     compare_with_engine_figures(report.comparison, report.engine_reported, planned,
                                 report.host ? report.host->peak_rss_bytes : std::nullopt);
   }
-  report.ended_unix_s = now_unix_s();
-  for (const auto& w : warnings.list())
-    report.warnings.push_back(w);
+}
 
+// summary.json and the final manifest; the outcome, or the run's first error.
+Expected<ProfileOutcome> finish(Run& run, Expected<client::RunResult>& result,
+                                const std::optional<Error>& trace_error) {
+  ProfileReport& report = run.report;
+  report.ended_unix_s = now_unix_s();
+  for (const auto& w : run.warnings.list())
+    report.warnings.push_back(w);
   ProfileOutcome out;
-  out.run_dir = *dir;
-  out.interrupted = (report.interrupted || stop()) && !trace_error;
+  out.run_dir = *run.dir;
+  out.interrupted = (report.interrupted || run.stopped()) && !trace_error;
   report.interrupted = out.interrupted;
   out.summary = summary_json(report);
   out.text = summary_text(report);
   out.totals = request_totals(report);
-  const auto summary_ok = write_json_file(*dir / "summary.json", out.summary);
-  const auto manifest_ok = write_manifest(!result || trace_error ? "failed"
-                                          : out.interrupted      ? "interrupted"
-                                                                 : "completed");
+  const auto summary_ok = write_json_file(*run.dir / "summary.json", out.summary);
+  const auto manifest_ok = run.write_manifest(!result || trace_error ? "failed"
+                                              : out.interrupted      ? "interrupted"
+                                                                     : "completed");
   if (!result) return std::unexpected(result.error());
   if (trace_error) return std::unexpected(*trace_error);
   if (!summary_ok) return std::unexpected(summary_ok.error());
   if (!manifest_ok) return std::unexpected(manifest_ok.error());
   out.report = std::move(report);
   return out;
+}
+
+}  // namespace
+
+Expected<ProfileOutcome> run_profile(const ProfileConfig& config, const ProfileDeps& deps) {
+  Run run(config, deps);
+  run.report.scrape_plan = scrape_plan_for(config.metrics_interval_ms, config.min_condition_s);
+  run.config.metrics_interval_ms = run.report.scrape_plan.interval_ms;
+  if (auto ok = run.make_requests(); !ok) return std::unexpected(ok.error());
+  run.report.started_unix_s = now_unix_s();
+  run.report.run_id = make_run_id(config.run_tag, run.report.started_unix_s);
+
+  if (config.launch) {
+    if (auto ok = start_launched(run); !ok) return std::unexpected(ok.error());
+  }
+  if (auto ok = probe_and_prepare(run); !ok) return std::unexpected(ok.error());
+  auto scraper = start_watching(run);
+  if (!scraper) return std::unexpected(scraper.error());
+  ConditionTracker tracker(**scraper, run.timeline, run.requests,
+                           metrics::ScraperOptions{}.timeout_ms + 500);
+  Windows windows;
+  if (auto ok = idle_and_warmup(run, **scraper, windows); !ok) return std::unexpected(ok.error());
+  auto result = run_grid(run, **scraper, tracker, windows);
+  const auto trace_error = stop_watching(run, **scraper);
+  analyse(run, result ? &*result : nullptr, windows, **scraper, tracker);
+  return finish(run, result, trace_error);
 }
 
 }  // namespace kvprof::profile
