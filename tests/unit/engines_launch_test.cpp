@@ -1,6 +1,9 @@
 // Reading a server command into the deployment it starts (engines::read_launch_command).
 #include <gtest/gtest.h>
 
+#include <set>
+#include <string>
+
 #include "kvprof/engines/registry.hpp"
 
 namespace kvprof::engines {
@@ -83,6 +86,19 @@ TEST(LaunchCommand, VllmAndSglangServers) {
   EXPECT_EQ(s->model, "meta-llama/Llama-3.1-8B");
   EXPECT_EQ(s->settings.tensor_parallel_size, 4U);
   EXPECT_EQ(s->settings.gpu_memory_utilization, 0.85);
+  // Both engines' flags are recorded as given by kvprof estimate's names, the same for both.
+  EXPECT_EQ(s->given, (std::set<std::string>{"tensor-parallel-size", "gpu-memory-utilization",
+                                             "max-model-len"}));
+  EXPECT_TRUE(v->given.contains("kv-cache-dtype"));
+  // A value that does not read as its setting leaves the setting (and "given") as it was.
+  const auto bad = read_launch_command(
+      "vllm serve m --max-num-seqs lots --block-size 0 --dtype auto --enforce-eager");
+  ASSERT_TRUE(bad.has_value());
+  EXPECT_FALSE(bad->settings.max_num_seqs.has_value());
+  EXPECT_FALSE(bad->settings.block_size.has_value());
+  EXPECT_FALSE(bad->settings.dtype.has_value());
+  EXPECT_TRUE(bad->settings.enforce_eager);
+  EXPECT_EQ(bad->given, std::set<std::string>{"enforce-eager"});
 }
 
 TEST(LaunchCommand, NoneForOtherProgramsAndBrokenCommands) {

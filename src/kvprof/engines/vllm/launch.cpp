@@ -1,17 +1,10 @@
 // vLLM's server flags read into a plan's settings (see launch_reading.hpp): `vllm serve MODEL`
 // and `python -m vllm.entrypoints.openai.api_server --model MODEL`, with the flags that decide
 // its memory. Flags kvprof does not plan are left to the caller's settings.
-#include <fmt/format.h>
-
-#include <algorithm>
-#include <charconv>
 
 #include "kvprof/engines/vllm/vllm.hpp"
-#include "kvprof/estimate/launch_reading.hpp"
-#include "kvprof/model/dtype.hpp"
+#include "kvprof/estimate/launch_flags.hpp"
 #include "kvprof/util/command_flags.hpp"
-#include "kvprof/util/strings.hpp"
-#include "kvprof/util/units.hpp"
 
 namespace kvprof::engines {
 
@@ -23,6 +16,36 @@ size_t vllm_args_start(std::span<const std::string> words) {
   if (program == "vllm" && words.size() > 1 && words[1] == "serve") return 2;
   return python_module_args_start(words, "vllm.entrypoints.openai.api_server");
 }
+
+using estimate::LaunchSetting;
+
+// vLLM's flags that decide its memory, by its own names.
+const estimate::LaunchFlag k_vllm_flags[] = {
+    {{"--model"}, LaunchSetting::model, nullptr},
+    {{"-tp", "--tensor-parallel-size"},
+     LaunchSetting::tensor_parallel_size,
+     "tensor-parallel-size"},
+    {{"-pp", "--pipeline-parallel-size"},
+     LaunchSetting::pipeline_parallel_size,
+     "pipeline-parallel-size"},
+    {{"-dp", "--data-parallel-size"}, LaunchSetting::data_parallel_size, "data-parallel-size"},
+    {{"--enable-expert-parallel"}, LaunchSetting::enable_expert_parallel, "enable-expert-parallel"},
+    {{"--max-model-len"}, LaunchSetting::max_model_len, "max-model-len"},
+    {{"--gpu-memory-utilization"}, LaunchSetting::gpu_memory_utilization, "gpu-memory-utilization"},
+    {{"--max-num-seqs"}, LaunchSetting::max_num_seqs, "max-num-seqs"},
+    {{"--max-num-batched-tokens"}, LaunchSetting::max_num_batched_tokens, "max-num-batched-tokens"},
+    {{"--block-size"}, LaunchSetting::block_size, "block-size"},
+    {{"--kv-cache-dtype"}, LaunchSetting::kv_cache_dtype, "kv-cache-dtype"},
+    {{"--dtype"}, LaunchSetting::dtype, "dtype"},
+    {{"-q", "--quantization"}, LaunchSetting::quantization, "quantization"},
+    {{"--enforce-eager"}, LaunchSetting::enforce_eager, "enforce-eager"},
+    {{"--kv-cache-memory", "--kv-cache-memory-bytes"},
+     LaunchSetting::kv_cache_memory_bytes,
+     "kv-cache-memory"},
+    {{"--num-gpu-blocks-override"},
+     LaunchSetting::num_gpu_blocks_override,
+     "num-gpu-blocks-override"},
+};
 
 }  // namespace
 
@@ -39,54 +62,7 @@ bool read_vllm_command(std::span<const std::string> words, estimate::LaunchReadi
     args = args.subspan(1);
   }
   FlagWalk w(args);
-  while (w.next()) {
-    if (w.is({"--model"})) {
-      out.model = w.value().value_or("");
-    } else if (w.is({"-tp", "--tensor-parallel-size"})) {
-      if (auto n = read_count(w.value()); n && *n > 0) {
-        s.tensor_parallel_size = *n;
-        out.given.insert("tensor-parallel-size");
-      }
-    } else if (w.is({"-pp", "--pipeline-parallel-size"})) {
-      if (auto n = read_count(w.value()); n && *n > 0) s.pipeline_parallel_size = *n;
-    } else if (w.is({"-dp", "--data-parallel-size"})) {
-      if (auto n = read_count(w.value()); n && *n > 0) s.data_parallel_size = *n;
-    } else if (w.is({"--enable-expert-parallel"})) {
-      s.enable_expert_parallel = true;
-    } else if (w.is({"--max-model-len"})) {
-      if (auto n = parse_count(w.value().value_or("")); n && *n > 0) {
-        s.max_model_len = *n;
-        out.given.insert("max-model-len");
-      }
-    } else if (w.is({"--gpu-memory-utilization"})) {
-      if (const auto u = read_number(w.value())) {
-        s.gpu_memory_utilization = u;
-        out.given.insert("gpu-memory-utilization");
-      }
-    } else if (w.is({"--max-num-seqs"})) {
-      set_positive_count(s.max_num_seqs, w.value());
-    } else if (w.is({"--max-num-batched-tokens"})) {
-      set_positive_count(s.max_num_batched_tokens, w.value());
-    } else if (w.is({"--block-size"})) {
-      set_positive_count(s.block_size, w.value());
-    } else if (w.is({"--kv-cache-dtype"})) {
-      if (auto kv = estimate::parse_kv_cache_dtype(w.value().value_or(""))) s.kv_cache_dtype = *kv;
-    } else if (w.is({"--dtype"})) {
-      const auto v = to_lower(w.value().value_or("auto"));
-      if (v != "auto") {
-        if (auto d = model::parse_dtype(v)) s.dtype = *d;
-      }
-    } else if (w.is({"-q", "--quantization"})) {
-      s.quantization = w.value().value_or("");
-    } else if (w.is({"--enforce-eager"})) {
-      s.enforce_eager = true;
-      out.given.insert("enforce-eager");
-    } else if (w.is({"--kv-cache-memory", "--kv-cache-memory-bytes"})) {
-      if (auto b = parse_bytes(w.value().value_or(""))) s.kv_cache_memory_bytes = *b;
-    } else if (w.is({"--num-gpu-blocks-override"})) {
-      set_positive_count(s.num_gpu_blocks_override, w.value());
-    }
-  }
+  estimate::read_launch_flags(w, k_vllm_flags, out);
   return true;
 }
 
