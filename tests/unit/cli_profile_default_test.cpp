@@ -53,17 +53,37 @@ TEST(ProfileDefault, ARealLlamaCppServerOnADummyModelAgainstThePlan) {
     EXPECT_EQ(row["error_pct"].get<double>(), 0.0) << row.dump();
   }
   EXPECT_EQ(stated, 3U) << summary["estimate_comparison"].dump(1);
+  // The server's peak RSS broken into the buffers llama.cpp states, reserved; overhead the
+  // residual (below zero where reserved pages were never touched): the parts add up.
+  const json& b = summary["memory_breakdown"];
+  ASSERT_TRUE(b.is_object()) << summary.dump(1).substr(0, 2000);
+  EXPECT_EQ(b["memory"], "host");
+  EXPECT_TRUE(b["gpu"].is_null());
+  EXPECT_EQ(b["total_measured_bytes"], summary["host_memory"]["peak_rss_bytes"]);
+  const json& reported = summary["engine_reported"]["components"];
+  EXPECT_EQ(b["components"]["weights"]["bytes"], reported["weights"]["bytes"]);
+  EXPECT_EQ(b["components"]["kv_cache"]["bytes"], reported["kv_cache"]["bytes"]);
+  EXPECT_EQ(b["components"]["activations"]["bytes"], reported["compute"]["bytes"]);
+  int64_t parts = 0;
+  for (const char* part : {"weights", "kv_cache", "activations", "overhead"})
+    parts += b["components"][part]["bytes"].get<int64_t>();
+  EXPECT_EQ(parts, b["total_measured_bytes"].get<int64_t>());
+  EXPECT_NE(r.out.find("measured breakdown of the server's peak RSS"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("total (peak RSS)"), std::string::npos) << r.out;
   // validate holds the run against the plan it recorded: llama.cpp's buffers are the plan's.
   const auto v = test::run_kvprof("validate " + run.string());
   EXPECT_EQ(v.rc, 0) << v.out;
   EXPECT_NE(v.out.find("(profile run, host RSS memory)"), std::string::npos) << v.out;
-  EXPECT_NE(v.out.find("every figure compared is the reference's"), std::string::npos) << v.out;
+  // The buffers are the engine's and the plan's to the digit; the total is the server's peak RSS,
+  // sampled, within the band the plan is held to.
+  EXPECT_NE(v.out.find("largest gap: total"), std::string::npos) << v.out;
+  EXPECT_NE(v.out.find("within the"), std::string::npos) << v.out;
 
   // Run again, against the plan of flags given: the model is made once, and --estimate-with
   // plans the model the default engine serves.
-  const auto again = test::run_kvprof_env(
-      env, "profile --output-dir " + out.string() + k_quick +
-               " --estimate-with '--engine llamacpp --gpu cpu -c 4096 -np 4'");
+  const auto again =
+      test::run_kvprof_env(env, "profile --output-dir " + out.string() + k_quick +
+                                    " --estimate-with '--engine llamacpp --gpu cpu -c 4096 -np 4'");
   ASSERT_EQ(again.rc, 0) << again.out;
   EXPECT_EQ(again.out.find("made now"), std::string::npos) << again.out;
   EXPECT_NE(again.out.find("compute buffers (server.log): stated "), std::string::npos)

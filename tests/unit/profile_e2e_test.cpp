@@ -288,6 +288,12 @@ TEST_F(ProfileE2E, EveryOutputFileHoldsTheRun) {
   const double peak_usage = s.at("server_metrics").at("peak_kv_cache_usage");
   const double expected_kv_gib = peak_usage * 2048 * 4.0 / 1024;  // usage x blocks x 4 MiB
   EXPECT_NEAR(kv_gib, expected_kv_gib, 0.25 * expected_kv_gib + 0.05);
+  // The parts add up to the total shown (overhead is the residual, below zero if it must be).
+  EXPECT_EQ(b.at("memory"), "gpu");
+  int64_t parts = 0;
+  for (const char* part : {"weights", "kv_cache", "activations", "overhead"})
+    parts += b.at("components").at(part).at("bytes").get<int64_t>();
+  EXPECT_EQ(parts, b.at("total_measured_bytes").get<int64_t>()) << b.dump(1);
 
   // manifest.json
   const json m = read_json(dir / "manifest.json");

@@ -177,12 +177,16 @@ void read_profile(const json& s, RunRecord& r) {
   for (auto& [index, g] : gpus)
     r.gpus.push_back(std::move(g));
   const json* bd = member(&s, "memory_breakdown");
+  // A server on the CPU: its parts are the buffers the engine states (read below as reported),
+  // only its total, the peak RSS, was sampled.
+  const bool host = text(member(bd, "memory")) == "host";
   for (const char* c : {"weights", "kv_cache", "activations", "overhead"}) {
     const json* comp = path(s, {"memory_breakdown", "components", c});
-    if (comp != nullptr) r.measured[c] = component(comp);
+    if (comp != nullptr && !host) r.measured[c] = component(comp);
   }
   if (const auto total = bytes(member(bd, "total_measured_bytes"))) {
-    r.measured["total"] = {total, "high", "peak used on the busiest GPU"};
+    r.measured["total"] = {total, "high",
+                           host ? "the server's peak RSS" : "peak used on the busiest GPU"};
   }
   const json* er = member(&s, "engine_reported");
   if (const json* comps = member(er, "components"); comps != nullptr && comps->is_object()) {

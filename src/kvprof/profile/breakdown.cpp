@@ -73,12 +73,13 @@ MeasuredBreakdown measure_breakdown(const BreakdownInput& in) {
   uint64_t kv_growth_in_grid = 0;
   if (in.num_gpu_blocks && in.kv_bytes_per_block) {
     kv_preallocated = *in.num_gpu_blocks * *in.kv_bytes_per_block;
-    out.kv_cache = {kv_preallocated, Confidence::high,
+    out.kv_cache = {static_cast<int64_t>(kv_preallocated), Confidence::high,
                     fmt::format("{} blocks (server /metrics) x {} B per block (model)",
                                 *in.num_gpu_blocks, *in.kv_bytes_per_block)};
   } else if (in.kv_growth_bytes_per_usage && in.peak_kv_cache_usage) {
     const double per_usage = *in.kv_growth_bytes_per_usage;
-    out.kv_cache = {to_bytes(per_usage * *in.peak_kv_cache_usage), Confidence::medium,
+    out.kv_cache = {static_cast<int64_t>(to_bytes(per_usage * *in.peak_kv_cache_usage)),
+                    Confidence::medium,
                     fmt::format("memory growth with the KV gauge (on-demand pool) at {:.0f}% usage",
                                 *in.peak_kv_cache_usage * 100)};
     kv_growth_in_grid =
@@ -105,7 +106,7 @@ MeasuredBreakdown measure_breakdown(const BreakdownInput& in) {
     if (kv_preallocated > 0) method += " - KV pool";
     if (overhead_known) method += " - estimated CUDA context, non-torch and CUDA graphs";
     if (!kv_known && !overhead_known) method += " (includes any preallocated KV pool and overhead)";
-    out.weights = {weights, c, method};
+    out.weights = {static_cast<int64_t>(weights), c, method};
   } else {
     out.weights.method = "no baseline memory sample";
   }
@@ -114,7 +115,7 @@ MeasuredBreakdown measure_breakdown(const BreakdownInput& in) {
   if (in.peak_bytes && in.post_warmup_bytes) {
     const uint64_t added = sub_clamped(*in.peak_bytes, *in.post_warmup_bytes);
     out.activations = {
-        sub_clamped(added, kv_growth_in_grid), Confidence::medium,
+        static_cast<int64_t>(sub_clamped(added, kv_growth_in_grid)), Confidence::medium,
         kv_growth_in_grid > 0 ? "peak - post-warmup - KV growth" : "peak - post-warmup"};
   } else {
     out.activations.method = "no post-warmup or peak sample";
@@ -122,14 +123,51 @@ MeasuredBreakdown measure_breakdown(const BreakdownInput& in) {
 
   // Overhead: the residual of the peak.
   if (in.peak_bytes && out.weights.bytes) {
-    const uint64_t accounted =
+    const int64_t accounted =
         *out.weights.bytes + out.kv_cache.bytes.value_or(0) + out.activations.bytes.value_or(0);
-    out.overhead = {sub_clamped(*in.peak_bytes, accounted),
+    out.overhead = {static_cast<int64_t>(*in.peak_bytes) - accounted,
                     in.fixed_overhead_bytes ? Confidence::medium : Confidence::low,
                     "residual: peak - weights - KV cache - activations"};
   } else {
     out.overhead.method = "no peak sample";
   }
+  out.overall = std::min(out.weights.confidence, out.kv_cache.confidence);
+  return out;
+}
+
+std::optional<MeasuredBreakdown> host_breakdown(const nlohmann::json& engine_reported,
+                                                std::optional<uint64_t> peak_rss_bytes) {
+  const auto bytes_of = [&](const char* name) -> std::optional<int64_t> {
+    const auto components = engine_reported.find("components");
+    if (components == engine_reported.end() || !components->is_object()) return std::nullopt;
+    const auto c = components->find(name);
+    if (c == components->end() || !c->is_object()) return std::nullopt;
+    const auto b = c->find("bytes");
+    if (b == c->end() || !b->is_number_integer()) return std::nullopt;
+    return b->get<int64_t>();
+  };
+  const auto weights = bytes_of("weights");
+  if (!peak_rss_bytes || !weights) return std::nullopt;
+  const std::string source = engine_reported.value("source", std::string("the engine"));
+  MeasuredBreakdown out;
+  out.memory = "host";
+  out.total_measured_bytes = *peak_rss_bytes;
+  const auto stated = [&](std::optional<int64_t> b, const std::string& what) {
+    return b ? Component{b, Confidence::high,
+                         fmt::format("{} as the engine states it ({}), "
+                                     "reserved",
+                                     what, source)}
+             : Component{std::nullopt, Confidence::none,
+                         fmt::format("the engine states no {}", what)};
+  };
+  out.weights = stated(weights, "model buffer");
+  out.kv_cache = stated(bytes_of("kv_cache"), "KV buffer");
+  out.activations = stated(bytes_of("compute"), "compute buffers");
+  const int64_t parts =
+      *weights + out.kv_cache.bytes.value_or(0) + out.activations.bytes.value_or(0);
+  out.overhead = {static_cast<int64_t>(*peak_rss_bytes) - parts, Confidence::medium,
+                  "residual: peak RSS - weights - KV cache - compute buffers (below zero: reserved "
+                  "pages the process never touched)"};
   out.overall = std::min(out.weights.confidence, out.kv_cache.confidence);
   return out;
 }

@@ -39,15 +39,18 @@ CapturePoint capture_point(std::string name, const std::vector<MemoryPoint>& poi
                            bool use_max);
 
 struct Component {
-  std::optional<uint64_t> bytes;  // absent when it could not be measured
+  // Absent when it could not be measured; below zero only for overhead, where the parts it is
+  // the residual of exceed the total (the parts always add up to the total shown).
+  std::optional<int64_t> bytes;
   Confidence confidence = Confidence::none;
   std::string method;  // how it was obtained, one line
 };
 
-// Seed 003's breakdown of the busiest GPU's peak.
+// Seed 003's breakdown of the busiest GPU's peak, or of a server on the CPU's peak RSS.
 struct MeasuredBreakdown {
+  std::string memory = "gpu";  // "gpu" (the busiest GPU's peak) or "host" (the server's RSS)
   unsigned gpu = 0;
-  uint64_t total_measured_bytes = 0;  // peak used on that GPU
+  uint64_t total_measured_bytes = 0;  // peak used on that GPU, or the server's peak RSS
   Component weights, kv_cache, activations, overhead;
   Confidence overall = Confidence::none;
 };
@@ -72,6 +75,14 @@ struct BreakdownInput {
 // preallocated KV pool and the estimated fixed overhead; activations from peak - post-warmup
 // less KV growth; overhead the residual. Absent inputs lower the confidence.
 MeasuredBreakdown measure_breakdown(const BreakdownInput& input);
+
+// The breakdown of a server that runs on the CPU (no GPU memory sampled): its peak RSS split into
+// the buffers the engine states (`engine_reported`, engine_reported_json in startup.hpp) — weights,
+// KV cache and compute buffers as activations, each reserved, high confidence — and overhead, the
+// residual (below zero where untouched reserved pages keep the RSS under the parts). None when
+// the engine states no weights or the RSS was not sampled.
+std::optional<MeasuredBreakdown> host_breakdown(const nlohmann::json& engine_reported,
+                                                std::optional<uint64_t> peak_rss_bytes);
 
 // A least-squares fit of used memory against the KV gauge over the scrapes in `window` (memory
 // sample nearest before each scrape): bytes per unit of kv_cache_usage, when the pool visibly

@@ -523,6 +523,10 @@ void analyse(Run& run, const client::RunResult* result, const Windows& windows,
     report.launch = launch_json(run.launch, memory);
   }
   read_engine_figures(run);
+  // A server on the CPU: its peak RSS into the buffers the engine states.
+  if (!report.breakdown && report.peak.empty() && report.host) {
+    report.breakdown = host_breakdown(report.engine_reported, report.host->peak_rss_bytes);
+  }
   if (!report.comparison.empty() && report.baseline.empty() && run.config.estimate) {
     // The buffers the plan says the engine will log, read as its log is.
     const auto& est = *run.config.estimate;

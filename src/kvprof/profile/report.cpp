@@ -19,6 +19,10 @@ using nlohmann::json;
 json opt_json(const std::optional<double>& v) {
   return v ? json(*v) : json(nullptr);
 }
+json opt_json(const std::optional<int64_t>& v) {
+  return v ? json(*v) : json(nullptr);
+}
+
 json opt_json(const std::optional<uint64_t>& v) {
   return v ? json(*v) : json(nullptr);
 }
@@ -84,10 +88,12 @@ json component_json(const Component& c) {
 
 json breakdown_json(const MeasuredBreakdown& b) {
   const auto in_gib = [](const Component& c) {
-    return c.bytes ? json(gib(*c.bytes)) : json(nullptr);
+    return c.bytes ? json(static_cast<double>(*c.bytes) / static_cast<double>(1ull << 30))
+                   : json(nullptr);
   };
   // The `_gb` names are aliases of the `_gib` ones: the predecessor's layout, read by its tools.
-  return {{"gpu", b.gpu},
+  return {{"memory", b.memory},
+          {"gpu", b.memory == "gpu" ? json(b.gpu) : json(nullptr)},
           {"total_measured_bytes", b.total_measured_bytes},
           {"total_measured_gib", gib(b.total_measured_bytes)},
           {"total_measured_gb", gib(b.total_measured_bytes)},
@@ -315,6 +321,13 @@ std::string gib_text(std::optional<uint64_t> bytes) {
   return bytes ? fmt::format("{:.2f}", gib(*bytes)) : "-";
 }
 
+// A component's GiB: overhead may be below zero.
+std::string signed_gib_text(std::optional<int64_t> bytes) {
+  return bytes
+             ? fmt::format("{:.2f}", static_cast<double>(*bytes) / static_cast<double>(1ull << 30))
+             : "-";
+}
+
 // A gauge's peak as a whole count, "-" when the server gave none.
 std::string count_text(const std::optional<double>& v) {
   return v ? fmt::format("{:.0f}", *v) : "-";
@@ -389,8 +402,8 @@ std::string breakdown_table(const ProfileReport& r) {
   }
   report::text::Table t(header);
   const auto add = [&](const std::string& label, const std::string& key,
-                       std::optional<uint64_t> bytes, Confidence conf) {
-    std::vector<std::string> cells{label, gib_text(bytes),
+                       std::optional<int64_t> bytes, Confidence conf) {
+    std::vector<std::string> cells{label, signed_gib_text(bytes),
                                    r.simulated ? "simulated" : std::string(confidence_name(conf))};
     if (with_est) {
       const auto it = cmp.find(key);
@@ -406,7 +419,8 @@ std::string breakdown_table(const ProfileReport& r) {
   add("KV cache", "kv_cache", b.kv_cache.bytes, b.kv_cache.confidence);
   add("activations", "activations", b.activations.bytes, b.activations.confidence);
   add("overhead", "overhead", b.overhead.bytes, b.overhead.confidence);
-  add("total (peak)", "total", b.total_measured_bytes, Confidence::high);
+  add(b.memory == "host" ? "total (peak RSS)" : "total (peak)", "total",
+      static_cast<int64_t>(b.total_measured_bytes), Confidence::high);
   return t.render();
 }
 
@@ -473,10 +487,12 @@ std::string summary_text(const ProfileReport& r) {
         r.host->peak_pss_bytes ? ", peak PSS " + format_bytes(*r.host->peak_pss_bytes) : "");
   }
   if (r.breakdown) {
-    out += r.simulated
-               ? fmt::format("breakdown of GPU {}, {}:\n", r.breakdown->gpu, k_simulated_nature)
-               : fmt::format("measured breakdown of GPU {} (overall confidence {}):\n",
-                             r.breakdown->gpu, confidence_name(r.breakdown->overall));
+    const std::string what = r.breakdown->memory == "host"
+                                 ? std::string("the server's peak RSS into the buffers it states")
+                                 : fmt::format("GPU {}", r.breakdown->gpu);
+    out += r.simulated ? fmt::format("breakdown of {}, {}:\n", what, k_simulated_nature)
+                       : fmt::format("measured breakdown of {} (overall confidence {}):\n", what,
+                                     confidence_name(r.breakdown->overall));
     out += breakdown_table(r);
   }
   out += engine_figures_text(r);
