@@ -103,6 +103,12 @@ TEST(BenchE2e, GridOnRealEngineWritesEveryFileAndKvGrowsWithConcurrency) {
   EXPECT_GT(bd["weights"]["bytes"].get<uint64_t>(), 0U);
   EXPECT_EQ(bd["kv_cache"]["bytes"], s["conditions"][2]["kv_cache_bytes"]);
   EXPECT_TRUE(bd["overhead"]["bytes"].is_number());
+  // The parts add up to the process's growth (overhead the residual, below zero if it must be).
+  int64_t parts = 0;
+  for (const char* part : {"weights", "kv_cache", "activations", "overhead"})
+    parts += bd[part]["bytes"].get<int64_t>();
+  EXPECT_EQ(parts, bd["total_measured_bytes"].get<int64_t>()) << bd.dump(1);
+  EXPECT_EQ(bd["total_measured_bytes"], bd["process_growth_bytes"]);
   EXPECT_EQ(count_lines(run / "request_trace.csv"), 1U + 1 + 2 + 4);
   EXPECT_GT(count_lines(run / "host_mem_trace.csv"), 1U);
   std::ifstream log(run / "engine.log");

@@ -74,15 +74,17 @@ json rate_json(double value, bool measured) {
   return measured ? json(value) : json(nullptr);
 }
 
-json component(std::optional<uint64_t> bytes, const char* confidence, const char* method) {
-  return {{"bytes", opt(bytes)},
+// A part of the breakdown; only overhead, the residual, can be below zero.
+json component(std::optional<int64_t> bytes, const char* confidence, const char* method) {
+  return {{"bytes", bytes ? json(*bytes) : json(nullptr)},
           {"gib", bytes ? json(static_cast<double>(*bytes) / k_gib) : json(nullptr)},
           {"confidence", bytes ? confidence : "none"},
           {"method", method}};
 }
 
-// The measured breakdown of the largest condition: engine-reported buffers, and the rest of
-// the process's growth as overhead.
+// The measured breakdown of the largest condition: the process's growth since before the load
+// into the buffers the engine states (reserved) and overhead, the residual — below zero where
+// reserved pages were never touched — so that the parts add up to the growth.
 json breakdown_json(const BenchReport& r, const json& plan_of_condition) {
   const ConditionResult* biggest = nullptr;
   for (const auto& c : r.conditions) {
@@ -97,22 +99,24 @@ json breakdown_json(const BenchReport& r, const json& plan_of_condition) {
       biggest != nullptr && biggest->peak_rss_bytes ? biggest->peak_rss_bytes : r.peak_rss_bytes;
   if (peak && before != nullptr && before->rss_bytes && *peak > *before->rss_bytes)
     growth = *peak - *before->rss_bytes;
-  std::optional<uint64_t> overhead;
+  std::optional<int64_t> overhead;
   const uint64_t buffers = b.model_bytes + b.context_bytes + b.compute_bytes;
-  if (growth && b.reported) overhead = *growth > buffers ? *growth - buffers : 0;
+  if (growth && b.reported)
+    overhead = static_cast<int64_t>(*growth) - static_cast<int64_t>(buffers);
   const auto reported = [&](uint64_t v) {
-    return b.reported ? std::optional<uint64_t>(v) : std::nullopt;
+    return b.reported ? std::optional<int64_t>(static_cast<int64_t>(v)) : std::nullopt;
   };
   return {
       {"memory", "host (RSS of the engine process)"},
       {"condition", biggest != nullptr ? json(biggest->condition.label) : json(nullptr)},
       {"process_growth_bytes", opt(growth)},
+      {"total_measured_bytes", opt(growth)},  // what the four parts add up to
       {"weights",
        component(reported(b.model_bytes), "high", "reported by engine: llama.cpp's model buffers")},
       {"kv_cache", component(reported(b.context_bytes), "high",
                              "reported by engine: llama.cpp's KV cache buffers")},
       {"activations", component(reported(b.compute_bytes), "high",
-                                "reported by engine: llama.cpp's compute buffers")},
+                                "reported by engine: llama.cpp's compute buffers, reserved")},
       {"estimate", plan_of_condition},
       {"host_growth_vs_estimate", growth && plan_of_condition.is_object()
                                       ? json(plan_of_condition["host_total_bytes"].get<double>() /
@@ -121,7 +125,8 @@ json breakdown_json(const BenchReport& r, const json& plan_of_condition) {
                                       : json(nullptr)},
       {"overhead", component(overhead, "medium",
                              "peak RSS growth since before load, less the engine's buffers "
-                             "(mapped weights count once touched)")}};
+                             "(mapped weights count once touched; below zero: reserved pages "
+                             "never touched)")}};
 }
 
 }  // namespace
@@ -342,7 +347,10 @@ std::string summary_text(const BenchConfig& config, const BenchReport& r) {
   for (const auto& [name, plan_key] : rows) {
     const auto& c = bd[name];
     const bool planned = plan.is_object() && *plan_key != '\0';
-    bt.add_row({name, c["bytes"].is_number() ? mib(c["bytes"].get<uint64_t>()) : "-",
+    bt.add_row({name,
+                c["bytes"].is_number()
+                    ? fmt::format("{:.1f}", c["bytes"].get<double>() / (1024.0 * 1024.0))
+                    : "-",
                 planned ? mib(plan[plan_key].get<uint64_t>()) : "-", c.value("confidence", ""),
                 c.value("method", "")});
   }
