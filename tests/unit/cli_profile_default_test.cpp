@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -68,6 +69,18 @@ TEST(ProfileDefault, ARealLlamaCppServerOnADummyModelAgainstThePlan) {
   for (const char* part : {"weights", "kv_cache", "activations", "overhead"})
     parts += b["components"][part]["bytes"].get<int64_t>();
   EXPECT_EQ(parts, b["total_measured_bytes"].get<int64_t>());
+  // The comparison holds the plan to the same meaning: activations are the compute buffers it
+  // plans, overhead the residual on each side, so measured and estimated each add up.
+  std::map<std::string, json> rows;
+  for (const auto& row : summary["estimate_comparison"]["rows"])
+    rows[row["component"].get<std::string>()] = row;
+  EXPECT_EQ(rows["overhead"]["measured_source"], "residual");
+  for (const char* side : {"measured", "estimated"}) {
+    double sum = 0;
+    for (const char* part : {"weights", "kv_cache", "activations", "overhead"})
+      sum += rows[part][side].get<double>();
+    EXPECT_NEAR(sum, rows["total"][side].get<double>(), 1.0) << side;
+  }
   EXPECT_NE(r.out.find("measured breakdown of the server's peak RSS"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("total (peak RSS)"), std::string::npos) << r.out;
   // validate holds the run against the plan it recorded: llama.cpp's buffers are the plan's.

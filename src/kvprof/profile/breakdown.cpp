@@ -304,6 +304,35 @@ void compare_with_engine_figures(std::vector<ComparisonRow>& rows,
       set(r, static_cast<double>(bytes.get<uint64_t>()), Confidence::high, source);
     }
   }
+  // Overhead is the residual on both sides, as in the breakdown: the total less the buffers the
+  // engine reserves (below zero where reserved pages are never touched), so each side adds up.
+  std::map<std::string, ComparisonRow*> by_name;
+  for (auto& r : rows)
+    by_name[r.name] = &r;
+  const char* parts_of_total[] = {"weights", "kv_cache", "activations"};
+  ComparisonRow* overhead = by_name.contains("overhead") ? by_name["overhead"] : nullptr;
+  ComparisonRow* total = by_name.contains("total") ? by_name["total"] : nullptr;
+  if (overhead == nullptr || total == nullptr || overhead->measured) return;
+  const auto residual = [&](std::optional<double> ComparisonRow::*field) -> std::optional<double> {
+    if (!(total->*field)) return std::nullopt;
+    double rest = *(total->*field);
+    for (const char* name : parts_of_total) {
+      const auto it = by_name.find(name);
+      if (it == by_name.end() || !(it->second->*field)) return std::nullopt;
+      rest -= *(it->second->*field);
+    }
+    return rest;
+  };
+  const auto measured = residual(&ComparisonRow::measured);
+  if (!measured || by_name["activations"]->measured_source == "samples") return;
+  if (const auto estimated = residual(&ComparisonRow::estimated)) overhead->estimated = estimated;
+  overhead->measured = measured;
+  overhead->measured_confidence = Confidence::medium;
+  overhead->measured_source = "residual";
+  overhead->error_pct =
+      *measured > 0 && overhead->estimated
+          ? std::optional<double>((*overhead->estimated - *measured) / *measured * 100.0)
+          : std::nullopt;
 }
 
 }  // namespace kvprof::profile

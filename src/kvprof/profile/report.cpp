@@ -409,7 +409,7 @@ std::string breakdown_table(const ProfileReport& r) {
       const auto it = cmp.find(key);
       const ComparisonRow* row = it == cmp.end() ? nullptr : it->second;
       cells.push_back(row && row->estimated
-                          ? fmt::format("{:.2f}", gib(static_cast<uint64_t>(*row->estimated)))
+                          ? fmt::format("{:.2f}", *row->estimated / static_cast<double>(1ull << 30))
                           : "-");
       cells.push_back(row && row->error_pct ? fmt::format("{:+.1f}%", *row->error_pct) : "-");
     }
@@ -432,7 +432,7 @@ std::string engine_figures_text(const ProfileReport& r) {
     if (row.unit == "bytes") {
       if (!row.measured || row.measured_source == "samples") continue;
       const auto mib = [](double bytes) { return fmt::format("{:.2f} MiB", bytes / (1 << 20)); };
-      const bool engine = row.measured_source != "host RSS";
+      const bool engine = row.measured_source != "host RSS" && row.measured_source != "residual";
       out += fmt::format("{} ({}): {} {} / estimated {}{}\n",
                          row.name == "activations" && engine ? "compute buffers" : row.name,
                          row.measured_source, engine ? "stated" : "measured", mib(*row.measured),
