@@ -333,6 +333,18 @@ TEST_F(SweepE2e, AConfigurationInterruptedMidwayRunsOnlyTheConditionsItHadNotFin
   const std::string csv((std::istreambuf_iterator<char>(csv_in)), {});
   EXPECT_NE(csv.find(",64,4,1,done," + first_run + ","), std::string::npos) << csv;
   EXPECT_NE(csv.find(",64,4,4,done," + second_run + ","), std::string::npos) << csv;
+
+  // Stopped after its last condition ended: nothing is left to run, no server is started.
+  const fs::path state_file = sweep_dir / "sweep_state.json";
+  std::string state = text_of(state_file);
+  const auto at = state.find("\"status\": \"done\"");
+  ASSERT_NE(at, std::string::npos) << state;
+  state.replace(at, 16, "\"status\": \"interrupted\"");
+  std::ofstream(state_file, std::ios::trunc) << state;
+  auto third = kvprof({"sweep", "--config", config.string(), "--output-dir", out_dir});
+  ASSERT_EQ(third.exit_code, 0) << third.stderr_text;
+  EXPECT_EQ(run_folders().size(), 2U);
+  EXPECT_EQ(read_json(sweep_dir / "sweep.json").at("configurations").at(0).at("status"), "done");
 }
 
 TEST_F(SweepE2e, HostileNamesInTheSweepFileRunNothing) {

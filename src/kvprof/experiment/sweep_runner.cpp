@@ -7,6 +7,7 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <set>
 
 #include "kvprof/experiment/sweep_report.hpp"
 #include "kvprof/history/entries.hpp"
@@ -77,6 +78,20 @@ struct RunContext {
   std::function<void(const std::string&, double)> on_condition_end;  // each condition run
 };
 
+// Whether every condition of `grid` is in `measured`.
+bool all_measured(const workload::GridOptions& grid, const std::set<std::string>& measured) {
+  for (const uint32_t in : grid.input_lens) {
+    for (const uint32_t out : grid.output_lens) {
+      for (const uint32_t c : grid.concurrencies) {
+        for (const auto mode : grid.prefix_modes) {
+          if (!measured.contains(workload::condition_id(in, out, c, mode))) return false;
+        }
+      }
+    }
+  }
+  return true;
+}
+
 // One configuration as one profile run; fills `rec` (status, reason, run, figures).
 void run_one(const RunContext& ctx, const PlannedConfig& pc, ConfigRecord& rec) {
   const SweepSettings& s = ctx.config.settings;
@@ -107,6 +122,21 @@ void run_one(const RunContext& ctx, const PlannedConfig& pc, ConfigRecord& rec) 
         {"earlier_run_id", rec.run_id}};
   }
   const size_t n_earlier = config.skip_conditions.size();
+  // Stopped after its last condition: nothing is left to run, the conditions decide.
+  if (n_earlier > 0 && all_measured(pc.grid, config.skip_conditions)) {
+    uint64_t n_ok = 0, n_errors = 0;
+    for (const auto& [cid, c] : rec.conditions) {
+      n_ok += static_cast<uint64_t>(c.n_ok.value_or(0));
+      n_errors += static_cast<uint64_t>(c.n_errors.value_or(0));
+    }
+    rec.status = n_errors > 0 ? "partial" : "done";
+    rec.reason = n_errors > 0 ? fmt::format(
+                                    "{} of {} requests failed (conditions measured by "
+                                    "earlier runs)",
+                                    n_errors, n_ok + n_errors)
+                              : "";
+    return;
+  }
   // The configuration's server: launched, at its endpoint, or the simulator sized by its plan.
   run::TargetSpec spec;
   spec.kind = pc.server == ServerKind::launch     ? run::TargetKind::launch
