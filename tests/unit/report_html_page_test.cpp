@@ -85,6 +85,42 @@ TEST_F(PlotReport, FiguresHaveASeriesPerGroupAndTheEstimate) {
   EXPECT_NE(f.natures().find("simulated"), std::string::npos);
 }
 
+// A bench --seqlens sweep holds the concurrency and varies the input length: its figures are
+// drawn against the input length, one series, not three dots stacked on one concurrency tick.
+TEST(PlotAxis, ASequenceLengthSweepIsDrawnAgainstTheInputLength) {
+  RunData run;
+  run.run_id = "seqlens";
+  run.memory_kind = "host";
+  for (const uint32_t len : {32U, 256U, 128U}) {
+    ConditionPoint p;
+    p.label = "c1 p" + std::to_string(len);
+    p.group = condition_group(p.label);
+    p.concurrency = 1;
+    p.input_len = len;
+    p.peak_bytes = 1e8 + len * 1e4;
+    p.tokens_per_s = 10.0;
+    run.points.push_back(p);
+  }
+  const std::span<const RunData> runs(&run, 1);
+  const Figure mem = memory_vs_concurrency(runs);
+  EXPECT_EQ(mem.categories, (std::vector<std::string>{"32", "128", "256"}));
+  EXPECT_NE(mem.title.find("vs input length"), std::string::npos) << mem.title;
+  EXPECT_EQ(mem.x_label, "input length (prompt tokens)");
+  ASSERT_EQ(mem.series.size(), 1U);
+  EXPECT_EQ(mem.series[0].name, "c1 measured");
+  EXPECT_EQ(mem.series[0].x, (std::vector<double>{0, 1, 2}));  // in order of length
+  EXPECT_LT(mem.series[0].y[0], mem.series[0].y[2]);
+  const Figure tps = throughput_vs_concurrency(runs);
+  ASSERT_EQ(tps.series.size(), 1U);  // no "linear scaling" along input lengths
+  // Several concurrencies keep the concurrency axis.
+  run.points[1].concurrency = 4;
+  EXPECT_EQ(memory_vs_concurrency(runs).x_label, "concurrent requests");
+  // A profile condition id names its input length.
+  EXPECT_EQ(input_len_of("in256_out16_c4_low"), 256U);
+  EXPECT_FALSE(input_len_of("c1 p32").has_value());
+  EXPECT_FALSE(input_len_of("in12x_out4").has_value());
+}
+
 TEST_F(PlotReport, PageEmbedsEverythingAndNeedsNoNetwork) {
   const auto run = load_run(s_run);
   ASSERT_TRUE(run);

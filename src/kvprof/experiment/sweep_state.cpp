@@ -135,7 +135,7 @@ ConfigRecord record_from(const nlohmann::json& j) {
 // A fingerprint names a file: 1 to 64 of [0-9a-zA-Z].
 bool file_name_safe(const std::string& fingerprint) {
   return !fingerprint.empty() && fingerprint.size() <= 64 &&
-         std::ranges::all_of(fingerprint, [](char c) { return std::isalnum((unsigned char)c); });
+         std::ranges::all_of(fingerprint, [](char c) { return std::isalnum(static_cast<unsigned char>(c)); });
 }
 
 fs::path conditions_path(const fs::path& dir, const std::string& fingerprint) {

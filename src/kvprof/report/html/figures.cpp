@@ -14,36 +14,69 @@ namespace {
 constexpr double k_gib = 1024.0 * 1024.0 * 1024.0;
 constexpr double k_mib = 1024.0 * 1024.0;
 
-// The sorted union of the runs' concurrencies, as category labels, and the index of each.
-std::map<uint32_t, size_t> concurrency_axis(std::span<const RunData> runs, Figure& f) {
-  std::set<uint32_t> all;
-  for (const auto& r : runs)
-    for (const auto& p : r.points)
-      all.insert(p.concurrency);
-  std::map<uint32_t, size_t> index;
-  for (uint32_t c : all) {
-    index[c] = f.categories.size();
-    f.categories.push_back(std::to_string(c));
+// What the figures put on their x axis: the concurrency, or — for an experiment that holds the
+// concurrency and varies the input length (a bench --seqlens sweep) — the input length, so each
+// experiment is drawn against its own axis.
+struct XAxis {
+  bool input_length = false;
+  std::map<uint32_t, size_t> index;  // value -> category
+
+  [[nodiscard]] uint32_t value(const ConditionPoint& p) const {
+    return input_length ? p.input_len.value_or(0) : p.concurrency;
   }
-  return index;
+  [[nodiscard]] double x(const ConditionPoint& p) const {
+    return static_cast<double>(index.at(value(p)));
+  }
+  // The series a point belongs to: along input lengths, one per concurrency.
+  [[nodiscard]] std::string group(const ConditionPoint& p) const {
+    return input_length ? fmt::format("c{}", p.concurrency) : p.group;
+  }
+  [[nodiscard]] std::string title_suffix() const {
+    return input_length ? " vs input length" : " vs concurrency";
+  }
+};
+
+// The axis of `runs`, its values as the categories of `f` and its label.
+XAxis x_axis(std::span<const RunData> runs, Figure& f) {
+  XAxis axis;
+  std::set<uint32_t> concurrencies, inputs;
+  bool all_inputs = true;
+  for (const auto& r : runs) {
+    for (const auto& p : r.points) {
+      concurrencies.insert(p.concurrency);
+      if (p.input_len) {
+        inputs.insert(*p.input_len);
+      } else {
+        all_inputs = false;
+      }
+    }
+  }
+  axis.input_length = all_inputs && concurrencies.size() == 1 && inputs.size() > 1;
+  const auto& values = axis.input_length ? inputs : concurrencies;
+  for (uint32_t v : values) {
+    axis.index[v] = f.categories.size();
+    f.categories.push_back(std::to_string(v));
+  }
+  f.x_label = axis.input_length ? "input length (prompt tokens)" : "concurrent requests";
+  return axis;
 }
 
-// Groups of a run in first-seen order, each with its points sorted by concurrency.
+// Groups of a run in first-seen order, each with its points sorted along the axis.
 std::vector<std::pair<std::string, std::vector<const ConditionPoint*>>> groups_of(
-    const RunData& run) {
+    const RunData& run, const XAxis& axis) {
   std::vector<std::pair<std::string, std::vector<const ConditionPoint*>>> out;
   for (const auto& p : run.points) {
-    auto it =
-        std::find_if(out.begin(), out.end(), [&](const auto& g) { return g.first == p.group; });
+    const std::string group = axis.group(p);
+    auto it = std::find_if(out.begin(), out.end(), [&](const auto& g) { return g.first == group; });
     if (it == out.end()) {
-      out.emplace_back(p.group, std::vector<const ConditionPoint*>{});
+      out.emplace_back(group, std::vector<const ConditionPoint*>{});
       it = out.end() - 1;
     }
     it->second.push_back(&p);
   }
   for (auto& g : out) {
     std::stable_sort(g.second.begin(), g.second.end(),
-                     [](const auto* a, const auto* b) { return a->concurrency < b->concurrency; });
+                     [&](const auto* a, const auto* b) { return axis.value(*a) < axis.value(*b); });
   }
   return out;
 }
@@ -116,21 +149,21 @@ Figure memory_vs_concurrency(std::span<const RunData> runs) {
   for (const auto& r : runs)
     gpu = gpu || r.memory_kind == "GPU";
   const char* what = host && gpu ? "" : host ? "host " : "GPU ";
-  f.title = fmt::format("Peak {}memory{} vs concurrency", what, host && !gpu ? " (RSS)" : "");
+  const auto axis = x_axis(runs, f);
+  f.title =
+      fmt::format("Peak {}memory{}{}", what, host && !gpu ? " (RSS)" : "", axis.title_suffix());
   f.subtitle = subtitle_of(runs);
-  f.x_label = "concurrent requests";
   f.y_label = fmt::format("peak {}memory ({})", what, unit.name);
   f.y_unit = unit.name;
-  const auto axis = concurrency_axis(runs, f);
   int color = 0;
   for (const auto& r : runs) {
-    for (const auto& [group, points] : groups_of(r)) {
+    for (const auto& [group, points] : groups_of(r, axis)) {
       FigureSeries measured{
           series_name(runs, r, group, "measured"), r.memory_nature, color, false, true, {}, {}};
       FigureSeries estimate{
           series_name(runs, r, group, "estimate"), Nature::estimated, color, true, false, {}, {}};
       for (const auto* p : points) {
-        const double x = static_cast<double>(axis.at(p->concurrency));
+        const double x = axis.x(*p);
         if (p->peak_bytes) {
           measured.x.push_back(x);
           measured.y.push_back(*p->peak_bytes / unit.bytes);
@@ -161,16 +194,15 @@ Figure memory_vs_concurrency(std::span<const RunData> runs) {
 Figure throughput_vs_concurrency(std::span<const RunData> runs) {
   Figure f;
   f.id = "fig2_tps_vs_concurrency";
-  f.title = "Output throughput vs concurrency";
+  const auto axis = x_axis(runs, f);
+  f.title = "Output throughput" + axis.title_suffix();
   f.subtitle = subtitle_of(runs);
-  f.x_label = "concurrent requests";
   f.y_label = "output tokens/s (all requests)";
   f.y_unit = "tokens/s";
-  const auto axis = concurrency_axis(runs, f);
   int color = 0;
   for (const auto& r : runs) {
     const Nature nature = r.simulated ? Nature::simulated : Nature::measured;
-    for (const auto& [group, points] : groups_of(r)) {
+    for (const auto& [group, points] : groups_of(r, axis)) {
       FigureSeries measured{
           series_name(runs, r, group, "measured"), nature, color, false, true, {}, {}};
       FigureSeries linear{series_name(runs, r, group, "linear scaling"),
@@ -183,10 +215,10 @@ Figure throughput_vs_concurrency(std::span<const RunData> runs) {
       const ConditionPoint* first = nullptr;
       for (const auto* p : points) {
         if (!p->tokens_per_s) continue;
-        const double x = static_cast<double>(axis.at(p->concurrency));
+        const double x = axis.x(*p);
         measured.x.push_back(x);
         measured.y.push_back(*p->tokens_per_s);
-        if (first == nullptr && p->concurrency > 0) first = p;
+        if (first == nullptr && p->concurrency > 0 && !axis.input_length) first = p;
         if (first != nullptr) {
           linear.x.push_back(x);
           linear.y.push_back(*first->tokens_per_s * p->concurrency / first->concurrency);
@@ -207,16 +239,15 @@ Figure latency_vs_concurrency(std::span<const RunData> runs, const std::string& 
                            : which == "itl" ? "Inter-token latency"
                                             : "End-to-end latency";
   const std::string short_name = which == "ttft" ? "TTFT" : which == "itl" ? "ITL" : "E2E";
-  f.title = name + " (" + short_name + ") vs concurrency";
+  const auto axis = x_axis(runs, f);
+  f.title = name + " (" + short_name + ")" + axis.title_suffix();
   f.subtitle = subtitle_of(runs);
-  f.x_label = "concurrent requests";
   f.y_label = short_name + " (ms)";
   f.y_unit = "ms";
-  const auto axis = concurrency_axis(runs, f);
   int color = 0;
   for (const auto& r : runs) {
     const Nature nature = r.simulated ? Nature::simulated : Nature::measured;
-    for (const auto& [group, points] : groups_of(r)) {
+    for (const auto& [group, points] : groups_of(r, axis)) {
       FigureSeries p50{series_name(runs, r, group, "p50"), nature, color, false, true, {}, {}};
       FigureSeries p99{series_name(runs, r, group, "p99"), nature, color, true, true, {}, {}};
       for (const auto* p : points) {
@@ -224,7 +255,7 @@ Figure latency_vs_concurrency(std::span<const RunData> runs, const std::string& 
                                       : which == "itl" ? p->itl_ms
                                                        : p->e2e_ms;
         if (l.n == 0) continue;
-        const double x = static_cast<double>(axis.at(p->concurrency));
+        const double x = axis.x(*p);
         p50.x.push_back(x);
         p50.y.push_back(l.p50);
         p99.x.push_back(x);

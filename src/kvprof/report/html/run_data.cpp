@@ -4,7 +4,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
+#include <cstdint>
 #include <ctime>
 #include <fstream>
 #include <map>
@@ -296,6 +298,7 @@ void read_profile_summary(RunData& run, const Clock& clock) {
     p.label = str(c, "condition_id");
     p.group = condition_group(p.label);
     p.concurrency = static_cast<uint32_t>(num(c, "concurrency").value_or(0));
+    p.input_len = input_len_of(p.label);
     // GPU memory, else the server's host RSS in the condition's window (a server on the CPU).
     p.peak_bytes = num(c, "peak_used_bytes");
     if (!p.peak_bytes) p.peak_bytes = num(c, "peak_rss_bytes");
@@ -363,6 +366,16 @@ void read_bench_summary(RunData& run, const Clock& clock) {
     p.label = str(c, "condition");
     p.group = condition_group(p.label);
     p.concurrency = static_cast<uint32_t>(num(c, "concurrency").value_or(0));
+    // Every sequence's prompt, when they are alike (a mixed batch has none).
+    const json& prompts = at(c, "prompt_tokens");
+    if (prompts.is_array() && !prompts.empty() && prompts.front().is_number_unsigned()) {
+      const auto first = prompts.front().get<uint64_t>();
+      if (first <= UINT32_MAX && std::all_of(prompts.begin(), prompts.end(), [&](const json& v) {
+            return v.is_number_unsigned() && v.get<uint64_t>() == first;
+          })) {
+        p.input_len = static_cast<uint32_t>(first);
+      }
+    }
     p.peak_bytes = gpu ? num(c, "peak_gpu_used_bytes") : num(c, "peak_rss_bytes");
     p.estimate_bytes = num(at(c, "estimate"), gpu ? "gpu_total_bytes" : "host_total_bytes");
     p.tokens_per_s = num(c, "tokens_per_second");
@@ -428,6 +441,16 @@ const char* nature_name(Nature nature) {
       return "reference";
   }
   return "measured";
+}
+
+std::optional<uint32_t> input_len_of(const std::string& label) {
+  if (!label.starts_with("in")) return std::nullopt;
+  uint32_t n = 0;
+  const auto end = label.data() + label.size();
+  const auto [ptr, ec] = std::from_chars(label.data() + 2, end, n);
+  if (ec != std::errc() || ptr == label.data() + 2 || (ptr != end && *ptr != '_'))
+    return std::nullopt;
+  return n;
 }
 
 std::string condition_group(const std::string& label) {

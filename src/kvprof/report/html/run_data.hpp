@@ -49,6 +49,7 @@ struct ConditionPoint {
   std::string label;  // condition id as the run names it
   std::string group;  // the label without its concurrency: the series it belongs to
   uint32_t concurrency = 0;
+  std::optional<uint32_t> input_len;     // prompt tokens of each request, when they are alike
   std::optional<double> peak_bytes;      // GPU used (sum over GPUs), or host RSS for a CPU bench
   std::optional<double> estimate_bytes;  // the planner's figure for the same memory
   std::optional<double> kv_peak_fraction;
@@ -98,6 +99,9 @@ Expected<RunData> load_run(const std::filesystem::path& dir);
 // The condition's series: its label without the concurrency part ("in512_out32_c8_low" ->
 // "in512_out32_low", "c4 p128" -> "p128").
 std::string condition_group(const std::string& label);
+
+// The input length a profile condition id names ("in128_out16_c4_low" -> 128); none otherwise.
+std::optional<uint32_t> input_len_of(const std::string& label);
 
 // Reads a JSON object file of at most 64 MiB (a run's summary.json, sweep.json, find_max.json);
 // not_found when it is missing, an input error naming the file when it is not a JSON object.
