@@ -96,8 +96,12 @@ for (const s of sections.filter((x) => x.type === 'run')) {
     const nMem = bench ? 1 : summary.gpus.length;
     check(mem.length === nMem, `${s.run_id}: timeline has ${mem.length} memory series, expected ${nMem}`);
     const caps = tl.datasets.find((d) => d.label === 'capture points' || d.label === 'phases');
-    const nCaps = bench ? Object.keys(summary.host_memory.phases).length
+    // GPU capture points, else (a server on the CPU, or bench) the engine's RSS at its phases.
+    const gpuCaps = bench ? 0
       : ['baseline', 'post_warmup', 'peak'].filter((k) => summary.memory_measurements[k]).length;
+    const hostPhases = summary.host_memory && summary.host_memory.phases
+      ? Object.keys(summary.host_memory.phases).length : 0;
+    const nCaps = gpuCaps > 0 ? gpuCaps : hostPhases;
     check((caps ? caps.n : 0) === nCaps, `${s.run_id}: ${caps ? caps.n : 0} capture points, expected ${nCaps}`);
     if (!bench) {
       check(tl.datasets.some((d) => d.label.startsWith('KV cache usage')), `${s.run_id}: no KV usage series`);

@@ -69,6 +69,16 @@ TEST(ProfileDefault, ARealLlamaCppServerOnADummyModelAgainstThePlan) {
   for (const char* part : {"weights", "kv_cache", "activations", "overhead"})
     parts += b["components"][part]["bytes"].get<int64_t>();
   EXPECT_EQ(parts, b["total_measured_bytes"].get<int64_t>());
+  // The server's RSS at the three capture points, in order, within its peak.
+  const json& phases = summary["host_memory"]["phases"];
+  int64_t last_t = 0;
+  for (const char* name : {"baseline", "post_warmup", "peak"}) {
+    ASSERT_TRUE(phases.contains(name)) << phases.dump(1);
+    EXPECT_GT(phases[name]["t_mono_ns"].get<int64_t>(), last_t) << name;
+    last_t = phases[name]["t_mono_ns"].get<int64_t>();
+    EXPECT_GT(phases[name]["rss_bytes"].get<uint64_t>(), 200ULL << 20) << name;  // loaded
+    EXPECT_LE(phases[name]["rss_bytes"], summary["host_memory"]["peak_rss_bytes"]) << name;
+  }
   // The comparison holds the plan to the same meaning: activations are the compute buffers it
   // plans, overhead the residual on each side, so measured and estimated each add up.
   std::map<std::string, json> rows;

@@ -489,6 +489,12 @@ void analyse(Run& run, const client::RunResult* result, const Windows& windows,
   report.baseline = capture_point("baseline", memory, windows.baseline, false);
   report.post_warmup = capture_point("post_warmup", memory, windows.post_warmup, false);
   report.peak = capture_point("peak", memory, windows.load, true);
+  for (const auto& [name, window] :
+       {std::pair{"baseline", windows.baseline}, std::pair{"post_warmup", windows.post_warmup},
+        std::pair{"peak", windows.load}}) {
+    if (const auto p = peak_rss_point(host_points, window))
+      report.host_captures.emplace_back(name, *p);
+  }
   report.server_during_load = metrics_in(scraped, windows.load);
   if (!scraped.empty()) {
     report.engine_type = std::string(engines::engine_name(scraped.back().snapshot.engine));

@@ -234,6 +234,10 @@ json summary_json(const ProfileReport& r) {
             {"peak_pss_bytes", opt_json(r.host->peak_pss_bytes)},
             {"samples", r.host->samples},
             {"exited", r.host->exited}};
+    json phases = json::object();
+    for (const auto& [name, point] : r.host_captures)
+      phases[name] = {{"rss_bytes", point.rss_bytes}, {"t_mono_ns", point.t_mono_ns}};
+    host["phases"] = std::move(phases);
   }
   const bool have_mem = !r.baseline.empty() && !r.peak.empty();
   json summary = {

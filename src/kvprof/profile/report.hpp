@@ -74,6 +74,9 @@ struct ProfileReport {
   DerivedAnswers derived;                 // conditions index-aligned with `conditions`
   std::string estimate_flags;
   std::optional<gpu::HostPeak> host;
+  // The server's RSS at the three capture points (the most in each window): baseline,
+  // post_warmup, peak; empty when its host memory was not sampled.
+  std::vector<std::pair<std::string, HostPoint>> host_captures;
   gpu::SamplerStats sampler;
   nlohmann::json gpu_gaps;  // fill_memory_gaps (run_steps.hpp) when GPU memory was sampled
   metrics::ScraperStats scraper;

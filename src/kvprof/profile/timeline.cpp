@@ -47,6 +47,14 @@ std::optional<uint64_t> peak_rss_in(const std::vector<HostPoint>& points, Window
   return peak;
 }
 
+std::optional<HostPoint> peak_rss_point(const std::vector<HostPoint>& points, Window window) {
+  std::optional<HostPoint> peak;
+  for (const auto& p : points) {
+    if (window.contains(p.t_mono_ns) && (!peak || p.rss_bytes > peak->rss_bytes)) peak = p;
+  }
+  return peak;
+}
+
 std::vector<MemoryPoint> Timeline::memory() const {
   std::vector<MemoryPoint> out;
   {

@@ -82,6 +82,9 @@ std::vector<GpuWindowStats> memory_in(const std::vector<MemoryPoint>& points, Wi
 // The largest RSS of the host readings in `window`; none without a reading there.
 std::optional<uint64_t> peak_rss_in(const std::vector<HostPoint>& points, Window window);
 
+// The sample with the most RSS in `window` (the first of equals); none without a sample there.
+std::optional<HostPoint> peak_rss_point(const std::vector<HostPoint>& points, Window window);
+
 // The scraped server state over a window.
 struct MetricsWindowStats {
   uint64_t n_scrapes = 0;

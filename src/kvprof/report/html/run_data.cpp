@@ -276,6 +276,17 @@ void read_profile_summary(RunData& run, const Clock& clock) {
     const double t = key == std::string_view("peak") ? *end : (*begin + *end) / 2;
     run.captures.push_back({label, clock.seconds(t), num(cp, "total_bytes")});
   }
+  // A server on the CPU: its RSS at the capture points.
+  if (run.captures.empty()) {
+    for (const auto& [name, phase] : at(at(s, "host_memory"), "phases").items()) {
+      if (const auto t = num(phase, "t_mono_ns"); t && *t > 0) {
+        run.captures.push_back({name == "post_warmup" ? "post-warmup" : name, clock.seconds(*t),
+                                num(phase, "rss_bytes")});
+      }
+    }
+    std::sort(run.captures.begin(), run.captures.end(),
+              [](const Marker& a, const Marker& b) { return a.t_s < b.t_s; });
+  }
   // The peak's time is where the sum of the GPUs was highest.
   if (!run.captures.empty() && run.captures.back().label == "peak" && !run.memory.empty()) {
     const auto& m = run.memory.front();
