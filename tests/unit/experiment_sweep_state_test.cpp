@@ -59,6 +59,12 @@ TEST_F(SweepStateFile, WhatIsSavedReadsBack) {
   EXPECT_FALSE(c2.completed);
   EXPECT_EQ(b.completed_conditions(), std::set<std::string>{"in64_out4_c1_low"});
   EXPECT_TRUE(b.finished());
+  // Started afresh, its earlier conditions are gone from the files too.
+  state.records[r.fingerprint].conditions.clear();
+  ASSERT_TRUE(save_state(m_dir, state, &r.fingerprint).has_value());
+  const auto again = load_state(m_dir);
+  ASSERT_TRUE(again.has_value());
+  EXPECT_TRUE(again->records.at(r.fingerprint).conditions.empty());
 }
 
 TEST_F(SweepStateFile, NoFileIsAnEmptyState) {

@@ -252,13 +252,16 @@ Expected<SweepOutcome> run_sweep(const SweepConfig& config, const Plan& plan,
     if (!finished && (pc.fits || options.run_unfit)) expected_left += pc.expected_s;
   }
   double expected_ran = 0, actual_ran = 0;
-  // The state (with one configuration's conditions file, or all of them: `fingerprint` null).
+  // The state with the conditions file of `fingerprint`'s configuration only: the others are as
+  // loaded or as saved when they ended (none matches the empty one).
+  static const std::string k_no_configuration;
   const auto save = [&](const std::string& status,
-                        const std::string* fingerprint = nullptr) -> Expected<void> {
-    if (auto r = save_state(out.dir, state, fingerprint); !r) return r;
+                        const std::string& fingerprint) -> Expected<void> {
+    if (auto r = save_state(out.dir, state, &fingerprint); !r) return r;
     return write_sweep_files(out.dir, plan, state, options.config_file, status);
   };
-  if (auto r = save("running"); !r) return std::unexpected(r.error());
+  if (auto r = save("running", k_no_configuration); !r) return std::unexpected(r.error());
+  const std::string* last_run = &k_no_configuration;  // its conditions are saved at the end
 
   for (size_t i = 0; i < n; ++i) {
     const PlannedConfig& pc = plan.configs[i];
@@ -278,7 +281,7 @@ Expected<SweepOutcome> run_sweep(const SweepConfig& config, const Plan& plan,
       rec.reason = "will not fit: " + pc.reason;
       ++out.n_skipped;
       say(deps, fmt::format("{}: skipped, {}", head, rec.reason));
-      if (auto r = save("running", &pc.fingerprint); !r) return std::unexpected(r.error());
+      if (auto r = save("running", pc.fingerprint); !r) return std::unexpected(r.error());
       continue;
     }
     if (deps.should_stop && deps.should_stop()) {
@@ -317,6 +320,7 @@ Expected<SweepOutcome> run_sweep(const SweepConfig& config, const Plan& plan,
       };
     }
     run_one(RunContext{config, options, deps, on_status, on_condition_end}, pc, rec);
+    last_run = &pc.fingerprint;
     rec.ended_unix_s = now_unix_s();
     rec.duration_s = rec.ended_unix_s - rec.started_unix_s;
     ++out.n_ran;
@@ -338,12 +342,12 @@ Expected<SweepOutcome> run_sweep(const SweepConfig& config, const Plan& plan,
       out.interrupted = true;
       break;
     }
-    if (auto r = save("running", &pc.fingerprint); !r) return std::unexpected(r.error());
+    if (auto r = save("running", pc.fingerprint); !r) return std::unexpected(r.error());
   }
   const std::string status = out.interrupted    ? "interrupted"
                              : out.n_failed > 0 ? "completed_with_failures"
                                                 : "completed";
-  if (auto r = save(status); !r) return std::unexpected(r.error());
+  if (auto r = save(status, *last_run); !r) return std::unexpected(r.error());
 
   history::Entry e;
   e.kind = "sweep";

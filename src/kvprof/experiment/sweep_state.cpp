@@ -135,7 +135,8 @@ ConfigRecord record_from(const nlohmann::json& j) {
 // A fingerprint names a file: 1 to 64 of [0-9a-zA-Z].
 bool file_name_safe(const std::string& fingerprint) {
   return !fingerprint.empty() && fingerprint.size() <= 64 &&
-         std::ranges::all_of(fingerprint, [](char c) { return std::isalnum(static_cast<unsigned char>(c)); });
+         std::ranges::all_of(fingerprint,
+                             [](char c) { return std::isalnum(static_cast<unsigned char>(c)); });
 }
 
 fs::path conditions_path(const fs::path& dir, const std::string& fingerprint) {
@@ -361,7 +362,13 @@ Expected<void> save_state(const fs::path& dir, const SweepState& state,
                           const std::string* fingerprint) {
   bool any_conditions = false;
   for (const auto& [fp, r] : state.records) {
-    if (r.conditions.empty() || (fingerprint != nullptr && fp != *fingerprint)) continue;
+    if (fingerprint != nullptr && fp != *fingerprint) continue;
+    if (r.conditions.empty()) {
+      // A configuration started afresh: no earlier run's conditions are read back for it.
+      std::error_code ignored;
+      if (file_name_safe(fp)) fs::remove(conditions_path(dir, fp), ignored);
+      continue;
+    }
     if (!file_name_safe(fp)) {
       return fail(ErrorKind::io, fmt::format("a configuration's fingerprint '{}' cannot name a "
                                              "file",

@@ -121,8 +121,9 @@ Expected<void> parse_conditions(std::string_view text, std::string_view source,
 Expected<SweepState> load_state(const std::filesystem::path& dir);
 
 // Writes `state` to `dir`/sweep_state.json and each configuration's figures per condition to
-// `dir`/conditions/<fingerprint>.json (only `fingerprint`'s when given: the others are unchanged),
-// each atomically; an io error. Memory and time are linear in the conditions written.
+// `dir`/conditions/<fingerprint>.json (only `fingerprint`'s when given: the others are unchanged;
+// a configuration without conditions loses its file), each atomically; an io error. Memory and
+// time are linear in the conditions written.
 Expected<void> save_state(const std::filesystem::path& dir, const SweepState& state,
                           const std::string* fingerprint = nullptr);
 
