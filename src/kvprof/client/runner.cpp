@@ -242,8 +242,9 @@ Expected<RunResult> RequestRunner::run(const std::vector<RequestSpec>& requests,
       while (m.in_flight.size() < concurrency) {
         if (next >= end) {
           // Every request was sent: repeat them while the condition is shorter than asked (and
-          // none failed: a failing server is not asked again and again).
-          if (m.now_ns() - cond_start_ns >= min_ns || m.prog.errors > 0) break;
+          // none failed: a failing server is not asked again and again). Its length is the span
+          // its statistics report (the ends are read times, which may precede this clock's now).
+          if (m.acc->span_ns() >= min_ns || m.prog.errors > 0) break;
           pass_start_ns +=
               static_cast<int64_t>(std::llround(requests[end - 1].send_offset_s * 1e9));
           next = cond.first;

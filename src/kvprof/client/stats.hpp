@@ -49,6 +49,11 @@ class ConditionAccumulator {
   void add(const RequestRecord& record);
   // The statistics so far.
   [[nodiscard]] ConditionStats finish() const;
+  // The condition's span so far as duration_s counts it: from the first request's intended send
+  // to the last end; 0 before a request ended.
+  [[nodiscard]] int64_t span_ns() const {
+    return m_last_end_ns > m_first_intended_ns ? m_last_end_ns - m_first_intended_ns : 0;
+  }
 
  private:
   ConditionStats m_stats;
