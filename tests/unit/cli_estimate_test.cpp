@@ -77,6 +77,31 @@ TEST(CliEstimate, AMistypedCommandIsNamedWithTheClosestOne) {
             "Run kvprof --help for the commands.\n");
 }
 
+// A CPU llama.cpp plan shows the compute buffer as reserved and as resident, and its rows add up
+// to the total (the untouched pages are a negative row); the JSON says the same.
+TEST(CliEstimate, LlamaCppOnTheCpuShowsReservedAndResidentActivations) {
+  const std::string args =
+      "estimate --engine llamacpp --gpu cpu --host-mem 64GiB -m Qwen/Qwen2.5-0.5B-Instruct";
+  const auto text = run(args);
+  ASSERT_EQ(text.rc, 0) << text.out;
+  EXPECT_NE(text.out.find("activations (reserved; 0.02 resident)    0.29"), std::string::npos)
+      << text.out;
+  EXPECT_NE(text.out.find("activations never touched               -0.27"), std::string::npos)
+      << text.out;
+  EXPECT_NE(text.out.find("CPU compute buffer size =   300.25 MiB"), std::string::npos) << text.out;
+  const auto r = run(args + " --json");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  const auto pg = nlohmann::json::parse(r.out).at("per_gpu");
+  const auto bytes = [&](const char* k) { return pg.at(k).get<int64_t>(); };
+  EXPECT_NEAR(static_cast<double>(bytes("activation_bytes")) / (1 << 20), 300.25,
+              0.005);  // the logged buffer
+  EXPECT_GT(bytes("untouched_bytes"), 0);
+  EXPECT_LT(bytes("overhead_bytes"), 0);
+  EXPECT_EQ(bytes("weights_bytes") + bytes("kv_cache_bytes") + bytes("activation_bytes") +
+                bytes("overhead_bytes"),
+            bytes("total_bytes"));
+}
+
 TEST(CliEstimate, JsonHasUnitsInNamesAndEngineFigures) {
   const auto r =
       run("estimate -m qwen2.5-7b -g h100-sxm --max-model-len 8192 --context 8k "

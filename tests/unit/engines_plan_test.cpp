@@ -298,6 +298,38 @@ TEST(Estimate, LlamaCppKvIsContextTimesLayers) {
   EXPECT_LT(half.per_gpu.weights_bytes, est.per_gpu.weights_bytes * 6 / 10);
 }
 
+// On the CPU, activations are the compute buffer llama.cpp reserves (the line it logs, as bench
+// and profile count them); the pages a running server never touches are shown apart, so the parts
+// add up to the resident total and overhead may be below zero.
+TEST(Estimate, LlamaCppOnTheCpuReservesActivationsAndCountsWhatIsResident) {
+  auto in = input("Qwen/Qwen2.5-0.5B-Instruct", "H100", engines::Engine::llamacpp);
+  in.gpu = gpu::no_gpu();
+  in.settings.no_gpu = true;
+  in.settings.host_memory_bytes = 64 * k_gib;
+  const auto est = plan(in).value();
+  ASSERT_TRUE(est.llamacpp && !est.llamacpp->has_gpu);
+  const auto& mb = est.per_gpu;
+  const auto& host = *est.llamacpp;
+  EXPECT_EQ(mb.activation_bytes, host.host_compute_reserved_bytes);
+  EXPECT_EQ(mb.untouched_bytes, host.host_compute_reserved_bytes - host.host_compute_bytes);
+  EXPECT_GT(mb.untouched_bytes, 0U);  // a 0.5B model touches far less than the 300 MiB reserved
+  EXPECT_EQ(mb.total_bytes, host.host_total_bytes);
+  EXPECT_EQ(mb.total_bytes, mb.weights_bytes + mb.kv_cache_bytes + mb.activation_bytes +
+                                mb.non_torch_bytes - mb.untouched_bytes);
+  EXPECT_EQ(mb.overhead_bytes(),
+            static_cast<int64_t>(mb.non_torch_bytes) - static_cast<int64_t>(mb.untouched_bytes));
+  EXPECT_LT(mb.overhead_bytes(), 0);
+  // The compute buffer line the plan says llama.cpp will log is the activations.
+  const auto line = std::ranges::find_if(est.engine_report.log_lines, [](const std::string& l) {
+    return l.find("CPU compute buffer size") != std::string::npos;
+  });
+  ASSERT_NE(line, est.engine_report.log_lines.end());
+  EXPECT_NE(line->find(fmt::format("{:.2f} MiB", static_cast<double>(mb.activation_bytes) /
+                                                     static_cast<double>(k_mib))),
+            std::string::npos)
+      << *line;
+}
+
 TEST(Estimate, RuntimeDraftLengthControlDoublesGraphSets) {
   auto in = input("deepseek-ai/DeepSeek-R1-Distill-Llama-8B", "H100", engines::Engine::trtllm);
   in.settings.num_speculative_tokens = 4;

@@ -41,7 +41,17 @@ struct MemoryBreakdown {
   uint64_t non_torch_bytes = 0;     // NCCL / custom all-reduce / cuBLAS workspaces
   uint64_t cuda_context_bytes = 0;  // CUDA context and allocator baseline before loading
   uint64_t draft_bytes = 0;         // speculative-decoding draft model weights
-  uint64_t total_bytes = 0;         // all of the above
+  // Reserved pages a process never touches (llama.cpp's compute buffer in host RAM): part of
+  // activation_bytes, which is what the engine reserves, but not of total_bytes, what is resident.
+  uint64_t untouched_bytes = 0;
+  uint64_t total_bytes = 0;  // all of the above, less untouched_bytes
+
+  // Everything but weights, KV cache and activations: total_bytes less those three (and the
+  // draft's weights), below zero where reserved pages are never touched, so the parts add up.
+  int64_t overhead_bytes() const {
+    return static_cast<int64_t>(total_bytes) - static_cast<int64_t>(weights_bytes + draft_bytes) -
+           static_cast<int64_t>(kv_cache_bytes) - static_cast<int64_t>(activation_bytes);
+  }
 };
 
 // The figures the engine prints at startup, computed as the engine computes them.
@@ -85,6 +95,7 @@ struct LlamaCppSummary {
   uint32_t kv_cells_swa = 0;        // cells of a sliding-window layer
   uint64_t host_weights_bytes = 0;  // resident weights (mapped pages once used, repacked copies)
   uint64_t host_kv_bytes = 0;
+  uint64_t host_compute_reserved_bytes = 0;  // the host compute buffer llama.cpp allocates
   uint64_t host_compute_bytes = 0;  // the part of the compute buffer a running server touches
   uint64_t host_output_bytes = 0;
   uint64_t host_runtime_bytes = 0;  // libllama, ggml, vocabulary

@@ -365,7 +365,7 @@ PlanFigures plan_figures(const estimate::Estimate& est, std::string flags) {
       {"weights", d(m.weights_bytes + m.draft_bytes)},
       {"kv_cache", d(m.kv_cache_bytes)},
       {"activations", d(m.activation_bytes)},
-      {"overhead", d(m.cuda_graph_bytes + m.non_torch_bytes + m.cuda_context_bytes)},
+      {"overhead", static_cast<double>(m.overhead_bytes())},
       {"total", d(m.total_bytes)},
       {"cuda_graph", d(m.cuda_graph_bytes)},
   };

@@ -41,6 +41,7 @@ json estimate_json(const PlannedConfig& pc) {
           {"weights_bytes", est.per_gpu.weights_bytes},
           {"kv_cache_bytes", est.per_gpu.kv_cache_bytes},
           {"activation_bytes", est.per_gpu.activation_bytes},
+          {"overhead_bytes", est.per_gpu.overhead_bytes()},
           {"cuda_graph_bytes", est.per_gpu.cuda_graph_bytes},
           {"gpu_memory_bytes", est.gpu.memory_bytes},
           {"headroom_bytes", est.headroom_bytes},

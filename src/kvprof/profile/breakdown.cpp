@@ -246,8 +246,7 @@ std::vector<ComparisonRow> compare_with_estimate(const MeasuredBreakdown& m,
   rows.push_back(row("activations", "bytes", opt(m.activations.bytes), d(e.activation_bytes),
                      m.activations.confidence));
   rows.push_back(row("overhead", "bytes", opt(m.overhead.bytes),
-                     d(e.cuda_graph_bytes + e.non_torch_bytes + e.cuda_context_bytes),
-                     m.overhead.confidence));
+                     static_cast<double>(e.overhead_bytes()), m.overhead.confidence));
   rows.push_back(row(
       "total", "bytes",
       m.total_measured_bytes > 0 ? std::optional<double>(d(m.total_measured_bytes)) : std::nullopt,

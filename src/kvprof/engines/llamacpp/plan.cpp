@@ -222,6 +222,7 @@ Expected<Estimate> estimate_llamacpp(const EstimateInput& in) {
   sum.kv_cells_swa = p.kv_cells_swa;
   sum.host_weights_bytes = p.model_host_resident_bytes;
   sum.host_kv_bytes = p.kv.host_bytes;
+  sum.host_compute_reserved_bytes = p.compute.host_bytes;
   sum.host_compute_bytes = p.compute_host_resident_bytes;
   sum.host_output_bytes = p.output_bytes;
   sum.host_runtime_bytes = p.runtime_bytes;
@@ -268,11 +269,15 @@ Expected<Estimate> estimate_llamacpp(const EstimateInput& in) {
     est.gpu.memory_bytes = budget.host_bytes;
     mb.weights_bytes = p.model_host_resident_bytes;
     mb.kv_cache_bytes = p.kv.host_bytes;
-    mb.activation_bytes = p.compute_host_resident_bytes;
+    // Activations are the compute buffer llama.cpp reserves, as bench and profile count them;
+    // the pages of it a running server never touches are not resident, so not in the total.
+    mb.activation_bytes = p.compute.host_bytes;
+    mb.untouched_bytes =
+        p.compute.host_bytes - std::min(p.compute.host_bytes, p.compute_host_resident_bytes);
     mb.non_torch_bytes = p.output_bytes + p.runtime_bytes;
   }
   mb.total_bytes = mb.weights_bytes + mb.kv_cache_bytes + mb.activation_bytes + mb.non_torch_bytes +
-                   mb.cuda_context_bytes;
+                   mb.cuda_context_bytes - mb.untouched_bytes;
   const uint64_t kv_device = ps.has_gpu ? p.kv.gpu_bytes : p.kv.host_bytes;
   est.kv_bytes_per_token = p.kv_bytes_per_cell;
   auto& rep = est.engine_report;

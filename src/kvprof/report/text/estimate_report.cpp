@@ -53,6 +53,7 @@ nlohmann::json llamacpp_json(const estimate::LlamaCppSummary& l) {
           {"host",
            {{"weights_bytes", l.host_weights_bytes},
             {"kv_cache_bytes", l.host_kv_bytes},
+            {"compute_reserved_bytes", l.host_compute_reserved_bytes},
             {"compute_bytes", l.host_compute_bytes},
             {"output_bytes", l.host_output_bytes},
             {"runtime_bytes", l.host_runtime_bytes},
@@ -68,10 +69,15 @@ std::string llamacpp_text(const estimate::LlamaCppSummary& l) {
   Table t({"host RAM", "GiB"});
   t.add_row({"weights (resident)", gib(l.host_weights_bytes)});
   t.add_row({"KV cache", gib(l.host_kv_bytes)});
-  t.add_row({"compute (touched)", gib(l.host_compute_bytes)});
+  t.add_row({"compute buffer (reserved)", gib(l.host_compute_reserved_bytes)});
   t.add_row({"output (logits)", gib(l.host_output_bytes)});
   t.add_row({"libllama + vocabulary", gib(l.host_runtime_bytes)});
-  t.add_row({"total", gib(l.host_total_bytes)});
+  if (l.host_compute_reserved_bytes > l.host_compute_bytes) {
+    t.add_row(
+        {"compute never touched",
+         signed_gib(-static_cast<int64_t>(l.host_compute_reserved_bytes - l.host_compute_bytes))});
+  }
+  t.add_row({"total (resident)", gib(l.host_total_bytes)});
   t.add_row({"RAM", gib(l.host_budget_bytes)});
   t.add_row({"headroom", signed_gib(l.host_headroom_bytes)});
   std::string out = "\n" + t.render();
@@ -136,6 +142,8 @@ nlohmann::json estimate_json(const Estimate& e) {
         {"non_torch_bytes", mb.non_torch_bytes},
         {"cuda_context_bytes", mb.cuda_context_bytes},
         {"draft_bytes", mb.draft_bytes},
+        {"untouched_bytes", mb.untouched_bytes},
+        {"overhead_bytes", mb.overhead_bytes()},
         {"total_bytes", mb.total_bytes}}},
       {"weights_detail",
        {{"embedding_bytes", e.weights.embedding_bytes},
@@ -203,7 +211,16 @@ std::string estimate_text(const Estimate& e) {
   Table parts({cpu_only ? "host (CPU deployment)" : "per GPU", "GiB"});
   parts.add_row({"weights", gib(mb.weights_bytes)});
   parts.add_row({"KV cache", gib(mb.kv_cache_bytes)});
-  parts.add_row({"activations (peak)", gib(mb.activation_bytes)});
+  // llama.cpp's activations are its compute buffers as reserved; in host RAM only the pages a
+  // running server touches are resident, so both are shown and the parts add up to the total.
+  if (mb.untouched_bytes > 0) {
+    parts.add_row({fmt::format("activations (reserved; {} resident)",
+                               gib(mb.activation_bytes - mb.untouched_bytes)),
+                   gib(mb.activation_bytes)});
+  } else {
+    parts.add_row({e.llamacpp ? "activations (compute buffers)" : "activations (peak)",
+                   gib(mb.activation_bytes)});
+  }
   if (!cpu_only) {
     // "CUDA graphs (64: draft_len_4 32, draft_len_0 32)" where the engine's graph count is known.
     std::string graphs = "CUDA graphs";
@@ -221,7 +238,11 @@ std::string estimate_text(const Estimate& e) {
       {cpu_only ? "output + libllama" : "non-torch (NCCL, cuBLAS)", gib(mb.non_torch_bytes)});
   if (!cpu_only) parts.add_row({"CUDA context", gib(mb.cuda_context_bytes)});
   if (mb.draft_bytes > 0) parts.add_row({"draft model", gib(mb.draft_bytes)});
-  parts.add_row({"total", gib(mb.total_bytes)});
+  if (mb.untouched_bytes > 0) {
+    parts.add_row(
+        {"activations never touched", signed_gib(-static_cast<int64_t>(mb.untouched_bytes))});
+  }
+  parts.add_row({mb.untouched_bytes > 0 ? "total (resident)" : "total", gib(mb.total_bytes)});
   parts.add_row({cpu_only ? "RAM" : "GPU usable", gib(e.gpu.memory_bytes)});
   parts.add_row({"headroom", signed_gib(e.headroom_bytes)});
   out += parts.render();
