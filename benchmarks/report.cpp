@@ -116,7 +116,7 @@ const fs::path& synthetic_run() {
 void BM_LoadRun1h1kHz(benchmark::State& state) {
   const fs::path& dir = synthetic_run();
   for (auto _ : state) {
-    auto run = report::html::load_run(dir);
+    auto run = report::html::load_run_data(dir);
     if (!run) state.SkipWithError(run.error().message.c_str());
     benchmark::DoNotOptimize(run);
   }
@@ -127,7 +127,7 @@ void BM_WriteReport1h1kHz(benchmark::State& state) {
   const fs::path& dir = synthetic_run();
   uint64_t bytes = 0;
   for (auto _ : state) {
-    auto run = report::html::load_run(dir);
+    auto run = report::html::load_run_data(dir);
     if (!run) state.SkipWithError(run.error().message.c_str());
     auto written =
         report::html::write_report(std::span<const report::html::RunData>(&*run, 1), dir, {});

@@ -7,12 +7,14 @@
 
 #include "kvprof/experiment/compare.hpp"
 #include "kvprof/experiment/validate.hpp"
+#include "kvprof/results/run_summary.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace kvprof::experiment;
+  using namespace kvprof::results;
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   const size_t split = size == 0 ? 0 : data[0] % (size + 1);
-  auto run = parse_run_documents(text.substr(split), text.substr(0, split), "fuzz");
+  auto run = parse_run_summary(text.substr(split), text.substr(0, split), "fuzz");
   (void)command_flags(text);
   if (!run) return 0;
   const auto c = compare_runs({*run, *run}, {});

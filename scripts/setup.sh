@@ -9,7 +9,7 @@ packages=(
   libcurl4-openssl-dev libssl-dev libboost-dev libsqlite3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   prometheus
-  libcairo2-dev fonts-dejavu-core libjs-chart.js chromium curl
+  libcairo2-dev fonts-dejavu-core libjs-chart.js chromium curl jq
 )
 
 missing=()

@@ -86,7 +86,9 @@ for (const s of sections.filter((x) => x.type === 'run')) {
   const summary = JSON.parse(fs.readFileSync(path.join(s.dir, 'summary.json'), 'utf8'));
   const bench = summary.kind === 'bench';
   const conds = bench ? summary.conditions.filter((c) => c.started) : summary.conditions;
-  const label = (c) => (bench ? c.condition : c.condition_id);
+  // One layout for both commands (docs/summary-schema.md): the condition's id and figures by
+  // profile's names.
+  const label = (c) => c.condition_id;
   const groups = [...new Set(conds.map((c) => groupOf(label(c))))];
   // The timeline: one memory series per GPU (or the engine's RSS), the capture points.
   const tl = byId[s.run_id + '-timeline'];
@@ -110,12 +112,12 @@ for (const s of sections.filter((x) => x.type === 'run')) {
   }
   // Figures 1 and 2 and latency: a measured series per group, a point per condition (latency
   // only where a condition has it: a bench condition whose sequences found no room has none).
-  const timed = bench ? conds.filter((c) => c.latency_stats && c.latency_stats.ttft_ms.n > 0) : conds;
+  const timed = bench ? conds.filter((c) => c.ttft_ms && c.ttft_ms.n > 0) : conds;
   for (const [fig, per] of [['fig1_mem_vs_concurrency', ' measured'], ['fig2_tps_vs_concurrency', ' measured'],
                             ['latency_ttft_vs_concurrency', ' p50'], ['latency_itl_vs_concurrency', ' p50'],
                             ['latency_e2e_vs_concurrency', ' p50']]) {
     // Throughput only where it was measured: a bench condition with no token has null, not 0.
-    const rated = bench ? conds.filter((c) => c.tokens_per_second !== null) : conds;
+    const rated = bench ? conds.filter((c) => c.output_tokens_per_s !== null) : conds;
     const want = fig.startsWith('latency') ? timed : fig.startsWith('fig2') ? rated : conds;
     const wantGroups = [...new Set(want.map((c) => groupOf(label(c))))];
     const c = byId[s.run_id + '-' + fig];
@@ -137,7 +139,7 @@ for (const s of sections.filter((x) => x.type === 'run')) {
   // A run that sampled no GPU (a server on the CPU) has no measured breakdown: the plan's
   // components are drawn.
   const parts = ['weights', 'kv_cache', 'activations', 'overhead'];
-  const nComp = bench ? parts.filter((k) => summary.memory_breakdown[k].bytes !== null).length
+  const nComp = bench ? parts.filter((k) => summary.memory_breakdown.components[k].bytes !== null).length
     : summary.memory_breakdown ? Object.entries(summary.memory_breakdown.components || {})
       .filter(([k, c]) => (c.bytes !== null && c.bytes !== undefined) || estimated[k]).length
     : parts.filter((k) => estimated[k]).length;
@@ -147,7 +149,7 @@ for (const s of sections.filter((x) => x.type === 'run')) {
   // Hover the largest-concurrency point of figure 1 and 2; the tooltip must say summary.json's value.
   for (const [fig, want] of [
     ['fig1_mem_vs_concurrency', (c) => (bench ? c.peak_rss_bytes : c.peak_used_bytes ?? c.peak_rss_bytes)],
-    ['fig2_tps_vs_concurrency', (c) => (bench ? c.tokens_per_second : c.output_tokens_per_s)]]) {
+    ['fig2_tps_vs_concurrency', (c) => c.output_tokens_per_s]]) {
     const id = s.run_id + '-' + fig;
     if (!byId[id]) continue;  // nothing measured to draw (checked above)
     const target = await page.evaluate((cid) => {
@@ -305,7 +307,13 @@ for (const s of sections.filter((x) => x.type === 'compare' && x.deltas)) {
     return JSON.parse(fs.readFileSync(path.join(run.dir, 'summary.json'), 'utf8'));
   });
   const peaks = summaries.map((x) => ((x.memory_measurements || {}).peak || {}).total_bytes);
-  if (peaks.every((p) => typeof p === 'number')) {
+  // A GPU's memory and a process's RSS are not one quantity: no difference between them.
+  const memoryOf = (x) => (x.kind === 'bench' ? 'host' : (x.memory_breakdown || {}).memory || 'gpu');
+  const sameMemory = summaries.every((x) => memoryOf(x) === memoryOf(summaries[0]));
+  if (!sameMemory) {
+    check(peakRow < 0 || d.memory[peakRow].values.slice(1).every((v) => v === null),
+          'compare: a GPU peak and a host RSS peak were subtracted');
+  } else if (peaks.every((p) => typeof p === 'number')) {
     check(!!c && peakRow >= 0, 'compare: no peak memory difference drawn');
     if (!c || peakRow < 0) continue;
     const text = await hover('compare-deltas', 0, peakRow);

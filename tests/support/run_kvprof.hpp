@@ -50,4 +50,19 @@ inline nlohmann::json json_in(const std::string& out) {
   return nlohmann::json::parse(out.substr(open, close - open + 1), nullptr, false);
 }
 
+// Debian's jq (scripts/setup.sh installs it) with `args` (shell text): the predecessor's recipes
+// run as its users run them. rc 127 when jq is missing.
+inline Run run_jq(const std::string& args) {
+  Run r;
+  FILE* p = popen(("jq " + args + " 2>&1").c_str(), "r");
+  if (p == nullptr) return r;
+  std::array<char, 4096> buf{};
+  size_t n = 0;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0)
+    r.out.append(buf.data(), n);
+  const int status = pclose(p);
+  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
 }  // namespace kvprof::test

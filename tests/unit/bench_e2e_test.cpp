@@ -16,6 +16,7 @@
 #include <sstream>
 #include <thread>
 
+#include "kvprof/results/run_folder.hpp"
 #include "support/run_kvprof.hpp"
 #include "support/tiny_llama.hpp"
 
@@ -90,15 +91,16 @@ TEST(BenchE2e, GridOnRealEngineWritesEveryFileAndKvGrowsWithConcurrency) {
     const uint64_t n_ctx = (conc * 112 + 255) / 256 * 256;
     EXPECT_EQ(c["n_ctx"], n_ctx);
     EXPECT_EQ(c["kv_cache_bytes"], n_ctx * per_cell) << c.dump();
-    EXPECT_GT(c["tokens_per_second"].get<double>(), 0.0);
-    EXPECT_GT(c["latency_stats"]["ttft_ms"]["p50"].get<double>(), 0.0);
-    EXPECT_EQ(c["latency_stats"]["itl_ms"]["n"], 11U);  // 12 tokens: 1 from the prefill + 11 steps
+    EXPECT_GT(c["output_tokens_per_s"].get<double>(), 0.0);
+    EXPECT_GT(c["ttft_ms"]["p50"].get<double>(), 0.0);
+    EXPECT_EQ(c["itl_ms"]["n"], 11U);  // 12 tokens: 1 from the prefill + 11 steps
     EXPECT_GT(c["peak_rss_bytes"].get<uint64_t>(), 0U);
     // kvprof's own work between llama.cpp's decode calls is small (checked precisely in
     // benchmarks/).
     EXPECT_GT(c["llama_cpp_share_of_wall"].get<double>(), 0.5);
   }
-  const auto& bd = s["memory_breakdown"];
+  const auto& breakdown = s["memory_breakdown"];
+  const auto& bd = breakdown["components"];
   EXPECT_EQ(bd["weights"]["confidence"], "high");
   EXPECT_GT(bd["weights"]["bytes"].get<uint64_t>(), 0U);
   EXPECT_EQ(bd["kv_cache"]["bytes"], s["conditions"][2]["kv_cache_bytes"]);
@@ -107,8 +109,53 @@ TEST(BenchE2e, GridOnRealEngineWritesEveryFileAndKvGrowsWithConcurrency) {
   int64_t parts = 0;
   for (const char* part : {"weights", "kv_cache", "activations", "overhead"})
     parts += bd[part]["bytes"].get<int64_t>();
-  EXPECT_EQ(parts, bd["total_measured_bytes"].get<int64_t>()) << bd.dump(1);
-  EXPECT_EQ(bd["total_measured_bytes"], bd["process_growth_bytes"]);
+  EXPECT_EQ(parts, breakdown["total_measured_bytes"].get<int64_t>()) << breakdown.dump(1);
+  EXPECT_EQ(breakdown["total_measured_bytes"], breakdown["process_growth_bytes"]);
+  // Profile's layout, so the predecessor's jq recipes (document 003) read a bench run too.
+  EXPECT_EQ(s["schema_version"], "2.0");
+  EXPECT_EQ(s["profiler_version"], "2.0");
+  EXPECT_EQ(s["engine_metadata"]["engine_type"], "llamacpp");
+  EXPECT_NEAR(breakdown["total_measured_gb"].get<double>(),
+              breakdown["total_measured_bytes"].get<double>() / (1 << 30), 1e-9);
+  EXPECT_EQ(breakdown["model_weights_bytes"], bd["weights"]["bytes"]);
+  EXPECT_TRUE(breakdown["framework_overhead_gb"].is_number());
+  EXPECT_EQ(breakdown["confidence_levels"]["weights"], "high");
+  const auto& mm = s["memory_measurements"];
+  EXPECT_EQ(mm["baseline"]["total_bytes"], s["host_memory"]["phases"]["before_load"]["rss_bytes"]);
+  EXPECT_EQ(mm["peak"]["total_bytes"], s["host_memory"]["peak_rss_bytes"]);
+  EXPECT_NEAR(mm["memory_increase_gb"].get<double>(),
+              mm["peak"]["total_gb"].get<double>() - mm["baseline"]["total_gb"].get<double>(),
+              1e-9);
+  EXPECT_GT(s["latency_stats"]["tokens_per_second"].get<double>(), 0.0);
+  EXPECT_EQ(s["requests"]["n_ok"], 1 + 2 + 4);
+  // Document 003's recipes, run by Debian's jq on the bench run's summary.json as they are
+  // printed there.
+  const std::string summary_path = (run / "summary.json").string();
+  for (const char* check : {"-e '.profiler_version == \"2.0\"'", "-e '.schema_version == \"2.0\"'",
+                            "-e '.memory_breakdown.total_measured_gb > 0'",
+                            "-e '.memory_measurements.memory_increase_gb > 0'",
+                            "-e '.memory_breakdown | .model_weights_gb + .kv_cache_gb + "
+                            ".activations_gb + .framework_overhead_gb - .total_measured_gb | "
+                            "fabs < 1e-9'",
+                            "-e '.latency_stats.tokens_per_second > 0'"}) {
+    const auto jq = kvprof::test::run_jq(std::string(check) + " " + summary_path);
+    EXPECT_EQ(jq.rc, 0) << check << ": " << jq.out;
+  }
+  const auto diff = kvprof::test::run_jq(
+      "-s '.[0].memory_breakdown.total_measured_gb as $a | .[1].memory_breakdown.total_measured_gb "
+      "as $b | {diff_gb: ($b - $a)}' " +
+      summary_path + " " + summary_path);
+  EXPECT_EQ(diff.rc, 0) << diff.out;
+  EXPECT_NE(diff.out.find("\"diff_gb\": 0"), std::string::npos) << diff.out;
+  // kvprof's own reader gets the same figures from either command's summary.
+  const auto typed = kvprof::results::load_run(run.string(), dir / "out");
+  ASSERT_TRUE(typed) << typed.error().message;
+  ASSERT_EQ(typed->conditions.size(), 3U);
+  EXPECT_EQ(typed->conditions[2].id, s["conditions"][2]["condition_id"]);
+  EXPECT_EQ(typed->conditions[2].n_ok, 4U);
+  EXPECT_GT(typed->conditions[2].ttft_p50_ms, 0.0);
+  EXPECT_EQ(typed->measured.at("weights").bytes, bd["weights"]["bytes"].get<uint64_t>());
+  EXPECT_NEAR(typed->tokens_per_s, s["latency_stats"]["tokens_per_second"].get<double>(), 1e-6);
   EXPECT_EQ(count_lines(run / "request_trace.csv"), 1U + 1 + 2 + 4);
   EXPECT_GT(count_lines(run / "host_mem_trace.csv"), 1U);
   std::ifstream log(run / "engine.log");
@@ -198,7 +245,7 @@ TEST(BenchE2e, CtrlCKeepsWhatWasMeasured) {
   EXPECT_TRUE(s["conditions"][0]["started"].get<bool>());
   EXPECT_FALSE(s["conditions"][0]["finished"].get<bool>());
   // The steps run before Ctrl-C are kept.
-  EXPECT_GT(s["conditions"][0]["latency_stats"]["itl_ms"]["n"].get<uint64_t>(), 0U);
+  EXPECT_GT(s["conditions"][0]["itl_ms"]["n"].get<uint64_t>(), 0U);
   EXPECT_EQ(read_json(run / "manifest.json")["status"], "interrupted");
 }
 

@@ -117,9 +117,9 @@ TEST_F(BenchEstimateWith, PlanForOtherFlagsIsComparedAndTheDifferingSettingsName
   // Weights do not depend on those flags: exact from the GGUF.
   const json& w = row(cmp, "weights");
   EXPECT_EQ(w.at("measured"), w.at("estimated"));
-  EXPECT_EQ(w.at("measured"), s.at("memory_breakdown").at("weights").at("bytes"));
+  EXPECT_EQ(w.at("measured"), s.at("memory_breakdown").at("components").at("weights").at("bytes"));
   EXPECT_EQ(row(cmp, "activations").at("measured"),
-            s.at("memory_breakdown").at("activations").at("bytes"));
+            s.at("memory_breakdown").at("components").at("activations").at("bytes"));
 
   // The KV line names the three settings that differ from the run's; weights have none.
   std::string kv_line;

@@ -29,7 +29,7 @@ json parse_output(const std::string& out) {
 }
 
 TEST(CompareRuns, CommandFlagsAreSettings) {
-  const auto f = command_flags(
+  const auto f = results::command_flags(
       "/usr/bin/kvprof serve-sim --model m --port 8001 --host 127.0.0.1 --enforce-eager "
       "--max-num-seqs=64 --name 'two words' -x -5 pos");
   EXPECT_EQ(f.at("program"), "kvprof serve-sim");
@@ -41,7 +41,7 @@ TEST(CompareRuns, CommandFlagsAreSettings) {
   EXPECT_EQ(f.at("arg1"), "pos");
   EXPECT_FALSE(f.contains("--port"));
   EXPECT_FALSE(f.contains("--host"));
-  EXPECT_TRUE(command_flags("").empty());
+  EXPECT_TRUE(results::command_flags("").empty());
 }
 
 TEST(CompareRuns, LongLaunchCommandsKeepEveryFlagWhole) {
@@ -53,7 +53,7 @@ TEST(CompareRuns, LongLaunchCommandsKeepEveryFlagWhole) {
                         {"run_id", "r1"},
                         {"memory_measurements", json::array()},
                         {"launch", {{"command", command}}}};
-  auto r = parse_run_documents(summary.dump(), "", "/x/r1");
+  auto r = results::parse_run_summary(summary.dump(), "", "/x/r1");
   ASSERT_TRUE(r.has_value()) << r.error().message;
   EXPECT_EQ(r->launch_command, command);
   EXPECT_EQ(r->settings.at("launch --enforce-eager"), "true");
@@ -63,7 +63,7 @@ TEST(CompareRuns, LongLaunchCommandsKeepEveryFlagWhole) {
   std::string huge = "vllm serve m";
   while (huge.size() < 8300)
     huge += " --flag-number-" + std::to_string(huge.size());
-  const auto f = command_flags(huge);
+  const auto f = results::command_flags(huge);
   for (const auto& [name, value] : f) {
     if (!name.starts_with("--")) continue;  // the program and its positional argument
     EXPECT_NE(huge.find(" " + name + " "), std::string::npos) << name;
@@ -93,7 +93,7 @@ TEST(CompareRuns, ReadsBenchSummariesAndRejectsOthers) {
                      {"output_tokens", 100},
                      {"wall_ms", 2000},
                      {"latency_stats", {{"ttft_ms", {{"p50", 7.0}, {"p99", 9.0}}}}}}})}};
-  auto r = parse_run_documents(bench.dump(), "", "/x/b1");
+  auto r = results::parse_run_summary(bench.dump(), "", "/x/b1");
   ASSERT_TRUE(r.has_value()) << r.error().message;
   EXPECT_EQ(r->kind, "bench");
   EXPECT_EQ(r->model, "tiny.gguf");
@@ -108,18 +108,52 @@ TEST(CompareRuns, ReadsBenchSummariesAndRejectsOthers) {
   EXPECT_EQ(r->conditions[0].ttft_p99_ms, 9.0);
   EXPECT_DOUBLE_EQ(r->tokens_per_s, 50.0);
 
-  EXPECT_EQ(parse_run_documents("{", "", "d").error().kind, ErrorKind::input);
-  EXPECT_EQ(parse_run_documents(R"({"a": 1})", "", "d").error().kind, ErrorKind::input);
-  EXPECT_EQ(parse_run_documents(bench.dump(), "[", "d").error().kind, ErrorKind::input);
+  EXPECT_EQ(results::parse_run_summary("{", "", "d").error().kind, ErrorKind::input);
+  EXPECT_EQ(results::parse_run_summary(R"({"a": 1})", "", "d").error().kind, ErrorKind::input);
+  EXPECT_EQ(results::parse_run_summary(bench.dump(), "[", "d").error().kind, ErrorKind::input);
   // Wrong types are absent figures, never a crash.
   const json odd = {{"run_id", 5},
                     {"memory_measurements", {{"baseline", {{"per_gpu_details", "x"}}}}},
                     {"memory_breakdown", {{"components", {{"weights", 3}}}}},
                     {"conditions", json::array({1, "x"})}};
-  auto o = parse_run_documents(odd.dump(), R"({"configuration": [1]})", "d");
+  auto o = results::parse_run_summary(odd.dump(), R"({"configuration": [1]})", "d");
   ASSERT_TRUE(o.has_value());
   EXPECT_FALSE(o->baseline_bytes);
   EXPECT_EQ(o->conditions.size(), 2U);
+}
+
+// A GPU's used memory and a process's RSS are not one quantity: a profile run on a GPU against a
+// bench run on the CPU shows both figures and no difference between them.
+TEST(CompareRuns, GpuMemoryAndHostRssAreNotSubtracted) {
+  const json gpu_run = {
+      {"run_id", "p1"},
+      {"memory_measurements",
+       {{"baseline", {{"total_bytes", 50ULL << 30}}}, {"peak", {{"total_bytes", 70ULL << 30}}}}}};
+  const json bench = {
+      {"kind", "bench"},
+      {"run_id", "b1"},
+      {"host_memory",
+       {{"phases", {{"before_load", {{"rss_bytes", 100}}}}}, {"peak_rss_bytes", 900}}}};
+  auto p = results::parse_run_summary(gpu_run.dump(), "", "/x/p1");
+  auto b = results::parse_run_summary(bench.dump(), "", "/x/b1");
+  ASSERT_TRUE(p && b);
+  ASSERT_NE(p->memory, b->memory);
+  const auto c = compare_runs({*p, *b}, {});
+  bool peak_shown = false;
+  for (const auto& row : c.memory) {
+    if (row.name != "peak") continue;
+    peak_shown = true;
+    EXPECT_EQ(row.values[0], static_cast<double>(70ULL << 30));
+    EXPECT_FALSE(row.values[1].has_value());
+    EXPECT_FALSE(row.diff[0].has_value());
+  }
+  EXPECT_TRUE(peak_shown);
+  // Two runs of one kind still differ.
+  const auto same = compare_runs({*b, *b}, {});
+  bool diffed = false;
+  for (const auto& row : same.memory)
+    diffed = diffed || (row.name == "peak" && row.diff[0] == 0.0);
+  EXPECT_TRUE(diffed);
 }
 
 TEST(CompareRuns, LongSettingsAreCutBetweenCharacters) {
@@ -132,7 +166,7 @@ TEST(CompareRuns, LongSettingsAreCutBetweenCharacters) {
                       {"kind", "bench"},
                       {"run_id", note},
                       {"settings", {{"model", "/m/tiny.gguf"}, {"note", note}}}};
-  auto r = parse_run_documents(bench.dump(), "", "/x/b1");
+  auto r = results::parse_run_summary(bench.dump(), "", "/x/b1");
   ASSERT_TRUE(r.has_value()) << r.error().message;
   EXPECT_EQ(r->settings.at("bench.note"), std::string(299, 'a') + "...");
   EXPECT_EQ(r->id, std::string(299, 'a'));

@@ -21,8 +21,9 @@ using nlohmann::json;
 
 constexpr double k_gib = 1024.0 * 1024.0 * 1024.0;
 
-RunRecord run_with(double weights_gib, double kv_gib, double act_gib, double overhead_gib) {
-  RunRecord r;
+results::RunSummary run_with(double weights_gib, double kv_gib, double act_gib,
+                             double overhead_gib) {
+  results::RunSummary r;
   r.id = "r1";
   r.kind = "profile";
   r.memory = "GPU";
@@ -38,7 +39,7 @@ RunRecord run_with(double weights_gib, double kv_gib, double act_gib, double ove
 }
 
 TEST(Validate, ErrorsBandsAndTheLargestGapForItsBand) {
-  const RunRecord r = run_with(13.0, 40.0, 1.0, 1.0);
+  const results::RunSummary r = run_with(13.0, 40.0, 1.0, 1.0);
   // Weights 3% off (outside +-2%); activations 20% off (inside +-30%): weights is the gap.
   std::map<std::string, double> ref = {{"weights", 13.39 * k_gib},
                                        {"kv_cache", 40.0 * k_gib},
@@ -73,7 +74,7 @@ TEST(Validate, ErrorsBandsAndTheLargestGapForItsBand) {
   EXPECT_EQ(j.at("components")[1].at("within_band"), false);
   EXPECT_NE(validation_text(v2).find("OUTSIDE"), std::string::npos);
 
-  const auto none = validate_run(RunRecord{}, {}, "x");
+  const auto none = validate_run(results::RunSummary{}, {}, "x");
   EXPECT_TRUE(none.largest_gap.empty());
   EXPECT_NE(none.diagnosis.find("no component"), std::string::npos);
 }

@@ -229,7 +229,7 @@ TEST_F(ProfileE2E, EveryOutputFileHoldsTheRun) {
   // summary.json (also what --json printed).
   const json s = read_json(dir / "summary.json");
   EXPECT_EQ(json::parse(r->stdout_text), s);
-  EXPECT_EQ(s.at("schema_version"), 2);
+  EXPECT_EQ(s.at("schema_version"), "2.0");
   EXPECT_FALSE(s.at("interrupted").get<bool>());
   EXPECT_EQ(s.at("memory_source"), "nvml");
   EXPECT_EQ(s.at("requests").at("n_ok").get<size_t>(), n_requests);

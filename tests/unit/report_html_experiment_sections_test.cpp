@@ -11,6 +11,7 @@
 
 #include "kvprof/report/html/experiment_sections.hpp"
 #include "kvprof/report/html/run_data.hpp"
+#include "kvprof/results/run_folder.hpp"
 #include "support/run_kvprof.hpp"
 
 namespace kvprof::report::html {
@@ -72,7 +73,7 @@ TEST_F(PlotExperiments, SweepWritesHeatmapsOfWhatItMeasured) {
   const fs::path folder = s_dir / "results" / "sweeps" / "grid";
   EXPECT_NE(s_sweep.out.find("report: " + (folder / "report.html").string()), std::string::npos)
       << s_sweep.out;
-  const json sweep = *read_json_file(folder / "sweep.json");
+  const json sweep = *results::read_json_file(folder / "sweep.json");
   const json page = page_data(folder / "report.html");
   const json s = section_of(page, "sweep");
   ASSERT_TRUE(s.is_object());
@@ -124,7 +125,7 @@ TEST_F(PlotExperiments, FindMaxWritesItsStepsAndAnswer) {
   ASSERT_TRUE(std::regex_search(s_find_max.out, m, std::regex("report: (.*)/report.html")))
       << s_find_max.out;
   const fs::path folder = m[1].str();
-  const json fm = *read_json_file(folder / "find_max.json");
+  const json fm = *results::read_json_file(folder / "find_max.json");
   const json page = page_data(folder / "report.html");
   const json s = section_of(page, "find_max");
   ASSERT_TRUE(s.is_object());
@@ -162,7 +163,7 @@ TEST_F(PlotExperiments, FindMaxWritesItsStepsAndAnswer) {
 
 TEST_F(PlotExperiments, SeveralRunsShowTheirDifferences) {
   ASSERT_EQ(s_sweep.rc, 0) << s_sweep.out;
-  const json sweep = *read_json_file(s_dir / "results" / "sweeps" / "grid" / "sweep.json");
+  const json sweep = *results::read_json_file(s_dir / "results" / "sweeps" / "grid" / "sweep.json");
   const std::string a = sweep["configurations"][0]["run"]["run_dir"];
   const std::string b = sweep["configurations"][1]["run"]["run_dir"];
   const fs::path out = s_dir / "cmp";
@@ -171,8 +172,8 @@ TEST_F(PlotExperiments, SeveralRunsShowTheirDifferences) {
   const json deltas = section_of(page_data(out / "report.html"), "compare")["deltas"];
   ASSERT_TRUE(deltas.is_object());
   const double unit = deltas["unit"] == "GiB" ? 1073741824.0 : 1048576.0;
-  const json sa = *read_json_file(fs::path(a) / "summary.json");
-  const json sb = *read_json_file(fs::path(b) / "summary.json");
+  const json sa = *results::read_json_file(fs::path(a) / "summary.json");
+  const json sb = *results::read_json_file(fs::path(b) / "summary.json");
   const double peak_a = sa["memory_measurements"]["peak"]["total_bytes"];
   const double peak_b = sb["memory_measurements"]["peak"]["total_bytes"];
   bool found = false;

@@ -40,9 +40,9 @@ TEST_F(PlotReport, NoReportMeansNoPage) {
 }
 
 TEST_F(PlotReport, RunReadBackMatchesItsSummary) {
-  const auto run = load_run(s_run);
+  const auto run = load_run_data(s_run);
   ASSERT_TRUE(run) << run.error().message;
-  const auto& s = run->summary;
+  const auto& s = run->summary_json;
   EXPECT_EQ(run->kind, "profile");
   EXPECT_TRUE(run->simulated);
   ASSERT_EQ(run->memory.size(), s["gpus"].size());
@@ -72,7 +72,7 @@ TEST_F(PlotReport, RunReadBackMatchesItsSummary) {
 }
 
 TEST_F(PlotReport, FiguresHaveASeriesPerGroupAndTheEstimate) {
-  const auto run = load_run(s_run);
+  const auto run = load_run_data(s_run);
   ASSERT_TRUE(run);
   const Figure f = memory_vs_concurrency(std::span<const RunData>(&*run, 1));
   EXPECT_EQ(f.categories, (std::vector<std::string>{"1", "4"}));
@@ -122,7 +122,7 @@ TEST(PlotAxis, ASequenceLengthSweepIsDrawnAgainstTheInputLength) {
 }
 
 TEST_F(PlotReport, PageEmbedsEverythingAndNeedsNoNetwork) {
-  const auto run = load_run(s_run);
+  const auto run = load_run_data(s_run);
   ASSERT_TRUE(run);
   const auto html = report_html(report_data(std::span<const RunData>(&*run, 1), 2000));
   EXPECT_NE(html.find("Chart.js v3"), std::string::npos);

@@ -185,7 +185,7 @@ TEST_F(ServeE2E, ProfileEndpointReadsKvUsageFromSlots) {
   EXPECT_EQ(summary["engine_metadata"]["engine_version"], props["build_info"]);
   // The report draws the server's host memory (no GPU was sampled), each condition's peak from
   // the process's samples in its window.
-  const auto data = kvprof::report::html::load_run(run);
+  const auto data = kvprof::report::html::load_run_data(run);
   ASSERT_TRUE(data.has_value()) << data.error().message;
   EXPECT_EQ(data->memory_kind, "host");
   ASSERT_EQ(data->points.size(), conditions.size());

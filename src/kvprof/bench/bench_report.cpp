@@ -3,20 +3,30 @@
 
 #include <fmt/format.h>
 
+#include <ctime>
 #include <fstream>
 
 #include "kvprof/bench/bench_compare.hpp"
 #include "kvprof/bench/bench_estimate.hpp"
 #include "kvprof/client/stats.hpp"
 #include "kvprof/report/text/table.hpp"
+#include "kvprof/results/summary_layout.hpp"
 #include "kvprof/sys/host_info.hpp"
 
 namespace kvprof::bench {
 using nlohmann::json;
 namespace {
 
-constexpr double k_gib = 1024.0 * 1024.0 * 1024.0;
 constexpr double k_mib = 1024.0 * 1024.0;
+
+std::string iso_time(double unix_s) {
+  const auto t = static_cast<std::time_t>(unix_s);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
 
 json opt(const std::optional<uint64_t>& v) {
   return v ? json(*v) : json(nullptr);
@@ -75,11 +85,9 @@ json rate_json(double value, bool measured) {
 }
 
 // A part of the breakdown; only overhead, the residual, can be below zero.
-json component(std::optional<int64_t> bytes, const char* confidence, const char* method) {
-  return {{"bytes", bytes ? json(*bytes) : json(nullptr)},
-          {"gib", bytes ? json(static_cast<double>(*bytes) / k_gib) : json(nullptr)},
-          {"confidence", bytes ? confidence : "none"},
-          {"method", method}};
+results::PartFigures part(std::optional<int64_t> bytes, const char* confidence,
+                          const char* method) {
+  return {bytes, bytes ? confidence : "none", method};
 }
 
 // The measured breakdown of the largest condition: the process's growth since before the load
@@ -106,27 +114,52 @@ json breakdown_json(const BenchReport& r, const json& plan_of_condition) {
   const auto reported = [&](uint64_t v) {
     return b.reported ? std::optional<int64_t>(static_cast<int64_t>(v)) : std::nullopt;
   };
-  return {
-      {"memory", "host (RSS of the engine process)"},
-      {"condition", biggest != nullptr ? json(biggest->condition.label) : json(nullptr)},
-      {"process_growth_bytes", opt(growth)},
-      {"total_measured_bytes", opt(growth)},  // what the four parts add up to
-      {"weights",
-       component(reported(b.model_bytes), "high", "reported by engine: llama.cpp's model buffers")},
-      {"kv_cache", component(reported(b.context_bytes), "high",
-                             "reported by engine: llama.cpp's KV cache buffers")},
-      {"activations", component(reported(b.compute_bytes), "high",
-                                "reported by engine: llama.cpp's compute buffers, reserved")},
-      {"estimate", plan_of_condition},
-      {"host_growth_vs_estimate", growth && plan_of_condition.is_object()
-                                      ? json(plan_of_condition["host_total_bytes"].get<double>() /
-                                                 static_cast<double>(*growth) -
-                                             1.0)
-                                      : json(nullptr)},
-      {"overhead", component(overhead, "medium",
-                             "peak RSS growth since before load, less the engine's buffers "
-                             "(mapped weights count once touched; below zero: reserved pages "
-                             "never touched)")}};
+  results::BreakdownFigures f;
+  f.memory = "host";
+  f.total_measured_bytes = growth;  // what the four parts add up to
+  f.weights =
+      part(reported(b.model_bytes), "high", "reported by engine: llama.cpp's model buffers");
+  f.kv_cache =
+      part(reported(b.context_bytes), "high", "reported by engine: llama.cpp's KV cache buffers");
+  f.activations = part(reported(b.compute_bytes), "high",
+                       "reported by engine: llama.cpp's compute buffers, reserved");
+  f.overhead = part(overhead, "medium",
+                    "peak RSS growth since before load, less the engine's buffers (mapped "
+                    "weights count once touched; below zero: reserved pages never touched)");
+  f.overall_confidence = overhead ? "medium" : "none";
+  json j = results::breakdown_json(f);
+  j["measured"] = "RSS growth of the engine process since before load";
+  j["condition"] = biggest != nullptr ? json(biggest->condition.label) : json(nullptr);
+  j["process_growth_bytes"] = opt(growth);
+  j["estimate"] = plan_of_condition;
+  j["host_growth_vs_estimate"] = growth && plan_of_condition.is_object()
+                                     ? json(plan_of_condition["host_total_bytes"].get<double>() /
+                                                static_cast<double>(*growth) -
+                                            1.0)
+                                     : json(nullptr);
+  return j;
+}
+
+// memory_measurements as profile writes it, of the engine process's RSS: before the model loads
+// (baseline), after the warmup and at its peak.
+json measurements_json(const BenchReport& r) {
+  const auto at_phase = [&](const char* name) -> std::optional<uint64_t> {
+    const PhaseMemory* p = find_phase(r, name);
+    return p != nullptr ? p->rss_bytes : std::nullopt;
+  };
+  const auto capture = [](std::optional<uint64_t> bytes, const char* what) {
+    if (!bytes) return json(nullptr);
+    json j = results::capture_total_json(*bytes);
+    j["memory"] = "host";
+    j["measured"] = what;
+    return j;
+  };
+  const auto baseline = at_phase("before_load");
+  json j = {{"baseline", capture(baseline, "RSS of the engine process before the model loads")},
+            {"post_warmup", capture(at_phase("after_warmup"), "RSS after the warmup")},
+            {"peak", capture(r.peak_rss_bytes, "peak RSS of the engine process")}};
+  results::add_memory_increase(j, baseline, r.peak_rss_bytes);
+  return j;
 }
 
 }  // namespace
@@ -159,6 +192,8 @@ json summary_json(const BenchConfig& config, const BenchReport& r) {
   json conditions = json::array();
   json biggest_plan = nullptr;
   uint64_t biggest_tokens = 0;
+  double e2e_sum_ms = 0, wall_s = 0;
+  uint64_t n_ok = 0, n_planned = 0, output_tokens = 0;
   for (const auto& c : r.conditions) {
     const auto f = figures(c);
     const EngineBuffers b = sum_buffers(c.breakdown);
@@ -167,9 +202,20 @@ json summary_json(const BenchConfig& config, const BenchReport& r) {
       biggest_tokens = c.condition.kv_tokens();
       biggest_plan = plan;
     }
+    if (c.started) {
+      for (const auto& q : c.requests)
+        e2e_sum_ms += q.e2e_ms;
+      n_ok += c.requests.size();
+      output_tokens += static_cast<uint64_t>(f.output_tokens);
+      wall_s += c.wall_ms / 1000.0;
+    }
+    n_planned += c.condition.concurrency;
     conditions.push_back(
         {{"index", c.condition.index},
-         {"condition", c.condition.label},
+         {"condition_id", c.condition.label},
+         {"status", c.finished  ? "completed"
+                    : c.started ? "interrupted"
+                                : "not_started"},
          {"concurrency", c.condition.concurrency},
          {"prompt_tokens", c.condition.prompt_tokens},
          {"gen_tokens", c.condition.gen_tokens},
@@ -178,6 +224,8 @@ json summary_json(const BenchConfig& config, const BenchReport& r) {
          {"n_ctx", c.n_ctx},
          {"n_seq_max", c.n_seq_max},
          {"n_requests", c.requests.size()},
+         {"n_ok", c.requests.size()},
+         {"n_errors", 0},
          {"kv_cache_bytes", b.reported ? json(b.context_bytes) : json(nullptr)},
          {"compute_buffer_bytes", b.reported ? json(b.compute_bytes) : json(nullptr)},
          {"engine_buffers", c.breakdown},
@@ -191,16 +239,16 @@ json summary_json(const BenchConfig& config, const BenchReport& r) {
          {"start_mono_ns", c.start_mono_ns},
          {"end_mono_ns", c.end_mono_ns},
          {"output_tokens", f.output_tokens},
-         {"tokens_per_second",
+         {"duration_s", c.wall_ms / 1000.0},
+         {"output_tokens_per_s",
           rate_json(f.total_tokens_per_s, c.wall_ms > 0 && f.output_tokens > 0)},
          {"mean_tokens_per_second_per_request",
           rate_json(f.per_request_tokens_per_s, !c.requests.empty())},
          {"llama_cpp_decode_ms", c.llama_prompt_ms + c.llama_eval_ms},
          {"llama_cpp_share_of_wall", rate_json(f.llama_share, c.wall_ms > 0)},
-         {"latency_stats",
-          {{"ttft_ms", percentiles_json(f.ttft_ms)},
-           {"itl_ms", percentiles_json(f.itl_ms)},
-           {"e2e_ms", percentiles_json(f.e2e_ms)}}}});
+         {"ttft_ms", percentiles_json(f.ttft_ms)},
+         {"itl_ms", percentiles_json(f.itl_ms)},
+         {"e2e_ms", percentiles_json(f.e2e_ms)}});
   }
   json phases = json::object();
   for (const auto& p : r.phases)
@@ -208,8 +256,7 @@ json summary_json(const BenchConfig& config, const BenchReport& r) {
                       {"pss_bytes", opt(p.pss_bytes)},
                       {"t_mono_ns", p.t_mono_ns}};
   const auto& e = config.engine;
-  return {
-      {"schema_version", k_bench_schema_version},
+  json summary = {
       {"kind", "bench"},
       {"run_id", r.run_id},
       {"run_dir", r.run_dir},
@@ -218,7 +265,17 @@ json summary_json(const BenchConfig& config, const BenchReport& r) {
       {"interrupted", r.status == "interrupted"},
       {"started_unix_s", r.started_unix_s},
       {"duration_s", r.ended_unix_s - r.started_unix_s},
+      {"metadata",
+       {{"started_at", iso_time(r.started_unix_s)},
+        {"ended_at", iso_time(r.ended_unix_s)},
+        {"started_unix_s", r.started_unix_s},
+        {"duration_s", r.ended_unix_s - r.started_unix_s},
+        {"run_dir", r.run_dir}}},
       {"engine", {{"name", "llama.cpp"}, {"in_process", true}, {"library", r.lib}}},
+      {"engine_metadata",
+       {{"engine_type", "llamacpp"},
+        {"engine_version", r.lib.contains("llama_version") ? r.lib["llama_version"] : json()},
+        {"simulated", false}}},
       {"model_info", r.model},
       {"settings",
        {{"model", e.model_path},
@@ -235,6 +292,7 @@ json summary_json(const BenchConfig& config, const BenchReport& r) {
         {"gen_tokens", config.gen_tokens},
         {"seed", config.seed}}},
       {"memory_source", r.memory_source},
+      {"memory_measurements", measurements_json(r)},
       {"host_memory",
        {{"phases", phases},
         {"peak_rss_bytes", opt(r.peak_rss_bytes)},
@@ -243,16 +301,25 @@ json summary_json(const BenchConfig& config, const BenchReport& r) {
       {"memory_breakdown", breakdown_json(r, biggest_plan)},
       {"estimate_comparison", r.estimate_comparison},
       {"conditions", conditions},
+      {"requests",
+       {{"n_planned", n_planned},
+        {"n_requests", n_ok},
+        {"n_ok", n_ok},
+        {"n_errors", 0},
+        {"output_tokens", output_tokens}}},
+      {"latency_stats", results::latency_totals_json(e2e_sum_ms, n_ok, output_tokens, wall_s)},
       {"warnings", r.warnings},
       {"engine_last_log_lines", r.last_log_lines},
       {"files", r.files}};
+  results::add_versions(summary, k_bench_schema_version);
+  return summary;
 }
 
 json manifest_json(const BenchConfig& config, const BenchReport& r) {
   const auto os = sys::read_os_info();
   const auto cpu = sys::read_cpu_info();
   const auto mem = sys::read_mem_info();
-  return {{"schema_version", k_bench_schema_version},
+  return {{"schema_version", 1},
           {"kind", "bench"},
           {"run_id", r.run_id},
           {"status", r.status},
@@ -337,7 +404,7 @@ std::string summary_text(const BenchConfig& config, const BenchReport& r) {
   const json summary = summary_json(config, r);
   const json& bd = summary["memory_breakdown"];
   const json& plan = bd["estimate"];
-  out += fmt::format("\nmeasured breakdown ({}, {}):\n", bd.value("memory", ""),
+  out += fmt::format("\nmeasured breakdown ({}, {}):\n", bd.value("measured", ""),
                      bd["condition"].is_string() ? bd["condition"].get<std::string>() : "-");
   report::text::Table bt({"component", "MiB", "estimate MiB", "confidence", "how"});
   const std::pair<const char*, const char*> rows[] = {{"weights", "weights_bytes"},
@@ -345,7 +412,7 @@ std::string summary_text(const BenchConfig& config, const BenchReport& r) {
                                                       {"activations", "compute_bytes"},
                                                       {"overhead", ""}};
   for (const auto& [name, plan_key] : rows) {
-    const auto& c = bd[name];
+    const auto& c = bd["components"][name];
     const bool planned = plan.is_object() && *plan_key != '\0';
     bt.add_row({name,
                 c["bytes"].is_number()

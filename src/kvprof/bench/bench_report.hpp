@@ -11,7 +11,7 @@
 
 namespace kvprof::bench {
 
-inline constexpr int k_bench_schema_version = 1;
+inline constexpr int k_bench_schema_version = 2;
 
 // Sums of the engine-reported buffers of a breakdown array (see worker events).
 struct EngineBuffers {

@@ -9,6 +9,7 @@
 #include "kvprof/engines/registry.hpp"
 #include "kvprof/estimate/estimate.hpp"
 #include "kvprof/experiment/compare.hpp"
+#include "kvprof/results/run_folder.hpp"
 
 namespace kvprof::cli {
 
@@ -22,7 +23,7 @@ struct CompareState {
 };
 
 // The plan of `flags` for `run`: the model and GPU default to the run's.
-experiment::PlanFigures plan_for(const experiment::RunRecord& run, const std::string& flags) {
+experiment::PlanFigures plan_for(const results::RunSummary& run, const std::string& flags) {
   EstimateOptions defaults;
   if (!run.model.empty()) defaults.model = run.model;
   auto input = value_or_fatal(parse_estimate_flags(flags, defaults));
@@ -38,9 +39,9 @@ void run_compare(const CompareState& st) {
         {ErrorKind::usage, fmt::format("--estimate-with: give one per run ({} runs, {} given)",
                                        st.runs.size(), st.estimate_with.size())});
   }
-  std::vector<experiment::RunRecord> runs;
+  std::vector<results::RunSummary> runs;
   for (const auto& r : st.runs)
-    runs.push_back(value_or_fatal(experiment::load_run(r, st.results_dir)));
+    runs.push_back(value_or_fatal(results::load_run(r, st.results_dir)));
   std::vector<experiment::PlanFigures> plans;
   for (size_t i = 0; i < st.estimate_with.size(); ++i)
     plans.push_back(plan_for(runs[i], st.estimate_with[i]));

@@ -36,19 +36,12 @@ fs::path default_output(const std::vector<fs::path>& runs) {
   return fs::path(runs.front()).lexically_normal().parent_path() / (std::string("report_") + stamp);
 }
 
-// The runs' differences for the page; none (with a warning) when they cannot be compared.
-nlohmann::json comparison_of(const std::vector<fs::path>& dirs, const std::string& results_dir) {
-  std::vector<experiment::RunRecord> records;
-  for (const auto& dir : dirs) {
-    auto record = experiment::load_run(dir.string(), results_dir);
-    if (!record) {
-      std::fprintf(stderr, "kvprof: warning: no differences in the report: %s\n",
-                   record.error().message.c_str());
-      return nullptr;
-    }
-    records.push_back(std::move(*record));
-  }
-  return experiment::comparison_json(experiment::compare_runs(std::move(records), {}));
+// The runs' differences for the page, from the summaries they were read with.
+nlohmann::json comparison_of(const std::vector<report::html::RunData>& runs) {
+  std::vector<results::RunSummary> summaries;
+  for (const auto& run : runs)
+    summaries.push_back(run.summary);
+  return experiment::comparison_json(experiment::compare_runs(std::move(summaries), {}));
 }
 
 void print_written(const std::vector<fs::path>& written) {
@@ -77,14 +70,14 @@ void run_report_command(const ReportCliState& st) {
       print_written(value_or_fatal(report::html::write_experiment_report(*dir, out, options)));
       return;
     }
-    auto run = report::html::load_run(*dir);
+    auto run = report::html::load_run_data(*dir);
     if (!run) throw Fatal(run.error().with_context(dir->string()));
     runs.push_back(std::move(*run));
     dirs.push_back(*dir);
   }
   const fs::path out = st.output_dir.empty() ? default_output(dirs) : fs::path(st.output_dir);
   report::html::ReportExtras extras;
-  if (runs.size() > 1 && options.html) extras.comparison = comparison_of(dirs, st.results_dir);
+  if (runs.size() > 1 && options.html) extras.comparison = comparison_of(runs);
   print_written(value_or_fatal(report::html::write_report(runs, out, options, extras)));
 }
 

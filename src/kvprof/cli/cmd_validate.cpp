@@ -12,6 +12,7 @@
 #include "kvprof/estimate/estimate.hpp"
 #include "kvprof/experiment/compare.hpp"
 #include "kvprof/experiment/validate.hpp"
+#include "kvprof/results/run_folder.hpp"
 
 namespace kvprof::cli {
 
@@ -28,7 +29,7 @@ struct ValidateState {
 };
 
 void run_validate(const ValidateState& st) {
-  const auto run = value_or_fatal(experiment::load_run(st.run, st.results_dir));
+  const auto run = value_or_fatal(results::load_run(st.run, st.results_dir));
   std::map<std::string, double> reference;
   std::string name;
   const std::pair<const char*, const std::optional<double>*> calc[] = {

@@ -46,8 +46,8 @@ DiffRow finish(DiffRow row) {
 }
 
 template <class Get>
-DiffRow make_row(const std::vector<RunRecord>& runs, std::string section, std::string name,
-                 std::string unit, Get get) {
+DiffRow make_row(const std::vector<results::RunSummary>& runs, std::string section,
+                 std::string name, std::string unit, Get get) {
   DiffRow row{std::move(section), std::move(name), std::move(unit), {}, {}, {}};
   for (const auto& r : runs)
     row.values.push_back(get(r));
@@ -58,14 +58,14 @@ bool any_value(const DiffRow& row) {
   return std::any_of(row.values.begin(), row.values.end(), [](const auto& v) { return v; });
 }
 
-const GpuMemory* find_gpu(const RunRecord& r, unsigned gpu) {
+const results::GpuMemory* find_gpu(const results::RunSummary& r, unsigned gpu) {
   for (const auto& g : r.gpus)
     if (g.gpu == gpu) return &g;
   return nullptr;
 }
 
 // Reported components in the order engines report them; others after, by name.
-std::vector<std::string> reported_names(const std::vector<RunRecord>& runs) {
+std::vector<std::string> reported_names(const std::vector<results::RunSummary>& runs) {
   std::vector<std::string> order = {"weights",    "kv_cache",     "activation_peak", "non_torch",
                                     "cuda_graph", "non_kv_total", "compute",         "output"};
   std::set<std::string> seen;
@@ -79,17 +79,24 @@ std::vector<std::string> reported_names(const std::vector<RunRecord>& runs) {
   return out;
 }
 
-void memory_rows(const std::vector<RunRecord>& runs, const std::vector<PlanFigures>& plans,
-                 std::vector<DiffRow>& rows) {
+void memory_rows(const std::vector<results::RunSummary>& runs,
+                 const std::vector<PlanFigures>& plans, std::vector<DiffRow>& rows) {
   const std::string mem = runs[0].memory == "GPU" ? "GPU memory (all GPUs)" : runs[0].memory;
   const auto add = [&](DiffRow row) {
     if (any_value(row)) rows.push_back(std::move(row));
   };
+  // Only figures of the same memory as the first run's: a GPU's used bytes and a process's RSS
+  // are not one quantity, so their difference is not shown.
+  const auto same_memory = [&](std::optional<uint64_t> results::RunSummary::*figure) {
+    return [&runs, figure](const results::RunSummary& r) {
+      return r.memory == runs[0].memory ? opt_d(r.*figure) : std::nullopt;
+    };
+  };
   add(make_row(runs, mem, "after startup (baseline)", "bytes",
-               [](const RunRecord& r) { return opt_d(r.baseline_bytes); }));
+               same_memory(&results::RunSummary::baseline_bytes)));
   add(make_row(runs, mem, "post-warmup", "bytes",
-               [](const RunRecord& r) { return opt_d(r.post_warmup_bytes); }));
-  add(make_row(runs, mem, "peak", "bytes", [](const RunRecord& r) { return opt_d(r.peak_bytes); }));
+               same_memory(&results::RunSummary::post_warmup_bytes)));
+  add(make_row(runs, mem, "peak", "bytes", same_memory(&results::RunSummary::peak_bytes)));
   std::set<unsigned> gpus;
   for (const auto& r : runs)
     for (const auto& g : r.gpus)
@@ -97,36 +104,38 @@ void memory_rows(const std::vector<RunRecord>& runs, const std::vector<PlanFigur
   if (gpus.size() > 1) {
     for (unsigned gpu : gpus) {
       const std::string section = fmt::format("GPU {}", gpu);
-      add(make_row(runs, section, "after startup (baseline)", "bytes", [&](const RunRecord& r) {
-        const auto* g = find_gpu(r, gpu);
-        return g ? opt_d(g->baseline_bytes) : std::nullopt;
-      }));
-      add(make_row(runs, section, "peak", "bytes", [&](const RunRecord& r) {
+      add(make_row(runs, section, "after startup (baseline)", "bytes",
+                   [&](const results::RunSummary& r) {
+                     const auto* g = find_gpu(r, gpu);
+                     return g ? opt_d(g->baseline_bytes) : std::nullopt;
+                   }));
+      add(make_row(runs, section, "peak", "bytes", [&](const results::RunSummary& r) {
         const auto* g = find_gpu(r, gpu);
         return g ? opt_d(g->peak_bytes) : std::nullopt;
       }));
     }
   }
-  for (std::string_view c : k_components) {
+  for (std::string_view c : results::k_components) {
     const std::string name(c);
-    add(make_row(runs, "measured breakdown", name, "bytes", [&](const RunRecord& r) {
+    add(make_row(runs, "measured breakdown", name, "bytes", [&](const results::RunSummary& r) {
       const auto it = r.measured.find(name);
       return it == r.measured.end() ? std::nullopt : opt_d(it->second.bytes);
     }));
   }
   for (const auto& name : reported_names(runs)) {
-    add(make_row(runs, "reported by engine", name, "bytes", [&](const RunRecord& r) {
+    add(make_row(runs, "reported by engine", name, "bytes", [&](const results::RunSummary& r) {
       const auto it = r.reported.find(name);
       return it == r.reported.end() ? std::nullopt : std::optional<double>(it->second);
     }));
   }
   add(make_row(runs, "reported by engine", "CUDA graphs", "graphs",
-               [](const RunRecord& r) { return opt_d(r.cuda_graphs); }));
+               [](const results::RunSummary& r) { return opt_d(r.cuda_graphs); }));
   add(make_row(runs, "reported by engine", "KV blocks", "blocks",
-               [](const RunRecord& r) { return opt_d(r.num_gpu_blocks); }));
+               [](const results::RunSummary& r) { return opt_d(r.num_gpu_blocks); }));
   add(make_row(runs, "reported by engine", "KV cache tokens", "tokens",
-               [](const RunRecord& r) { return opt_d(r.kv_cache_tokens); }));
-  std::vector<std::string> est_names(std::begin(k_components), std::end(k_components));
+               [](const results::RunSummary& r) { return opt_d(r.kv_cache_tokens); }));
+  std::vector<std::string> est_names(std::begin(results::k_components),
+                                     std::end(results::k_components));
   est_names.emplace_back("cuda_graph");
   for (const auto& name : est_names) {
     DiffRow row{"estimate", name, "bytes", {}, {}, {}};
@@ -142,39 +151,41 @@ void memory_rows(const std::vector<RunRecord>& runs, const std::vector<PlanFigur
       row.values.push_back(opt_d(p.cuda_graphs));
     add(finish(std::move(row)));
   }
-  add(make_row(runs, "host", "peak RSS of the server", "bytes", [](const RunRecord& r) {
+  add(make_row(runs, "host", "peak RSS of the server", "bytes", [](const results::RunSummary& r) {
     return r.kind == "profile" ? opt_d(r.host_peak_rss_bytes) : std::nullopt;
   }));
 }
 
-const ConditionFigures* find_condition(const RunRecord& r, const std::string& id) {
+const results::ConditionSummary* find_condition(const results::RunSummary& r,
+                                                const std::string& id) {
   for (const auto& c : r.conditions)
     if (c.id == id) return &c;
   return nullptr;
 }
 
-void latency_rows(const std::vector<RunRecord>& runs, std::vector<DiffRow>& rows) {
-  using Field = double ConditionFigures::*;
+void latency_rows(const std::vector<results::RunSummary>& runs, std::vector<DiffRow>& rows) {
+  using Field = double results::ConditionSummary::*;
   const std::pair<const char*, Field> metrics[] = {
-      {"TTFT p50", &ConditionFigures::ttft_p50_ms},
-      {"TTFT p99", &ConditionFigures::ttft_p99_ms},
-      {"ITL p50", &ConditionFigures::itl_p50_ms},
-      {"ITL p99", &ConditionFigures::itl_p99_ms},
-      {"E2E p50", &ConditionFigures::e2e_p50_ms},
-      {"E2E p99", &ConditionFigures::e2e_p99_ms},
-      {"output tok/s", &ConditionFigures::output_tokens_per_s}};
+      {"TTFT p50", &results::ConditionSummary::ttft_p50_ms},
+      {"TTFT p99", &results::ConditionSummary::ttft_p99_ms},
+      {"ITL p50", &results::ConditionSummary::itl_p50_ms},
+      {"ITL p99", &results::ConditionSummary::itl_p99_ms},
+      {"E2E p50", &results::ConditionSummary::e2e_p50_ms},
+      {"E2E p99", &results::ConditionSummary::e2e_p99_ms},
+      {"output tok/s", &results::ConditionSummary::output_tokens_per_s}};
   for (const auto& c : runs[0].conditions) {
     for (const auto& [name, field] : metrics) {
-      DiffRow row = make_row(runs, c.id, name, name[0] == 'o' ? "tokens/s" : "ms",
-                             [&, field = field](const RunRecord& r) -> std::optional<double> {
-                               const auto* rc = find_condition(r, c.id);
-                               if (rc == nullptr) return std::nullopt;
-                               return rc->*field;
-                             });
+      DiffRow row =
+          make_row(runs, c.id, name, name[0] == 'o' ? "tokens/s" : "ms",
+                   [&, field = field](const results::RunSummary& r) -> std::optional<double> {
+                     const auto* rc = find_condition(r, c.id);
+                     if (rc == nullptr) return std::nullopt;
+                     return rc->*field;
+                   });
       if (any_value(row)) rows.push_back(std::move(row));
     }
     rows.push_back(make_row(runs, c.id, "errors", "requests",
-                            [&](const RunRecord& r) -> std::optional<double> {
+                            [&](const results::RunSummary& r) -> std::optional<double> {
                               const auto* rc = find_condition(r, c.id);
                               if (rc == nullptr) return std::nullopt;
                               return static_cast<double>(rc->n_errors);
@@ -182,9 +193,9 @@ void latency_rows(const std::vector<RunRecord>& runs, std::vector<DiffRow>& rows
   }
   rows.push_back(
       make_row(runs, "all conditions", "output tok/s", "tokens/s",
-               [](const RunRecord& r) { return std::optional<double>(r.tokens_per_s); }));
+               [](const results::RunSummary& r) { return std::optional<double>(r.tokens_per_s); }));
   rows.push_back(make_row(runs, "all conditions", "requests ok", "requests",
-                          [](const RunRecord& r) { return opt_d(r.n_ok); }));
+                          [](const results::RunSummary& r) { return opt_d(r.n_ok); }));
 }
 
 std::optional<int64_t> delta(const std::optional<uint64_t>& a, const std::optional<uint64_t>& b) {
@@ -194,18 +205,19 @@ std::optional<int64_t> delta(const std::optional<uint64_t>& a, const std::option
 
 void graph_deltas(Comparison& c, const std::vector<PlanFigures>& plans) {
   const auto& runs = c.runs;
-  const bool known = std::any_of(runs.begin(), runs.end(),
-                                 [](const RunRecord& r) { return r.cuda_graphs.has_value(); });
+  const bool known = std::any_of(runs.begin(), runs.end(), [](const results::RunSummary& r) {
+    return r.cuda_graphs.has_value();
+  });
   if (!known) return;
-  const auto reported_graph = [](const RunRecord& r) -> std::optional<uint64_t> {
+  const auto reported_graph = [](const results::RunSummary& r) -> std::optional<uint64_t> {
     const auto it = r.reported.find("cuda_graph");
     if (it != r.reported.end()) return it->second;
     if (r.cuda_graphs == 0U) return uint64_t{0};  // eager: no graph memory
     return std::nullopt;
   };
-  const RunRecord& base = runs[0];
+  const results::RunSummary& base = runs[0];
   for (size_t i = 1; i < runs.size(); ++i) {
-    const RunRecord& r = runs[i];
+    const results::RunSummary& r = runs[i];
     GraphDelta g;
     g.run_id = r.id;
     g.graphs_base = base.cuda_graphs;
@@ -220,6 +232,7 @@ void graph_deltas(Comparison& c, const std::vector<PlanFigures>& plans) {
       b = r.peak_bytes;
       g.memory_figure = base.memory + " at peak";
     }
+    if (r.memory != base.memory) a = b = std::nullopt;  // not one quantity
     g.overhead_bytes = delta(a, b);
     if (g.overhead_bytes && a && *a > 0) {
       g.increase_pct = static_cast<double>(*g.overhead_bytes) / static_cast<double>(*a) * 100.0;
@@ -376,7 +389,8 @@ PlanFigures plan_figures(const estimate::Estimate& est, std::string flags) {
   return p;
 }
 
-Comparison compare_runs(std::vector<RunRecord> runs, const std::vector<PlanFigures>& plans) {
+Comparison compare_runs(std::vector<results::RunSummary> runs,
+                        const std::vector<PlanFigures>& plans) {
   Comparison c;
   c.runs = std::move(runs);
   if (c.runs.size() < 2) return c;

@@ -15,7 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kvprof/estimate/result.hpp"
-#include "kvprof/experiment/compare_runs.hpp"
+#include "kvprof/results/run_summary.hpp"
 
 namespace kvprof::experiment {
 
@@ -65,7 +65,7 @@ struct SettingDiff {
 };
 
 struct Comparison {
-  std::vector<RunRecord> runs;
+  std::vector<results::RunSummary> runs;
   std::vector<SettingDiff> settings;  // only those that differ
   std::vector<DiffRow> memory;
   std::vector<DiffRow> latency;
@@ -75,7 +75,8 @@ struct Comparison {
 
 // Compares `runs` (at least two) against the first. `plans` is empty (each run's recorded
 // estimate is used where it has one) or one plan per run.
-Comparison compare_runs(std::vector<RunRecord> runs, const std::vector<PlanFigures>& plans);
+Comparison compare_runs(std::vector<results::RunSummary> runs,
+                        const std::vector<PlanFigures>& plans);
 
 nlohmann::json comparison_json(const Comparison& comparison);
 std::string comparison_text(const Comparison& comparison);

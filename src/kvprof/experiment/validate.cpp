@@ -17,7 +17,7 @@ constexpr double k_gib = 1024.0 * 1024.0 * 1024.0;
 
 // The engine's own figure of a component: vLLM's weights, KV pool, profile-run peak and
 // non-torch + CUDA graphs; llama.cpp's model, KV and compute buffers.
-std::optional<double> reported(const RunRecord& r, const std::string& component) {
+std::optional<double> reported(const results::RunSummary& r, const std::string& component) {
   const auto get = [&](const char* name) -> std::optional<double> {
     const auto it = r.reported.find(name);
     if (it == r.reported.end()) return std::nullopt;
@@ -94,14 +94,15 @@ AccuracyBand accuracy_band(const std::string& component) {
   return {10, "85-95%"};
 }
 
-Validation validate_run(const RunRecord& run, const std::map<std::string, double>& reference_bytes,
+Validation validate_run(const results::RunSummary& run,
+                        const std::map<std::string, double>& reference_bytes,
                         std::string reference) {
   Validation v;
   v.run = run;
   v.reference = std::move(reference);
   double worst = -1;
   const ValidationRow* worst_row = nullptr;
-  for (std::string_view c : k_components) {
+  for (std::string_view c : results::k_components) {
     ValidationRow row;
     row.component = std::string(c);
     row.band = accuracy_band(row.component);

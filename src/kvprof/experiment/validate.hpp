@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "kvprof/experiment/compare_runs.hpp"
+#include "kvprof/results/run_summary.hpp"
 
 namespace kvprof::experiment {
 
@@ -36,16 +36,18 @@ struct ValidationRow {
 };
 
 struct Validation {
-  RunRecord run;
+  results::RunSummary run;
   std::string reference;  // "kvprof estimate (FLAGS)", "calculator figures"
   std::vector<ValidationRow> rows;
   std::string largest_gap;  // the component, empty when no row has an error
   std::string diagnosis;    // one line
 };
 
-// Validates `run` against `reference_bytes` (per component of k_components; missing ones are
-// left out); the error is against the sampled figure, or the engine's where nothing was sampled.
-Validation validate_run(const RunRecord& run, const std::map<std::string, double>& reference_bytes,
+// Validates `run` against `reference_bytes` (per component of results::k_components; missing ones
+// are left out); the error is against the sampled figure, or the engine's where nothing was
+// sampled.
+Validation validate_run(const results::RunSummary& run,
+                        const std::map<std::string, double>& reference_bytes,
                         std::string reference);
 
 nlohmann::json validation_json(const Validation& v);

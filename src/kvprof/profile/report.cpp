@@ -7,6 +7,7 @@
 
 #include "kvprof/profile/estimate_check.hpp"
 #include "kvprof/report/text/table.hpp"
+#include "kvprof/results/summary_layout.hpp"
 #include "kvprof/util/redact.hpp"
 #include "kvprof/util/units.hpp"
 
@@ -17,9 +18,6 @@ namespace {
 using nlohmann::json;
 
 json opt_json(const std::optional<double>& v) {
-  return v ? json(*v) : json(nullptr);
-}
-json opt_json(const std::optional<int64_t>& v) {
   return v ? json(*v) : json(nullptr);
 }
 
@@ -68,58 +66,27 @@ json capture_json(const CapturePoint& cp, const std::vector<gpu::DeviceInfo>& gp
   for (size_t i = 0; i < cp.per_gpu.size(); ++i) {
     per_gpu.push_back(gpu_stats_json(cp.per_gpu[i], gpus, cp.used_bytes[i]));
   }
-  return {{"total_bytes", cp.sum_bytes},
-          {"total_gib", gib(cp.sum_bytes)},
-          {"total_gb", gib(cp.sum_bytes)},  // alias of total_gib: the predecessor's name
-          {"per_gpu_details", per_gpu},
-          {"stats",
-           {{"sum_bytes", cp.sum_bytes},
-            {"max_bytes", cp.max_bytes},
-            {"mean_bytes", cp.mean_bytes},
-            {"stddev_bytes", cp.stddev_bytes}}},
-          {"window", window_json(cp.window)}};
+  json j = results::capture_total_json(cp.sum_bytes);
+  j.update(json{{"per_gpu_details", per_gpu},
+                {"stats",
+                 {{"sum_bytes", cp.sum_bytes},
+                  {"max_bytes", cp.max_bytes},
+                  {"mean_bytes", cp.mean_bytes},
+                  {"stddev_bytes", cp.stddev_bytes}}},
+                {"window", window_json(cp.window)}});
+  return j;
 }
 
-json component_json(const Component& c) {
-  return {{"bytes", opt_json(c.bytes)},
-          {"confidence", confidence_name(c.confidence)},
-          {"method", c.method}};
+results::PartFigures part_figures(const Component& c) {
+  return {c.bytes, std::string(confidence_name(c.confidence)), c.method};
 }
 
 json breakdown_json(const MeasuredBreakdown& b) {
-  const auto in_gib = [](const Component& c) {
-    return c.bytes ? json(static_cast<double>(*c.bytes) / static_cast<double>(1ull << 30))
-                   : json(nullptr);
-  };
-  // The `_gb` names are aliases of the `_gib` ones: the predecessor's layout, read by its tools.
-  return {{"memory", b.memory},
-          {"gpu", b.memory == "gpu" ? json(b.gpu) : json(nullptr)},
-          {"total_measured_bytes", b.total_measured_bytes},
-          {"total_measured_gib", gib(b.total_measured_bytes)},
-          {"total_measured_gb", gib(b.total_measured_bytes)},
-          {"model_weights_bytes", opt_json(b.weights.bytes)},
-          {"model_weights_gib", in_gib(b.weights)},
-          {"model_weights_gb", in_gib(b.weights)},
-          {"kv_cache_bytes", opt_json(b.kv_cache.bytes)},
-          {"kv_cache_gib", in_gib(b.kv_cache)},
-          {"kv_cache_gb", in_gib(b.kv_cache)},
-          {"activations_bytes", opt_json(b.activations.bytes)},
-          {"activations_gib", in_gib(b.activations)},
-          {"activations_gb", in_gib(b.activations)},
-          {"framework_overhead_bytes", opt_json(b.overhead.bytes)},
-          {"framework_overhead_gib", in_gib(b.overhead)},
-          {"framework_overhead_gb", in_gib(b.overhead)},
-          {"confidence_levels",
-           {{"overall", confidence_name(b.overall)},
-            {"weights", confidence_name(b.weights.confidence)},
-            {"kv_cache", confidence_name(b.kv_cache.confidence)},
-            {"activations", confidence_name(b.activations.confidence)},
-            {"overhead", confidence_name(b.overhead.confidence)}}},
-          {"components",
-           {{"weights", component_json(b.weights)},
-            {"kv_cache", component_json(b.kv_cache)},
-            {"activations", component_json(b.activations)},
-            {"overhead", component_json(b.overhead)}}}};
+  return results::breakdown_json(
+      {b.memory, b.memory == "gpu" ? std::optional<unsigned>(b.gpu) : std::nullopt,
+       b.total_measured_bytes, part_figures(b.weights), part_figures(b.kv_cache),
+       part_figures(b.activations), part_figures(b.overhead),
+       std::string(confidence_name(b.overall))});
 }
 
 // The server's gauges over a window; the KV tokens at its KV peak from `kv` (derived.hpp).
@@ -240,9 +207,13 @@ json summary_json(const ProfileReport& r) {
     host["phases"] = std::move(phases);
   }
   const bool have_mem = !r.baseline.empty() && !r.peak.empty();
+  json measurements = {{"baseline", capture_json(r.baseline, r.gpus)},
+                       {"post_warmup", capture_json(r.post_warmup, r.gpus)},
+                       {"peak", capture_json(r.peak, r.gpus)}};
+  results::add_memory_increase(
+      measurements, have_mem ? std::optional<uint64_t>(r.baseline.sum_bytes) : std::nullopt,
+      have_mem ? std::optional<uint64_t>(r.peak.sum_bytes) : std::nullopt);
   json summary = {
-      {"schema_version", k_summary_schema_version},
-      {"profiler_version", KVPROF_VERSION},
       {"run_id", r.run_id},
       {"interrupted", r.interrupted},
       {"simulated", r.simulated},
@@ -260,18 +231,7 @@ json summary_json(const ProfileReport& r) {
         {"simulated", r.server.simulated}}},
       {"memory_source", r.memory_source},
       {"gpus", gpus},
-      {"memory_measurements",
-       {{"baseline", capture_json(r.baseline, r.gpus)},
-        {"post_warmup", capture_json(r.post_warmup, r.gpus)},
-        {"peak", capture_json(r.peak, r.gpus)},
-        {"memory_increase_bytes", have_mem ? json(static_cast<int64_t>(r.peak.sum_bytes) -
-                                                  static_cast<int64_t>(r.baseline.sum_bytes))
-                                           : json(nullptr)},
-        {"memory_increase_gib",
-         have_mem ? json(gib(r.peak.sum_bytes) - gib(r.baseline.sum_bytes)) : json(nullptr)},
-        // Alias of memory_increase_gib: the predecessor's name.
-        {"memory_increase_gb",
-         have_mem ? json(gib(r.peak.sum_bytes) - gib(r.baseline.sum_bytes)) : json(nullptr)}}},
+      {"memory_measurements", std::move(measurements)},
       {"memory_breakdown", r.breakdown ? breakdown_json(*r.breakdown) : json(nullptr)},
       {"engine_reported", r.engine_reported},
       {"launch", r.launch},
@@ -298,9 +258,7 @@ json summary_json(const ProfileReport& r) {
         {"reads", r.transport.reads},
         {"kernel_timestamped_reads", r.transport.kernel_timestamped_reads}}},
       {"latency_stats",
-       {{"mean_latency_ms", totals.n_ok > 0 ? e2e_sum_ms / static_cast<double>(totals.n_ok) : 0.0},
-        {"tokens_per_second",
-         duration_s > 0 ? static_cast<double>(totals.output_tokens) / duration_s : 0.0}}},
+       results::latency_totals_json(e2e_sum_ms, totals.n_ok, totals.output_tokens, duration_s)},
       {"conditions", conditions},
       {"condition_sampling", scrape_plan_json(r.scrape_plan)},
       {"derived", derived_json(r.derived)},
@@ -315,6 +273,7 @@ json summary_json(const ProfileReport& r) {
       {"warnings", r.warnings},
       {"files", r.files},
   };
+  results::add_versions(summary, k_summary_schema_version);
   annotate_summary(r, summary);
   return summary;
 }

@@ -8,6 +8,7 @@
 
 #include "kvprof/report/html/figures.hpp"
 #include "kvprof/report/html/run_data.hpp"
+#include "kvprof/results/run_folder.hpp"
 #include "kvprof/workload/workload.hpp"
 
 namespace kvprof::report::html {
@@ -349,7 +350,7 @@ std::vector<fs::path> experiment_run_dirs(const std::string& kind, const json& d
 }
 
 Expected<json> read_experiment_file(const fs::path& dir, const std::string& kind) {
-  return read_json_file(dir / (kind == "sweep" ? "sweep.json" : "find_max.json"));
+  return results::read_json_file(dir / (kind == "sweep" ? "sweep.json" : "find_max.json"));
 }
 
 }  // namespace kvprof::report::html

@@ -347,7 +347,7 @@ Expected<std::vector<fs::path>> write_report(std::span<const RunData> runs, cons
 }
 
 Expected<fs::path> write_run_report(const fs::path& run_dir) {
-  auto run = load_run(run_dir);
+  auto run = load_run_data(run_dir);
   if (!run) return std::unexpected(run.error());
   ReportOptions options;
   options.png = true;
@@ -369,7 +369,7 @@ Expected<std::vector<fs::path>> write_experiment_report(const fs::path& dir,
   std::vector<RunData> runs;
   std::vector<std::string> left_out;
   for (const auto& run_dir : experiment_run_dirs(*kind, *doc, dir)) {
-    auto run = load_run(run_dir);
+    auto run = load_run_data(run_dir);
     if (run) {
       runs.push_back(std::move(*run));
     } else {

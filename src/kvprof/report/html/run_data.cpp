@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "kvprof/report/html/csv.hpp"
+#include "kvprof/results/run_folder.hpp"
 
 namespace kvprof::report::html {
 namespace {
@@ -20,28 +21,7 @@ namespace {
 using nlohmann::json;
 namespace fs = std::filesystem;
 
-constexpr uint64_t k_max_json_bytes = uint64_t{64} << 20;
-
 }  // namespace
-
-Expected<json> read_json_file(const fs::path& path) {
-  std::error_code ec;
-  const auto size = fs::file_size(path, ec);
-  if (ec)
-    return fail(ErrorKind::not_found, fmt::format("no {} in '{}'", path.filename().string(),
-                                                  path.parent_path().string()));
-  if (size > k_max_json_bytes) {
-    return fail(ErrorKind::input, fmt::format("'{}' is larger than 64 MiB", path.string()));
-  }
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  json j = json::parse(text.str(), nullptr, false);
-  if (j.is_discarded() || !j.is_object()) {
-    return fail(ErrorKind::input, fmt::format("'{}' is not a JSON object", path.string()));
-  }
-  return j;
-}
 
 namespace {
 
@@ -194,7 +174,7 @@ void rebase(TimeSeries& s, const Clock& clock) {
 }
 
 Expected<void> read_metrics_trace(RunData& run, const fs::path& dir, const Clock& clock) {
-  const auto path = run_file(dir, run.summary, {"metrics_trace"}, "metrics_trace.csv");
+  const auto path = run_file(dir, run.summary_json, {"metrics_trace"}, "metrics_trace.csv");
   if (!path) return {};
   auto t = read_csv_file(*path, {{"mono_ns", "kv_cache_usage"}, {}, "status", "ok"});
   if (!t) return std::unexpected(t.error());
@@ -211,7 +191,7 @@ Expected<void> read_metrics_trace(RunData& run, const fs::path& dir, const Clock
 // Requests in flight from the request trace's send and end times (profile runs).
 Expected<void> read_request_trace(RunData& run, const fs::path& dir, const Clock& clock) {
   if (!clock.wall_minus_mono_ns) return {};
-  const auto path = run_file(dir, run.summary, {"request_trace"}, "request_trace.csv");
+  const auto path = run_file(dir, run.summary_json, {"request_trace"}, "request_trace.csv");
   if (!path) return {};
   auto t = read_csv_file(*path, {{"actual_send_unix_s", "end_unix_s"}, {}, {}, {}});
   if (!t) return std::unexpected(t.error());
@@ -245,12 +225,13 @@ Expected<void> read_request_trace(RunData& run, const fs::path& dir, const Clock
 }
 
 void read_profile_summary(RunData& run, const Clock& clock) {
-  const json& s = run.summary;
+  const json& s = run.summary_json;
   run.model = str(at(s, "model_info"), "name", "?");
   const json& em = at(s, "engine_metadata");
   run.engine = str(em, "engine_type", "unknown");
   run.engine_version = str(em, "engine_version");
-  run.kvprof_version = str(s, "profiler_version");
+  // kvprof's own version; summaries before schema_version "2.0" kept it in profiler_version.
+  run.kvprof_version = str(s, "kvprof_version", str(s, "profiler_version"));
   run.started_at = str(at(s, "metadata"), "started_at");
   std::vector<std::string> names;
   for (const auto& g : at(s, "gpus")) {
@@ -350,7 +331,7 @@ void read_profile_summary(RunData& run, const Clock& clock) {
 }
 
 void read_bench_summary(RunData& run, const Clock& clock) {
-  const json& s = run.summary;
+  const json& s = run.summary_json;
   const json& lib = at(at(s, "engine"), "library");
   run.model = str(at(s, "model_info"), "description", str(at(s, "settings"), "model", "?"));
   const std::string path = str(at(s, "settings"), "model");
@@ -374,7 +355,8 @@ void read_bench_summary(RunData& run, const Clock& clock) {
   for (const auto& c : at(s, "conditions")) {
     if (!at(c, "started").is_boolean() || !at(c, "started").get<bool>()) continue;
     ConditionPoint p;
-    p.label = str(c, "condition");
+    // Profile's names; a bench summary of the first layout (schema 1) had its own.
+    p.label = str(c, "condition_id", str(c, "condition"));
     p.group = condition_group(p.label);
     p.concurrency = static_cast<uint32_t>(num(c, "concurrency").value_or(0));
     // Every sequence's prompt, when they are alike (a mixed batch has none).
@@ -389,8 +371,9 @@ void read_bench_summary(RunData& run, const Clock& clock) {
     }
     p.peak_bytes = gpu ? num(c, "peak_gpu_used_bytes") : num(c, "peak_rss_bytes");
     p.estimate_bytes = num(at(c, "estimate"), gpu ? "gpu_total_bytes" : "host_total_bytes");
-    p.tokens_per_s = num(c, "tokens_per_second");
-    const json& lat = at(c, "latency_stats");
+    p.tokens_per_s = num(c, "output_tokens_per_s");
+    if (!p.tokens_per_s) p.tokens_per_s = num(c, "tokens_per_second");
+    const json& lat = at(c, "ttft_ms").is_object() ? c : at(c, "latency_stats");
     p.ttft_ms = percentiles(at(lat, "ttft_ms"));
     p.itl_ms = percentiles(at(lat, "itl_ms"));
     p.e2e_ms = percentiles(at(lat, "e2e_ms"));
@@ -420,7 +403,7 @@ void read_bench_summary(RunData& run, const Clock& clock) {
         std::tuple{"kv_cache", "KV cache", "kv_cache_bytes"},
         std::tuple{"activations", "activations", "compute_bytes"},
         std::tuple{"overhead", "overhead", ""}}) {
-    const json& c = at(bd, key);
+    const json& c = at(at(bd, "components").is_object() ? at(bd, "components") : bd, key);
     Component comp{
         name, num(c, "bytes"), std::nullopt, str(c, "confidence"),
         std::string_view(key) == "overhead" ? Nature::measured : Nature::engine_reported};
@@ -480,21 +463,18 @@ std::string condition_group(const std::string& label) {
   return out.empty() ? "all" : out;
 }
 
-Expected<RunData> load_run(const fs::path& dir) {
+Expected<RunData> load_run_data(const fs::path& dir) {
+  auto folder = results::open_run_folder(dir);
+  if (!folder) return std::unexpected(folder.error());
   RunData run;
   run.dir = dir;
-  auto summary = read_json_file(dir / "summary.json");
-  if (!summary) return std::unexpected(summary.error());
-  run.summary = std::move(*summary);
-  const json& s = run.summary;
-  if (!num(s, "schema_version") || !at(s, "run_id").is_string()) {
-    return fail(ErrorKind::input,
-                fmt::format("'{}' is not a kvprof run summary", (dir / "summary.json").string()));
-  }
-  run.run_id = str(s, "run_id");
-  run.kind = str(s, "kind", "profile");
-  run.simulated = at(s, "simulated").is_boolean() && at(s, "simulated").get<bool>();
-  run.interrupted = at(s, "interrupted").is_boolean() && at(s, "interrupted").get<bool>();
+  run.summary = std::move(folder->summary);
+  run.summary_json = std::move(folder->summary_json);
+  const json& s = run.summary_json;
+  run.run_id = run.summary.id;
+  run.kind = run.summary.kind;
+  run.simulated = run.summary.simulated;
+  run.interrupted = run.summary.interrupted;
   // Traces: everything on CLOCK_MONOTONIC; the origin is the first sample of any.
   auto gpu = read_gpu_trace(dir, s);
   if (!gpu) return std::unexpected(gpu.error());
@@ -521,10 +501,7 @@ Expected<RunData> load_run(const fs::path& dir) {
       if (t) clock.wall_minus_mono_ns = clock_offset(t->numeric[0], t->numeric[1]);
     }
   }
-  if (run.kind == "bench") {
-    auto manifest = read_json_file(dir / "manifest.json");
-    if (manifest) run.kvprof_version = str(*manifest, "kvprof_version");
-  }
+  if (run.kind == "bench") run.kvprof_version = str(folder->manifest_json, "kvprof_version");
   const Nature nature = run.simulated ? Nature::simulated : Nature::measured;
   if (*gpu) add_gpu_series(run, **gpu, clock, nature);
   if (*host) {

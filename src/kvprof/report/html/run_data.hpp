@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kvprof/results/run_summary.hpp"
 #include "kvprof/util/error.hpp"
 
 namespace kvprof::report::html {
@@ -89,12 +90,14 @@ struct RunData {
   std::string breakdown_nature = "measured";
   std::vector<std::string> warnings;
   double duration_s = 0;
-  nlohmann::json summary;
+  results::RunSummary summary;  // the run's typed summary (compare's and validate's view)
+  nlohmann::json summary_json;  // summary.json as written: traces, phases, comparison rows
 };
 
-// Reads the run folder `dir`; not_found when it has no summary.json, input error when that is
-// not a kvprof summary, io error when a trace it names cannot be read.
-Expected<RunData> load_run(const std::filesystem::path& dir);
+// Reads the run folder `dir` (opened by results::open_run_folder) with its traces: not_found when
+// it has no summary.json, an input error when that is not a kvprof summary, an io error when a
+// trace it names cannot be read.
+Expected<RunData> load_run_data(const std::filesystem::path& dir);
 
 // The condition's series: its label without the concurrency part ("in512_out32_c8_low" ->
 // "in512_out32_low", "c4 p128" -> "p128").
@@ -102,9 +105,5 @@ std::string condition_group(const std::string& label);
 
 // The input length a profile condition id names ("in128_out16_c4_low" -> 128); none otherwise.
 std::optional<uint32_t> input_len_of(const std::string& label);
-
-// Reads a JSON object file of at most 64 MiB (a run's summary.json, sweep.json, find_max.json);
-// not_found when it is missing, an input error naming the file when it is not a JSON object.
-Expected<nlohmann::json> read_json_file(const std::filesystem::path& path);
 
 }  // namespace kvprof::report::html

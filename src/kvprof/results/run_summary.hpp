@@ -1,8 +1,9 @@
-// A finished run folder read back for `compare` and `validate`: a profile run (GPU memory at
-// three capture points, the measured breakdown, the engine's own figures, the estimate it was
-// compared with, per-condition latency) or a bench run (host memory of the in-process engine),
-// brought to one shape. summary.json and manifest.json are read with every size bounded; a field
-// that is missing or of the wrong type is simply absent.
+// A run's summary, typed: one shape for a profile run (GPU memory at three capture points, the
+// measured breakdown, the engine's own figures, the estimate it was compared with, per-condition
+// latency) and a bench run (host memory of the in-process engine). This file and run_summary.cpp
+// are the one place that knows summary.json's keys and their documented aliases on the reading
+// side; compare, validate and the reports read this struct. Every size is bounded; a field that
+// is missing or of the wrong type is simply absent.
 #pragma once
 
 #include <cstdint>
@@ -13,9 +14,14 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "kvprof/util/error.hpp"
 
-namespace kvprof::experiment {
+namespace kvprof::results {
+
+// summary.json and manifest.json are read up to this size.
+inline constexpr size_t k_max_run_document_bytes = size_t{64} << 20;
 
 // The memory components in the order they are shown.
 inline constexpr std::string_view k_components[] = {"weights", "kv_cache", "activations",
@@ -33,7 +39,7 @@ struct GpuMemory {
   std::optional<uint64_t> baseline_bytes, post_warmup_bytes, peak_bytes;
 };
 
-struct ConditionFigures {
+struct ConditionSummary {
   std::string id;
   uint32_t concurrency = 0;
   uint64_t n_ok = 0, n_errors = 0;
@@ -43,7 +49,7 @@ struct ConditionFigures {
   std::optional<uint64_t> peak_used_bytes;
 };
 
-struct RunRecord {
+struct RunSummary {
   std::string id;
   std::filesystem::path dir;
   std::string kind;    // "profile" or "bench"
@@ -51,6 +57,7 @@ struct RunRecord {
   std::string model;
   std::string engine;
   bool simulated = false;
+  bool interrupted = false;  // stopped by Ctrl-C or a signal before its grid ended
   // Settings as flat "name" -> value text: the configuration the run was started with, and each
   // flag of a launched server's command ("launch --max-num-seqs" -> "64", a lone flag -> "true").
   std::map<std::string, std::string> settings;
@@ -64,7 +71,7 @@ struct RunRecord {
   std::optional<uint64_t> cuda_graphs;       // captured, from the engine's log (0 when eager)
   std::optional<uint64_t> num_gpu_blocks, kv_cache_tokens;
   std::map<std::string, double> estimated;  // the estimate the run recorded, k_components
-  std::vector<ConditionFigures> conditions;
+  std::vector<ConditionSummary> conditions;
   uint64_t n_ok = 0, n_errors = 0;
   double tokens_per_s = 0;
   std::optional<uint64_t> host_peak_rss_bytes;
@@ -72,18 +79,17 @@ struct RunRecord {
 
 // Reads a run from its summary.json and manifest.json texts (manifest may be empty); `dir` is
 // recorded as given. An input error when the summary is not a kvprof run summary.
-Expected<RunRecord> parse_run_documents(std::string_view summary_text,
-                                        std::string_view manifest_text,
-                                        const std::filesystem::path& dir);
+Expected<RunSummary> parse_run_summary(std::string_view summary_text,
+                                       std::string_view manifest_text,
+                                       const std::filesystem::path& dir);
 
-// `run` is a run folder, `latest`, or a run id looked up in the history of `results_dir`
-// (history::resolve_run). not_found when none names a folder with a summary.json; input errors
-// from parse_run_documents.
-Expected<RunRecord> load_run(const std::string& run, const std::filesystem::path& results_dir);
+// The same from the parsed documents (manifest may be null).
+Expected<RunSummary> read_run_summary(const nlohmann::json& summary, const nlohmann::json& manifest,
+                                      const std::filesystem::path& dir);
 
 // The flags of a shell command as settings: "--name value" -> {"--name", "value"}, a flag
 // followed by another flag or nothing -> "true", "--name=value" split; the program's base name
 // under "program". Host and port flags are left out (they differ between any two launches).
 std::map<std::string, std::string> command_flags(std::string_view command);
 
-}  // namespace kvprof::experiment
+}  // namespace kvprof::results

@@ -1,24 +1,21 @@
-// Run folders read back for compare and validate (see compare_runs.hpp).
-#include "kvprof/experiment/compare_runs.hpp"
+// A run's summary.json read into its typed summary (see run_summary.hpp).
+#include "kvprof/results/run_summary.hpp"
 
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
 
-#include "kvprof/history/history_db.hpp"
-#include "kvprof/sys/proc.hpp"
 #include "kvprof/util/json_input.hpp"
 #include "kvprof/util/json_text.hpp"
 #include "kvprof/util/utf8.hpp"
 
-namespace kvprof::experiment {
+namespace kvprof::results {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
 
-constexpr size_t k_max_document_bytes = 64U << 20;
 constexpr size_t k_max_settings = 400;
 constexpr size_t k_max_value_chars = 300;
 constexpr size_t k_max_conditions = 10000;
@@ -113,15 +110,22 @@ MeasuredComponent component(const json* c) {
   return m;
 }
 
-ConditionFigures condition(const json& c, bool bench) {
-  ConditionFigures f;
+// The member `key` of `c`, or where a bench summary of the first layout (schema 1) kept it.
+const json* either(const json& c, std::string_view key, std::string_view first_layout_key) {
+  const json* j = member(&c, key);
+  return j != nullptr ? j : member(&c, first_layout_key);
+}
+
+ConditionSummary condition(const json& c, bool bench) {
+  ConditionSummary f;
   const auto pct = [&](const char* metric, const char* p) {
-    const json* stats = bench ? path(c, {"latency_stats", metric}) : member(&c, metric);
+    const json* stats = member(&c, metric);
+    if (stats == nullptr && bench) stats = path(c, {"latency_stats", metric});
     return number(member(stats, p)).value_or(0);
   };
-  f.id = text(member(&c, bench ? "condition" : "condition_id"));
+  f.id = text(either(c, "condition_id", "condition"));
   f.concurrency = static_cast<uint32_t>(bytes(member(&c, "concurrency")).value_or(0) & 0xffffffffU);
-  f.n_ok = bytes(member(&c, bench ? "n_requests" : "n_ok")).value_or(0);
+  f.n_ok = bytes(either(c, "n_ok", "n_requests")).value_or(0);
   f.n_errors = bytes(member(&c, "n_errors")).value_or(0);
   f.ttft_p50_ms = pct("ttft_ms", "p50");
   f.ttft_p99_ms = pct("ttft_ms", "p99");
@@ -129,14 +133,13 @@ ConditionFigures condition(const json& c, bool bench) {
   f.itl_p99_ms = pct("itl_ms", "p99");
   f.e2e_p50_ms = pct("e2e_ms", "p50");
   f.e2e_p99_ms = pct("e2e_ms", "p99");
-  f.output_tokens_per_s =
-      number(member(&c, bench ? "tokens_per_second" : "output_tokens_per_s")).value_or(0);
+  f.output_tokens_per_s = number(either(c, "output_tokens_per_s", "tokens_per_second")).value_or(0);
   f.peak_used_bytes = bytes(member(&c, bench ? "peak_rss_bytes" : "peak_used_bytes"));
   return f;
 }
 
 // The estimated bytes per component and the flags of `estimate_comparison`, when there is one.
-void read_estimate_comparison(const json& s, RunRecord& r) {
+void read_estimate_comparison(const json& s, RunSummary& r) {
   if (const json* rows = path(s, {"estimate_comparison", "rows"}); rows && rows->is_array()) {
     for (const auto& row : *rows) {
       const auto est = number(member(&row, "estimated"));
@@ -148,7 +151,7 @@ void read_estimate_comparison(const json& s, RunRecord& r) {
   r.estimate_flags = text(path(s, {"estimate_comparison", "estimate_flags"}));
 }
 
-void read_profile(const json& s, RunRecord& r) {
+void read_profile(const json& s, RunSummary& r) {
   r.kind = "profile";
   r.memory = "GPU";
   r.model = text(path(s, {"model_info", "name"}));
@@ -225,7 +228,7 @@ void read_profile(const json& s, RunRecord& r) {
   }
 }
 
-void read_bench(const json& s, RunRecord& r) {
+void read_bench(const json& s, RunSummary& r) {
   r.kind = "bench";
   r.memory = "host RSS";
   r.model = fs::path(text(path(s, {"settings", "model"}))).filename().string();
@@ -235,8 +238,11 @@ void read_bench(const json& s, RunRecord& r) {
   r.peak_bytes = bytes(path(s, {"host_memory", "peak_rss_bytes"}));
   r.host_peak_rss_bytes = r.peak_bytes;
   const json* bd = member(&s, "memory_breakdown");
+  // The parts are in `components`, as profile writes them; the first layout kept them in the
+  // breakdown itself.
+  const json* parts = member(bd, "components") != nullptr ? member(bd, "components") : bd;
   for (const char* c : {"weights", "kv_cache", "activations", "overhead"}) {
-    if (const json* comp = member(bd, c)) r.measured[c] = component(comp);
+    if (const json* comp = member(parts, c)) r.measured[c] = component(comp);
   }
   if (const auto growth = bytes(member(bd, "process_growth_bytes"))) {
     r.measured["total"] = {growth, "high", "peak RSS growth since before load"};
@@ -278,15 +284,41 @@ void read_bench(const json& s, RunRecord& r) {
 }
 
 Expected<json> parse_json(std::string_view text, const std::string& what) {
-  if (text.size() > k_max_document_bytes) {
+  if (text.size() > k_max_run_document_bytes) {
     return fail(ErrorKind::input,
-                fmt::format("{} is over {} MiB", what, k_max_document_bytes >> 20));
+                fmt::format("{} is over {} MiB", what, k_max_run_document_bytes >> 20));
   }
   return parse_json_input(text, what);
 }
 
-Expected<RunRecord> read_documents(std::string_view summary_text, std::string_view manifest_text,
-                                   const fs::path& dir);
+Expected<RunSummary> read_documents(const json& s, const json& manifest, const fs::path& dir) {
+  if (!s.is_object() || member(&s, "run_id") == nullptr ||
+      (member(&s, "memory_measurements") == nullptr && text(member(&s, "kind")) != "bench")) {
+    return fail(ErrorKind::input,
+                fmt::format("{}: summary.json is not a kvprof run summary", dir.string()));
+  }
+  RunSummary r;
+  r.dir = dir;
+  r.id = text(member(&s, "run_id"));
+  r.simulated = member(&s, "simulated") != nullptr && member(&s, "simulated")->is_boolean() &&
+                member(&s, "simulated")->get<bool>();
+  r.interrupted = member(&s, "interrupted") != nullptr && member(&s, "interrupted")->is_boolean() &&
+                  member(&s, "interrupted")->get<bool>();
+  if (text(member(&s, "kind")) == "bench") {
+    read_bench(s, r);
+  } else {
+    read_profile(s, r);
+  }
+  if (const json* conf = member(&manifest, "configuration")) flatten(*conf, "", 0, r.settings);
+  if (r.estimate_flags.empty()) {
+    r.estimate_flags = text(path(manifest, {"configuration", "estimate_flags"}));
+  }
+  for (const auto& [flag, value] : command_flags(r.launch_command)) {
+    if (r.settings.size() >= k_max_settings) break;
+    r.settings["launch " + flag] = value;
+  }
+  return r;
+}
 
 }  // namespace
 
@@ -349,77 +381,26 @@ std::map<std::string, std::string> command_flags(std::string_view command) {
   return out;
 }
 
-Expected<RunRecord> parse_run_documents(std::string_view summary_text,
-                                        std::string_view manifest_text, const fs::path& dir) {
-  return read_json_input(dir.string(), [&]() -> Expected<RunRecord> {
-    return read_documents(summary_text, manifest_text, dir);
+Expected<RunSummary> read_run_summary(const json& summary, const json& manifest,
+                                      const fs::path& dir) {
+  return read_json_input(dir.string(), [&]() -> Expected<RunSummary> {
+    return read_documents(summary, manifest, dir);
   });
 }
 
-namespace {
-
-Expected<RunRecord> read_documents(std::string_view summary_text, std::string_view manifest_text,
-                                   const fs::path& dir) {
-  auto summary = parse_json(summary_text, (dir / "summary.json").string());
-  if (!summary) return std::unexpected(summary.error());
-  const json& s = *summary;
-  if (!s.is_object() || member(&s, "run_id") == nullptr ||
-      (member(&s, "memory_measurements") == nullptr && text(member(&s, "kind")) != "bench")) {
-    return fail(ErrorKind::input,
-                fmt::format("{}: summary.json is not a kvprof run summary", dir.string()));
-  }
-  RunRecord r;
-  r.dir = dir;
-  r.id = text(member(&s, "run_id"));
-  r.simulated = member(&s, "simulated") != nullptr && member(&s, "simulated")->is_boolean() &&
-                member(&s, "simulated")->get<bool>();
-  if (text(member(&s, "kind")) == "bench") {
-    read_bench(s, r);
-  } else {
-    read_profile(s, r);
-  }
-  if (!manifest_text.empty()) {
-    auto manifest = parse_json(manifest_text, (dir / "manifest.json").string());
-    if (!manifest) return std::unexpected(manifest.error());
-    if (const json* conf = member(&*manifest, "configuration")) flatten(*conf, "", 0, r.settings);
-    if (r.estimate_flags.empty()) {
-      r.estimate_flags = text(path(*manifest, {"configuration", "estimate_flags"}));
+Expected<RunSummary> parse_run_summary(std::string_view summary_text,
+                                       std::string_view manifest_text, const fs::path& dir) {
+  return read_json_input(dir.string(), [&]() -> Expected<RunSummary> {
+    auto summary = parse_json(summary_text, (dir / "summary.json").string());
+    if (!summary) return std::unexpected(summary.error());
+    json manifest;
+    if (!manifest_text.empty()) {
+      auto m = parse_json(manifest_text, (dir / "manifest.json").string());
+      if (!m) return std::unexpected(m.error());
+      manifest = std::move(*m);
     }
-  }
-  for (const auto& [flag, value] : command_flags(r.launch_command)) {
-    if (r.settings.size() >= k_max_settings) break;
-    r.settings["launch " + flag] = value;
-  }
-  return r;
+    return read_documents(*summary, manifest, dir);
+  });
 }
 
-}  // namespace
-
-Expected<RunRecord> load_run(const std::string& run, const fs::path& results_dir) {
-  const auto found = history::resolve_run(results_dir, run);
-  std::error_code ec;
-  if (!found) {
-    return fail(ErrorKind::not_found,
-                fmt::format("no run '{}': not a folder, nor a run id in {} (see `kvprof runs "
-                            "--results-dir {}`)",
-                            run, results_dir.string(), results_dir.string()));
-  }
-  const fs::path dir = *found;
-  if (!fs::exists(dir / "summary.json", ec)) {
-    return fail(ErrorKind::not_found,
-                fmt::format("{} holds no summary.json: not a profile or bench run folder, or "
-                            "its run never finished",
-                            dir.string()));
-  }
-  auto summary = sys::read_text_file(dir / "summary.json", k_max_document_bytes);
-  if (!summary) return std::unexpected(summary.error());
-  std::string manifest;
-  if (fs::exists(dir / "manifest.json", ec)) {
-    auto m = sys::read_text_file(dir / "manifest.json", k_max_document_bytes);
-    if (!m) return std::unexpected(m.error());
-    manifest = std::move(*m);
-  }
-  return parse_run_documents(*summary, manifest, dir);
-}
-
-}  // namespace kvprof::experiment
+}  // namespace kvprof::results
