@@ -14,8 +14,8 @@
 #include <string>
 
 #include "kvprof/experiment/sweep_plan.hpp"
-#include "kvprof/experiment/sweep_report.hpp"
 #include "kvprof/experiment/sweep_state.hpp"
+#include "kvprof/experiment/sweep_summary.hpp"
 #include "kvprof/workload/workload.hpp"
 
 namespace {

@@ -7,7 +7,7 @@
 #include <optional>
 
 #include "kvprof/bench/bench_estimate.hpp"
-#include "kvprof/bench/bench_report.hpp"
+#include "kvprof/bench/bench_summary.hpp"
 #include "kvprof/engines/llamacpp/llamacpp.hpp"
 #include "kvprof/engines/registry.hpp"
 #include "kvprof/report/text/table.hpp"

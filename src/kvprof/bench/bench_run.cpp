@@ -13,7 +13,7 @@
 #include <cstring>
 
 #include "kvprof/bench/bench_compare.hpp"
-#include "kvprof/bench/bench_report.hpp"
+#include "kvprof/bench/bench_summary.hpp"
 #include "kvprof/bench/worker.hpp"
 #include "kvprof/client/transport.hpp"
 #include "kvprof/gpu/sampler.hpp"

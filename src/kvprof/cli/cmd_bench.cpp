@@ -10,8 +10,8 @@
 #include <memory>
 
 #include "kvprof/bench/bench_estimate.hpp"
-#include "kvprof/bench/bench_report.hpp"
 #include "kvprof/bench/bench_run.hpp"
+#include "kvprof/bench/bench_summary.hpp"
 #include "kvprof/cli/bench_options.hpp"
 #include "kvprof/cli/commands.hpp"
 #include "kvprof/cli/estimate_options.hpp"

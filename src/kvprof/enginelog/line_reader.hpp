@@ -8,7 +8,7 @@
 #include <string_view>
 #include <utility>
 
-#include "kvprof/enginelog/report.hpp"
+#include "kvprof/enginelog/log_report.hpp"
 #include "kvprof/engines/engine.hpp"
 
 namespace kvprof::enginelog {

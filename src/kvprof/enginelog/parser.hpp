@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "kvprof/enginelog/line_reader.hpp"
-#include "kvprof/enginelog/report.hpp"
+#include "kvprof/enginelog/log_report.hpp"
 #include "kvprof/util/error.hpp"
 
 namespace kvprof::enginelog {

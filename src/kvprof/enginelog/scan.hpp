@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "kvprof/enginelog/report.hpp"
+#include "kvprof/enginelog/log_report.hpp"
 
 namespace kvprof::enginelog {
 

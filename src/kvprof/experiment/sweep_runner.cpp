@@ -9,7 +9,7 @@
 #include <memory>
 #include <set>
 
-#include "kvprof/experiment/sweep_report.hpp"
+#include "kvprof/experiment/sweep_summary.hpp"
 #include "kvprof/history/entries.hpp"
 #include "kvprof/profile/launcher.hpp"
 #include "kvprof/profile/profiler.hpp"

@@ -7,7 +7,7 @@
 #include <cmath>
 #include <utility>
 
-#include "kvprof/profile/report.hpp"
+#include "kvprof/profile/summary.hpp"
 
 namespace kvprof::profile {
 

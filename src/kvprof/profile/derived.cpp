@@ -9,7 +9,7 @@
 #include <set>
 #include <unordered_map>
 
-#include "kvprof/profile/report.hpp"
+#include "kvprof/profile/summary.hpp"
 
 namespace kvprof::profile {
 

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "kvprof/client/runner.hpp"
-#include "kvprof/profile/report.hpp"
 #include "kvprof/profile/server_answers.hpp"
+#include "kvprof/profile/summary.hpp"
 #include "kvprof/util/error.hpp"
 #include "kvprof/workload/workload.hpp"
 

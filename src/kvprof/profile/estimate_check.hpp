@@ -14,7 +14,7 @@
 #include "kvprof/engines/assumptions.hpp"
 #include "kvprof/estimate/result.hpp"
 #include "kvprof/profile/breakdown.hpp"
-#include "kvprof/profile/report.hpp"
+#include "kvprof/profile/summary.hpp"
 
 namespace kvprof::profile {
 

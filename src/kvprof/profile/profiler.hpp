@@ -29,7 +29,7 @@
 #include "kvprof/client/transport.hpp"
 #include "kvprof/estimate/result.hpp"
 #include "kvprof/gpu/memory_source.hpp"
-#include "kvprof/profile/report.hpp"
+#include "kvprof/profile/summary.hpp"
 #include "kvprof/util/error.hpp"
 #include "kvprof/workload/workload.hpp"
 

@@ -14,8 +14,8 @@
 #include "kvprof/gpu/sampler.hpp"
 #include "kvprof/profile/launcher.hpp"
 #include "kvprof/profile/profiler.hpp"
-#include "kvprof/profile/report.hpp"
 #include "kvprof/profile/startup.hpp"
+#include "kvprof/profile/summary.hpp"
 #include "kvprof/profile/timeline.hpp"
 #include "kvprof/util/error.hpp"
 

@@ -10,8 +10,8 @@
 #include <string>
 #include <string_view>
 
-#include "kvprof/enginelog/report.hpp"
-#include "kvprof/profile/report.hpp"
+#include "kvprof/enginelog/log_report.hpp"
+#include "kvprof/profile/summary.hpp"
 
 namespace kvprof::profile {
 

@@ -4,7 +4,7 @@
 #include <string>
 #include <string_view>
 
-#include "kvprof/profile/report.hpp"
+#include "kvprof/profile/summary.hpp"
 #include "kvprof/util/error.hpp"
 
 namespace kvprof::profile {

@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "kvprof/enginelog/report.hpp"
+#include "kvprof/enginelog/log_report.hpp"
 
 namespace kvprof::report::text {
 

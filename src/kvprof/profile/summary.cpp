@@ -1,5 +1,5 @@
 // summary.json and the terminal summary of a profile run (see report.hpp).
-#include "kvprof/profile/report.hpp"
+#include "kvprof/profile/summary.hpp"
 
 #include <fmt/format.h>
 

@@ -1,5 +1,5 @@
-// The sweep's table, JSON and files (see sweep_report.hpp).
-#include "kvprof/experiment/sweep_report.hpp"
+// The sweep's table, JSON and files (see sweep_summary.hpp).
+#include "kvprof/experiment/sweep_summary.hpp"
 
 #include <fmt/format.h>
 

@@ -1,5 +1,5 @@
 // summary.json, manifest.json, request_trace.csv and the terminal table of a bench run.
-#include "kvprof/bench/bench_report.hpp"
+#include "kvprof/bench/bench_summary.hpp"
 
 #include <fmt/format.h>
 

@@ -1,6 +1,6 @@
-// Tests for src/kvprof/profile/report.cpp: the request totals of a run, sent and planned counted
+// Tests for src/kvprof/profile/summary.cpp: the request totals of a run, sent and planned counted
 // apart.
-#include "kvprof/profile/report.hpp"
+#include "kvprof/profile/summary.hpp"
 
 #include <gtest/gtest.h>
 

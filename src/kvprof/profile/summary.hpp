@@ -1,5 +1,5 @@
-// What a profile run found, as summary.json (schema_version 2: sizes in `_bytes` and `_gib`, the
-// predecessor's `_gb` names kept as aliases of `_gib` where its layout had them; every field in
+// What a profile run found, as summary.json (schema_version "2.0": sizes in `_bytes` and `_gib`,
+// the predecessor's `_gb` names kept as aliases of `_gib` where its layout had them; every field in
 // docs/summary-schema.md) and as the terminal table printed at the end.
 #pragma once
 
@@ -13,7 +13,7 @@
 
 #include "kvprof/client/stats.hpp"
 #include "kvprof/client/transport.hpp"
-#include "kvprof/enginelog/report.hpp"
+#include "kvprof/enginelog/log_report.hpp"
 #include "kvprof/gpu/memory_source.hpp"
 #include "kvprof/gpu/sampler.hpp"
 #include "kvprof/metrics/scraper.hpp"

@@ -1,6 +1,6 @@
-// Tests for src/kvprof/bench/bench_report.cpp: what a bench interrupted early writes for the
+// Tests for src/kvprof/bench/bench_summary.cpp: what a bench interrupted early writes for the
 // conditions it did not measure — null in summary.json and "-" in the table, never 0.
-#include "kvprof/bench/bench_report.hpp"
+#include "kvprof/bench/bench_summary.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // Names and per-device totals of an EngineLogReport (see report.hpp).
-#include "kvprof/enginelog/report.hpp"
+#include "kvprof/enginelog/log_report.hpp"
 
 #include <algorithm>
 
