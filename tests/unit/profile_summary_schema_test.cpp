@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
-#include "kvprof/history/entries.hpp"
-#include "kvprof/history/history_db.hpp"
+#include "kvprof/results/history_db.hpp"
+#include "kvprof/results/history_entries.hpp"
 #include "kvprof/sys/subprocess.hpp"
 
 namespace kvprof {
@@ -398,9 +398,9 @@ TEST_F(SummarySchema, ReadersAcceptRunsWrittenWithSchemaVersion1) {
   const json old = json::parse(read_text(old_dir / "summary.json"));
   ASSERT_EQ(old.at("schema_version"), 1);
   {
-    auto db = history::HistoryDb::open(results(), true);
+    auto db = results::HistoryDb::open(results(), true);
     ASSERT_TRUE(db.has_value()) << db.error().message;
-    ASSERT_TRUE((*db)->record(history::profile_entry(old, old_dir)).has_value());
+    ASSERT_TRUE((*db)->record(results::profile_entry(old, old_dir)).has_value());
   }
   const auto run = [&](std::vector<std::string> args) {
     args.insert(args.begin(), KVPROF_BIN);

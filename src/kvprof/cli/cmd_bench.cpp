@@ -17,9 +17,9 @@
 #include "kvprof/cli/estimate_options.hpp"
 #include "kvprof/cli/run_report.hpp"
 #include "kvprof/engines/registry.hpp"
-#include "kvprof/history/history_db.hpp"
 #include "kvprof/report/text/progress_line.hpp"
 #include "kvprof/report/text/table.hpp"
+#include "kvprof/results/history_db.hpp"
 #include "kvprof/sys/host_info.hpp"
 #include "kvprof/util/json_text.hpp"
 #include "kvprof/util/units.hpp"
@@ -28,8 +28,9 @@ namespace kvprof::cli {
 namespace {
 
 // The history entry of a bench run, whatever its status.
-history::Entry bench_entry(const bench::BenchConfig& config, const bench::BenchReport& report) {
-  history::Entry e;
+results::HistoryEntry bench_entry(const bench::BenchConfig& config,
+                                  const bench::BenchReport& report) {
+  results::HistoryEntry e;
   e.kind = "bench";
   e.id = report.run_id;
   e.status = report.status == "crashed" ? "failed" : report.status;
@@ -241,7 +242,7 @@ void run_bench_command(BenchState& st) {
   };
   auto report = value_or_fatal(bench::run_bench(config, gpu_source.get(), gpu_name, on_event));
   progress.reset();  // the status line ends before the table
-  history::record_or_warn(config.output_dir, bench_entry(config, report));
+  results::record_or_warn(config.output_dir, bench_entry(config, report));
   // A model the engine refused measured nothing: its record (summary.json, the history entry)
   // is kept, with no table and no report.
   const bool refused = report.status == "refused";

@@ -17,12 +17,12 @@
 #include "kvprof/client/cli_options.hpp"
 #include "kvprof/engines/registry.hpp"
 #include "kvprof/gpu/source_select.hpp"
-#include "kvprof/history/entries.hpp"
 #include "kvprof/profile/estimate_check.hpp"
 #include "kvprof/profile/launch_plan.hpp"
 #include "kvprof/profile/profiler.hpp"
 #include "kvprof/profile/server_probe.hpp"
 #include "kvprof/report/text/progress_line.hpp"
+#include "kvprof/results/history_entries.hpp"
 #include "kvprof/run/target.hpp"
 #include "kvprof/sim/sim_jitter.hpp"
 #include "kvprof/sim/sim_sizing.hpp"
@@ -333,8 +333,8 @@ void run_profile_command(ProfileCliState& st) {
   progress.reset();  // the status line ends before the table
   target->stop();
   if (!outcome) throw Fatal(outcome.error());
-  history::record_or_warn(config.output_dir,
-                          history::profile_entry(outcome->summary, outcome->run_dir));
+  results::record_or_warn(config.output_dir,
+                          results::profile_entry(outcome->summary, outcome->run_dir));
   if (st.json) {
     std::printf("%s\n", json_text(outcome->summary, 2).c_str());
   } else {

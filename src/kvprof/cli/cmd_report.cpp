@@ -9,9 +9,9 @@
 #include "kvprof/cli/commands.hpp"
 #include "kvprof/cli/run_report.hpp"
 #include "kvprof/experiment/compare.hpp"
-#include "kvprof/history/history_db.hpp"
 #include "kvprof/report/html/experiment_sections.hpp"
 #include "kvprof/report/html/page.hpp"
+#include "kvprof/results/history_db.hpp"
 
 namespace kvprof::cli {
 namespace {
@@ -55,7 +55,7 @@ void run_report_command(const ReportCliState& st) {
   std::vector<report::html::RunData> runs;
   std::vector<fs::path> dirs;
   for (const auto& name : st.runs) {
-    const auto dir = history::resolve_run(st.results_dir, name);
+    const auto dir = results::resolve_run(st.results_dir, name);
     if (!dir) {
       throw Fatal({ErrorKind::not_found,
                    fmt::format("no run '{}': not a folder, nor a run id in {} (see `kvprof runs`)",

@@ -12,8 +12,8 @@
 #include <memory>
 
 #include "kvprof/cli/commands.hpp"
-#include "kvprof/history/entries.hpp"
-#include "kvprof/history/history_db.hpp"
+#include "kvprof/results/history_db.hpp"
+#include "kvprof/results/history_entries.hpp"
 #include "kvprof/util/json_text.hpp"
 #include "kvprof/util/units.hpp"
 
@@ -25,7 +25,7 @@ namespace fs = std::filesystem;
 
 struct RunsCliState {
   std::string results_dir = "results";
-  history::Filter filter;
+  results::HistoryFilter filter;
   std::string since;
   bool json = false;
 };
@@ -71,14 +71,14 @@ void run_runs_command(RunsCliState& st) {
   if (!st.since.empty()) st.filter.since_unix_s = parse_since(st.since);
   const fs::path results = st.results_dir;
   // Run folders whose record was missed (a busy lock, a full disk) are indexed now.
-  if (auto added = history::index_unrecorded_runs(results); !added) {
+  if (auto added = results::index_unrecorded_runs(results); !added) {
     std::fprintf(stderr, "kvprof: warning: run folders the history lacks were not indexed: %s\n",
                  added.error().message.c_str());
   } else if (*added > 0 && !st.json) {
     std::fprintf(stderr, "kvprof: indexed %zu run folder(s) the history lacked\n", *added);
   }
-  auto db = history::HistoryDb::open(results, false);
-  std::vector<history::Entry> entries;
+  auto db = results::HistoryDb::open(results, false);
+  std::vector<results::HistoryEntry> entries;
   if (db) {
     entries = value_or_fatal((*db)->list(st.filter));
   } else if (db.error().kind != ErrorKind::not_found) {
@@ -88,7 +88,7 @@ void run_runs_command(RunsCliState& st) {
   std::vector<bool> exists;
   for (const auto& e : entries) {
     std::error_code ec;
-    exists.push_back(fs::is_directory(history::entry_folder(results, e), ec));
+    exists.push_back(fs::is_directory(results::entry_folder(results, e), ec));
     n_missing += exists.back() ? 0 : 1;
   }
   if (st.json) {
@@ -104,7 +104,7 @@ void run_runs_command(RunsCliState& st) {
                       {"started_unix_s", e.started_unix_s},
                       {"started_at", utc_time(e.started_unix_s) + "Z"},
                       {"ended_unix_s", e.ended_unix_s},
-                      {"folder", history::entry_folder(results, e).string()},
+                      {"folder", results::entry_folder(results, e).string()},
                       {"folder_exists", static_cast<bool>(exists[i])},
                       {"sweep", e.group},
                       {"peak_bytes", e.peak_bytes ? nlohmann::json(*e.peak_bytes) : nullptr},
@@ -138,7 +138,7 @@ void run_runs_command(RunsCliState& st) {
         e.peak_bytes ? fmt::format("{:.2f}G", bytes_to_gib(*e.peak_bytes)) : "-";
     const std::string reqs =
         e.n_requests > 0 ? fmt::format("{}/{}", e.n_ok, e.n_requests) : std::string("-");
-    const std::string folder = exists[i] ? history::entry_folder(results, e).string()
+    const std::string folder = exists[i] ? results::entry_folder(results, e).string()
                                          : "MISSING (moved or deleted): " + e.path;
     std::printf("%-*s %-8s %-11s %-19s %-36s %-6s %9s %9s  %s\n", id_width, e.id.c_str(),
                 e.kind.c_str(), e.status.c_str(), utc_time(e.started_unix_s).c_str(), model.c_str(),

@@ -10,9 +10,9 @@
 #include <set>
 
 #include "kvprof/experiment/sweep_summary.hpp"
-#include "kvprof/history/entries.hpp"
 #include "kvprof/profile/launcher.hpp"
 #include "kvprof/profile/profiler.hpp"
+#include "kvprof/results/history_entries.hpp"
 #include "kvprof/run/target.hpp"
 #include "kvprof/util/units.hpp"
 #include "kvprof/workload/workload.hpp"
@@ -178,8 +178,8 @@ void run_one(const RunContext& ctx, const PlannedConfig& pc, ConfigRecord& rec) 
   if (!outcome) return failed(outcome.error());
   take_run(outcome->summary, {outcome->run_dir.filename().string(), outcome->run_dir.string()},
            rec);
-  history::record_or_warn(ctx.options.output_dir,
-                          history::profile_entry(outcome->summary, outcome->run_dir, s.name));
+  results::record_or_warn(ctx.options.output_dir,
+                          results::profile_entry(outcome->summary, outcome->run_dir, s.name));
   auto t = outcome->totals;
   // Conditions measured by earlier runs count with this run's.
   for (const auto& [cid, c] : rec.conditions) {
@@ -349,7 +349,7 @@ Expected<SweepOutcome> run_sweep(const SweepConfig& config, const Plan& plan,
                                                 : "completed";
   if (auto r = save(status, *last_run); !r) return std::unexpected(r.error());
 
-  history::Entry e;
+  results::HistoryEntry e;
   e.kind = "sweep";
   e.id = config.settings.name;
   e.status = out.interrupted ? "interrupted" : out.n_failed > 0 ? "partial" : "completed";
@@ -371,7 +371,7 @@ Expected<SweepOutcome> run_sweep(const SweepConfig& config, const Plan& plan,
              {"failed_now", out.n_failed},
              {"skipped", out.n_skipped},
              {"config_file", options.config_file}};
-  history::record_or_warn(options.output_dir, e);
+  results::record_or_warn(options.output_dir, e);
   return out;
 }
 

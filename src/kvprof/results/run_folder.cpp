@@ -3,7 +3,7 @@
 
 #include <fmt/format.h>
 
-#include "kvprof/history/history_db.hpp"
+#include "kvprof/results/history_db.hpp"
 #include "kvprof/sys/proc.hpp"
 #include "kvprof/util/json_input.hpp"
 
@@ -28,7 +28,7 @@ Expected<json> read_json_file(const fs::path& path) {
 }
 
 Expected<RunFolder> open_run(const std::string& run, const fs::path& results_dir) {
-  const auto found = history::resolve_run(results_dir, run);
+  const auto found = results::resolve_run(results_dir, run);
   if (!found) {
     return fail(ErrorKind::not_found,
                 fmt::format("no run '{}': not a folder, nor a run id in {} (see `kvprof runs "

@@ -22,7 +22,7 @@ struct RunFolder {
 };
 
 // `run` is a run folder, `latest`, or a run id looked up in the history of `results_dir`
-// (history::resolve_run). not_found when none names a folder with a summary.json; an input error
+// (results::resolve_run). not_found when none names a folder with a summary.json; an input error
 // when a document is not JSON or the summary is not a kvprof run summary.
 Expected<RunFolder> open_run(const std::string& run, const std::filesystem::path& results_dir);
 

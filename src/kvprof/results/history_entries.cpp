@@ -1,12 +1,12 @@
 // History entries from run summaries (see entries.hpp).
-#include "kvprof/history/entries.hpp"
+#include "kvprof/results/history_entries.hpp"
 
 #include <set>
 
 #include "kvprof/sys/proc.hpp"
 #include "kvprof/util/json_input.hpp"
 
-namespace kvprof::history {
+namespace kvprof::results {
 
 namespace {
 
@@ -36,9 +36,9 @@ std::string run_status(bool interrupted, uint64_t n_requests, uint64_t n_ok, uin
   return "completed";
 }
 
-Entry profile_entry(const json& summary, const std::filesystem::path& run_dir,
-                    const std::string& group) {
-  Entry e;
+HistoryEntry profile_entry(const json& summary, const std::filesystem::path& run_dir,
+                           const std::string& group) {
+  HistoryEntry e;
   e.kind = "profile";
   e.id = at_or<std::string>(summary, "/run_id", run_dir.filename().string());
   e.model = at_or<std::string>(summary, "/model_info/name", "");
@@ -62,8 +62,8 @@ Entry profile_entry(const json& summary, const std::filesystem::path& run_dir,
   return e;
 }
 
-Entry bench_entry_from_summary(const json& summary, const std::filesystem::path& run_dir) {
-  Entry e;
+HistoryEntry bench_entry_from_summary(const json& summary, const std::filesystem::path& run_dir) {
+  HistoryEntry e;
   e.kind = "bench";
   e.id = at_or<std::string>(summary, "/run_id", run_dir.filename().string());
   e.model =
@@ -106,7 +106,7 @@ Expected<size_t> index_unrecorded_runs(const std::filesystem::path& results_dir)
     auto summary = parse_json_input(*text, (folder / "summary.json").string());
     if (!summary || !summary->is_object() || !summary->contains("run_id")) continue;
     const bool bench = at_or<std::string>(*summary, "/kind", "") == "bench";
-    const Entry e =
+    const HistoryEntry e =
         bench ? bench_entry_from_summary(*summary, folder) : profile_entry(*summary, folder);
     auto done = (*db)->record(e);
     if (!done) return std::unexpected(done.error());
@@ -115,4 +115,4 @@ Expected<size_t> index_unrecorded_runs(const std::filesystem::path& results_dir)
   return added;
 }
 
-}  // namespace kvprof::history
+}  // namespace kvprof::results

@@ -17,13 +17,13 @@
 
 struct sqlite3;
 
-namespace kvprof::history {
+namespace kvprof::results {
 
-inline constexpr int k_schema_version = 1;
-inline constexpr const char* k_db_file = "kvprof_history.sqlite";
+inline constexpr int k_history_schema_version = 1;
+inline constexpr const char* k_history_db_file = "kvprof_history.sqlite";
 
 // One indexed thing: a run folder, or a sweep (its folder under sweeps/).
-struct Entry {
+struct HistoryEntry {
   std::string id;      // run id, or the sweep's name
   std::string kind;    // "profile", "bench", "sweep", "compare", "validate", ...
   std::string status;  // "completed", "partial", "interrupted", "failed"
@@ -39,7 +39,7 @@ struct Entry {
   nlohmann::json extra = nlohmann::json::object();  // facts of its kind
 };
 
-struct Filter {
+struct HistoryFilter {
   std::string model;   // substring, case-insensitive
   std::string engine;  // exact, case-insensitive
   std::string kind;
@@ -60,13 +60,13 @@ class HistoryDb {
   HistoryDb& operator=(const HistoryDb&) = delete;
 
   // Inserts `entry`, replacing one of the same kind and id; io error when the write fails.
-  Expected<void> record(const Entry& entry);
+  Expected<void> record(const HistoryEntry& entry);
 
   // The entries matching `filter`, newest first; io error when the read fails.
-  Expected<std::vector<Entry>> list(const Filter& filter) const;
+  Expected<std::vector<HistoryEntry>> list(const HistoryFilter& filter) const;
 
   // The newest entry with this id (any kind); nullopt when none; io error when the read fails.
-  Expected<std::optional<Entry>> find(const std::string& id) const;
+  Expected<std::optional<HistoryEntry>> find(const std::string& id) const;
 
   [[nodiscard]] const std::filesystem::path& results_dir() const { return m_results_dir; }
 
@@ -78,11 +78,12 @@ class HistoryDb {
 };
 
 // The folder an entry points at (its path taken from the results folder when relative).
-std::filesystem::path entry_folder(const std::filesystem::path& results_dir, const Entry& entry);
+std::filesystem::path entry_folder(const std::filesystem::path& results_dir,
+                                   const HistoryEntry& entry);
 
 // Records `entry` in the history of `results_dir`, creating it; on failure prints one warning line
 // on stderr and returns false (the run itself is never lost).
-bool record_or_warn(const std::filesystem::path& results_dir, const Entry& entry);
+bool record_or_warn(const std::filesystem::path& results_dir, const HistoryEntry& entry);
 
 // What `latest` names in resolve_run: the newest profile or bench run whose folder exists.
 inline constexpr const char* k_latest_run = "latest";
@@ -92,4 +93,4 @@ inline constexpr const char* k_latest_run = "latest";
 std::optional<std::filesystem::path> resolve_run(const std::filesystem::path& results_dir,
                                                  const std::string& id_or_path);
 
-}  // namespace kvprof::history
+}  // namespace kvprof::results

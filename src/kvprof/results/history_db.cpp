@@ -1,5 +1,5 @@
 // The SQLite history (see history_db.hpp). Only this file sees <sqlite3.h>.
-#include "kvprof/history/history_db.hpp"
+#include "kvprof/results/history_db.hpp"
 
 #include <sqlite3.h>
 
@@ -11,7 +11,7 @@
 
 #include "kvprof/util/json_text.hpp"
 
-namespace kvprof::history {
+namespace kvprof::results {
 
 namespace fs = std::filesystem;
 
@@ -63,8 +63,8 @@ std::string text_at(sqlite3_stmt* s, int col) {
   return p ? std::string(reinterpret_cast<const char*>(p)) : std::string();
 }
 
-Entry entry_from_row(sqlite3_stmt* s) {
-  Entry e;
+HistoryEntry entry_from_row(sqlite3_stmt* s) {
+  HistoryEntry e;
   e.kind = text_at(s, 0);
   e.id = text_at(s, 1);
   e.status = text_at(s, 2);
@@ -117,7 +117,7 @@ std::string relative_inside(const fs::path& base, const std::string& path) {
 }  // namespace
 
 Expected<std::unique_ptr<HistoryDb>> HistoryDb::open(const fs::path& results_dir, bool create) {
-  const fs::path path = results_dir / k_db_file;
+  const fs::path path = results_dir / k_history_db_file;
   std::error_code ec;
   if (!create && !fs::exists(path, ec)) {
     return fail(ErrorKind::not_found, fmt::format("no history in {} yet", results_dir.string()));
@@ -137,19 +137,19 @@ Expected<std::unique_ptr<HistoryDb>> HistoryDb::open(const fs::path& results_dir
   exec(db, "PRAGMA journal_mode=WAL");
   auto version = user_version(db, path);
   if (!version) return std::unexpected(version.error());
-  if (*version > k_schema_version) {
+  if (*version > k_history_schema_version) {
     return fail(ErrorKind::input,
                 fmt::format("history {}: schema version {} was written by a newer kvprof (this "
                             "one reads {})",
-                            path.string(), *version, k_schema_version));
+                            path.string(), *version, k_history_schema_version));
   }
-  if (*version < k_schema_version && create) {
+  if (*version < k_history_schema_version && create) {
     // Two processes may create it at once: the write lock decides, the second finds it done.
     if (!exec(db, "BEGIN IMMEDIATE")) return std::unexpected(db_error(db, path, "locked"));
     auto again = user_version(db, path);
     if (again && *again == 0) {
       if (!exec(db, k_schema_v1) ||
-          !exec(db, fmt::format("PRAGMA user_version = {}", k_schema_version).c_str())) {
+          !exec(db, fmt::format("PRAGMA user_version = {}", k_history_schema_version).c_str())) {
         auto err = db_error(db, path, "cannot create the schema");
         exec(db, "ROLLBACK");
         return std::unexpected(err);
@@ -168,8 +168,8 @@ HistoryDb::~HistoryDb() {
   sqlite3_close(m_db);
 }
 
-Expected<void> HistoryDb::record(const Entry& e) {
-  const fs::path path = m_results_dir / k_db_file;
+Expected<void> HistoryDb::record(const HistoryEntry& e) {
+  const fs::path path = m_results_dir / k_history_db_file;
   if (!exec(m_db, "BEGIN IMMEDIATE")) return std::unexpected(db_error(m_db, path, "locked"));
   Statement st(m_db, fmt::format("INSERT OR REPLACE INTO entries ({}, recorded_unix_s) VALUES "
                                  "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
@@ -213,7 +213,7 @@ Expected<void> HistoryDb::record(const Entry& e) {
   return {};
 }
 
-Expected<std::vector<Entry>> HistoryDb::list(const Filter& f) const {
+Expected<std::vector<HistoryEntry>> HistoryDb::list(const HistoryFilter& f) const {
   std::string sql = fmt::format("SELECT {} FROM entries WHERE started_unix_s >= ?", k_columns);
   if (!f.model.empty()) sql += " AND instr(lower(model), lower(?)) > 0";
   if (!f.engine.empty()) sql += " AND lower(engine) = lower(?)";
@@ -222,7 +222,7 @@ Expected<std::vector<Entry>> HistoryDb::list(const Filter& f) const {
   sql += " ORDER BY started_unix_s DESC, id DESC";
   if (f.limit > 0) sql += fmt::format(" LIMIT {}", f.limit);
   Statement st(m_db, sql);
-  const fs::path path = m_results_dir / k_db_file;
+  const fs::path path = m_results_dir / k_history_db_file;
   if (!st.ok()) return std::unexpected(db_error(m_db, path, "cannot read"));
   int i = 1;
   st.bind(i++, f.since_unix_s);
@@ -230,7 +230,7 @@ Expected<std::vector<Entry>> HistoryDb::list(const Filter& f) const {
   if (!f.engine.empty()) st.bind(i++, f.engine);
   if (!f.kind.empty()) st.bind(i++, f.kind);
   if (!f.group.empty()) st.bind(i++, f.group);
-  std::vector<Entry> out;
+  std::vector<HistoryEntry> out;
   int rc = SQLITE_ROW;
   while ((rc = sqlite3_step(st.get())) == SQLITE_ROW)
     out.push_back(entry_from_row(st.get()));
@@ -238,25 +238,25 @@ Expected<std::vector<Entry>> HistoryDb::list(const Filter& f) const {
   return out;
 }
 
-Expected<std::optional<Entry>> HistoryDb::find(const std::string& id) const {
+Expected<std::optional<HistoryEntry>> HistoryDb::find(const std::string& id) const {
   Statement st(m_db, fmt::format("SELECT {} FROM entries WHERE id = ? ORDER BY "
                                  "started_unix_s DESC LIMIT 1",
                                  k_columns));
-  const fs::path path = m_results_dir / k_db_file;
+  const fs::path path = m_results_dir / k_history_db_file;
   if (!st.ok()) return std::unexpected(db_error(m_db, path, "cannot read"));
   st.bind(1, id);
   const int rc = sqlite3_step(st.get());
-  if (rc == SQLITE_ROW) return std::optional<Entry>(entry_from_row(st.get()));
+  if (rc == SQLITE_ROW) return std::optional<HistoryEntry>(entry_from_row(st.get()));
   if (rc != SQLITE_DONE) return std::unexpected(db_error(m_db, path, "cannot read"));
-  return std::optional<Entry>();
+  return std::optional<HistoryEntry>();
 }
 
-fs::path entry_folder(const fs::path& results_dir, const Entry& entry) {
+fs::path entry_folder(const fs::path& results_dir, const HistoryEntry& entry) {
   const fs::path p(entry.path);
   return p.is_absolute() ? p : results_dir / p;
 }
 
-bool record_or_warn(const fs::path& results_dir, const Entry& entry) {
+bool record_or_warn(const fs::path& results_dir, const HistoryEntry& entry) {
   auto db = HistoryDb::open(results_dir, true);
   Expected<void> done = db ? (*db)->record(entry) : std::unexpected(db.error());
   if (!done) {
@@ -273,7 +273,7 @@ std::optional<fs::path> resolve_run(const fs::path& results_dir, const std::stri
   if (fs::is_directory(id_or_path, ec)) return fs::path(id_or_path);
   if (id_or_path == k_latest_run) {
     auto db = HistoryDb::open(results_dir, false);
-    auto entries = db ? (*db)->list({}) : Expected<std::vector<Entry>>{};
+    auto entries = db ? (*db)->list({}) : Expected<std::vector<HistoryEntry>>{};
     if (!entries) return std::nullopt;
     for (const auto& e : *entries) {
       if (e.kind != "profile" && e.kind != "bench") continue;
@@ -295,4 +295,4 @@ std::optional<fs::path> resolve_run(const fs::path& results_dir, const std::stri
   return std::nullopt;
 }
 
-}  // namespace kvprof::history
+}  // namespace kvprof::results

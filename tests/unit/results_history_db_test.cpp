@@ -1,7 +1,7 @@
 // The history database: schema version, records and filters, a newer schema refused, run ids
 // resolved to folders, folders moved by hand reported, and concurrent writers (processes writing
 // at once, and two real `kvprof profile` runs into one results folder) losing nothing.
-#include "kvprof/history/history_db.hpp"
+#include "kvprof/results/history_db.hpp"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -15,11 +15,11 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "kvprof/history/entries.hpp"
+#include "kvprof/results/history_entries.hpp"
 #include "kvprof/sys/subprocess.hpp"
 #include "support/temp_dir.hpp"
 
-namespace kvprof::history {
+namespace kvprof::results {
 namespace {
 
 namespace fs = std::filesystem;
@@ -29,9 +29,9 @@ class History : public test::TempDirTest {
  protected:
   History() : TempDirTest("kvprof_history") {}
 
-  static Entry entry(const std::string& id, const std::string& model, double started,
-                     const std::string& engine = "vllm") {
-    Entry e;
+  static HistoryEntry entry(const std::string& id, const std::string& model, double started,
+                            const std::string& engine = "vllm") {
+    HistoryEntry e;
     e.id = id;
     e.kind = "profile";
     e.status = "completed";
@@ -47,7 +47,7 @@ class History : public test::TempDirTest {
 
   int user_version() const {
     sqlite3* db = nullptr;
-    sqlite3_open((m_dir / k_db_file).c_str(), &db);
+    sqlite3_open((m_dir / k_history_db_file).c_str(), &db);
     sqlite3_stmt* st = nullptr;
     sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, nullptr);
     sqlite3_step(st);
@@ -62,9 +62,9 @@ TEST_F(History, RecordsListsFiltersAndReplaces) {
   EXPECT_EQ(HistoryDb::open(m_dir, false).error().kind, ErrorKind::not_found);
   auto db = HistoryDb::open(m_dir, true);
   ASSERT_TRUE(db) << db.error().message;
-  EXPECT_EQ(user_version(), k_schema_version);
+  EXPECT_EQ(user_version(), k_history_schema_version);
   fs::create_directories(m_dir / "run_a");
-  Entry a = entry("run_a", "meta-llama/Llama-3.1-8B-Instruct", 1000);
+  HistoryEntry a = entry("run_a", "meta-llama/Llama-3.1-8B-Instruct", 1000);
   a.path = (m_dir / "run_a").string();  // stored relative to the results folder
   a.extra = {{"k", 1}};
   ASSERT_TRUE((*db)->record(a));
@@ -79,7 +79,7 @@ TEST_F(History, RecordsListsFiltersAndReplaces) {
   EXPECT_EQ((*all)[2].extra.at("k"), 1);
   EXPECT_EQ(*(*all)[2].peak_bytes, 123u);
 
-  Filter f;
+  HistoryFilter f;
   f.model = "LLAMA";
   EXPECT_EQ((*db)->list(f)->size(), 2u);
   f = {};
@@ -94,7 +94,7 @@ TEST_F(History, RecordsListsFiltersAndReplaces) {
   EXPECT_EQ((*db)->list(f)->size(), 1u);
 
   // The same kind and id again replaces the entry (a sweep run again updates its own).
-  Entry again = entry("run_b", "Qwen/Qwen2.5-7B-Instruct", 2000, "sglang");
+  HistoryEntry again = entry("run_b", "Qwen/Qwen2.5-7B-Instruct", 2000, "sglang");
   again.status = "interrupted";
   ASSERT_TRUE((*db)->record(again));
   EXPECT_EQ((*db)->list({})->size(), 3u);
@@ -105,7 +105,7 @@ TEST_F(History, RecordsListsFiltersAndReplaces) {
 TEST_F(History, ANewerSchemaIsRefusedAndAForeignFileIsAnError) {
   ASSERT_TRUE(HistoryDb::open(m_dir, true));
   sqlite3* raw = nullptr;
-  sqlite3_open((m_dir / k_db_file).c_str(), &raw);
+  sqlite3_open((m_dir / k_history_db_file).c_str(), &raw);
   sqlite3_exec(raw, "PRAGMA user_version = 99", nullptr, nullptr, nullptr);
   sqlite3_close(raw);
   auto db = HistoryDb::open(m_dir, true);
@@ -115,7 +115,8 @@ TEST_F(History, ANewerSchemaIsRefusedAndAForeignFileIsAnError) {
 
   const fs::path other = m_dir / "other";
   fs::create_directories(other);
-  std::ofstream(other / k_db_file) << "this is not a database, just text that is long enough";
+  std::ofstream(other / k_history_db_file)
+      << "this is not a database, just text that is long enough";
   auto bad = HistoryDb::open(other, true);
   ASSERT_FALSE(bad);
   EXPECT_EQ(bad.error().kind, ErrorKind::io);
@@ -127,7 +128,7 @@ TEST_F(History, ResolvesFoldersRunIdsAndNamesInTheResultsFolder) {
   const fs::path results = m_dir / "results";
   fs::create_directories(results / "20250101_000000");
   fs::create_directories(m_dir / "elsewhere" / "moved_run");
-  Entry e = entry("moved_run", "m", 5);
+  HistoryEntry e = entry("moved_run", "m", 5);
   e.path = (m_dir / "elsewhere" / "moved_run").string();  // outside: kept absolute
   ASSERT_TRUE(record_or_warn(results, e));
 
@@ -136,7 +137,7 @@ TEST_F(History, ResolvesFoldersRunIdsAndNamesInTheResultsFolder) {
   EXPECT_EQ(resolve_run(results, "20250101_000000"), results / "20250101_000000");
   EXPECT_FALSE(resolve_run(results, "20990101_000000"));
   EXPECT_FALSE(resolve_run(results, ""));
-  Entry sweep = entry("a_sweep", "m", 9);  // newer, but not a run
+  HistoryEntry sweep = entry("a_sweep", "m", 9);  // newer, but not a run
   sweep.kind = "sweep";
   sweep.path = "20250101_000000";
   ASSERT_TRUE(record_or_warn(results, sweep));
@@ -169,7 +170,7 @@ TEST_F(History, ProcessesWritingAtOnceLoseNothing) {
   auto db = HistoryDb::open(m_dir, false);
   ASSERT_TRUE(db);
   EXPECT_EQ((*db)->list({})->size(), static_cast<size_t>(k_procs * k_each));
-  EXPECT_EQ(user_version(), k_schema_version);
+  EXPECT_EQ(user_version(), k_history_schema_version);
 }
 
 TEST_F(History, TwoKvprofProfilesAtOnceAreBothIndexedAndAMovedFolderIsReported) {
@@ -232,9 +233,9 @@ TEST_F(History, TwoKvprofProfilesAtOnceAreBothIndexedAndAMovedFolderIsReported) 
 
   // The history lost (as a run whose record failed: the lock held too long, the disk full):
   // `kvprof runs` indexes the run folder it finds, as it was.
-  fs::remove(fs::path(results) / k_db_file);
-  fs::remove(fs::path(results) / (std::string(k_db_file) + "-wal"));
-  fs::remove(fs::path(results) / (std::string(k_db_file) + "-shm"));
+  fs::remove(fs::path(results) / k_history_db_file);
+  fs::remove(fs::path(results) / (std::string(k_history_db_file) + "-wal"));
+  fs::remove(fs::path(results) / (std::string(k_history_db_file) + "-shm"));
   text = sys::run_command({KVPROF_BIN, "runs", "--results-dir", results}, o);
   ASSERT_TRUE(text);
   EXPECT_EQ(text->exit_code, 0);
@@ -251,4 +252,4 @@ TEST_F(History, TwoKvprofProfilesAtOnceAreBothIndexedAndAMovedFolderIsReported) 
 }
 
 }  // namespace
-}  // namespace kvprof::history
+}  // namespace kvprof::results
