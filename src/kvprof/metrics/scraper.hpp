@@ -78,6 +78,9 @@ class MetricsScraper {
   [[nodiscard]] std::optional<ScrapeRecord> last_ok() const;
   [[nodiscard]] MetricsPeaks peaks() const;
   [[nodiscard]] ScraperStats stats() const;
+  // How long one scrape may take (ScraperOptions::timeout_ms): a wait for a scrape to come back
+  // is this and a little more.
+  [[nodiscard]] uint32_t scrape_timeout_ms() const { return m_options.timeout_ms; }
 
   // The error that stopped metrics_trace.csv from being written (e.g. a full disk), if any;
   // scraping goes on in memory.

@@ -590,7 +590,7 @@ Expected<ProfileOutcome> run_profile(const ProfileConfig& config, const ProfileD
   auto scraper = start_watching(run);
   if (!scraper) return std::unexpected(scraper.error());
   ConditionTracker tracker(**scraper, run.timeline, run.requests,
-                           metrics::ScraperOptions{}.timeout_ms + 500);
+                           (*scraper)->scrape_timeout_ms() + 500);
   Windows windows;
   if (auto ok = idle_and_warmup(run, **scraper, windows); !ok) return std::unexpected(ok.error());
   auto result = run_grid(run, **scraper, tracker, windows);
