@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -183,6 +184,23 @@ TEST_F(ServeE2E, ProfileEndpointReadsKvUsageFromSlots) {
   }
   EXPECT_EQ(parts["compute"]["confidence"], "reported by engine");
   EXPECT_EQ(summary["engine_metadata"]["engine_version"], props["build_info"]);
+  // No --estimate-with: the server is planned from what its /props states (the GGUF, 4 slots of
+  // 512 tokens split from -c 2048), and the plan's buffers are the bytes /props states to the
+  // plan's printed digit (its log lines say MiB to two decimals: half of 0.01 MiB).
+  const json& cmp = summary["estimate_comparison"];
+  ASSERT_TRUE(cmp.is_object()) << summary.dump(1);
+  EXPECT_EQ(cmp["estimate_flags"],
+            "the server's /props (tiny.gguf; 4 slots of 512 tokens, split (2048 cells, as it "
+            "states))");
+  size_t stated = 0;
+  for (const auto& part : cmp["rows"]) {
+    if (part["measured_source"] != "/props") continue;
+    ++stated;
+    EXPECT_LE(std::abs(part["estimated"].get<double>() - part["measured"].get<double>()),
+              0.005 * 1024 * 1024)
+        << part.dump();
+  }
+  EXPECT_EQ(stated, 3U) << cmp.dump(1);  // weights, KV cache, compute buffers
   // The report draws the server's host memory (no GPU was sampled), each condition's peak from
   // the process's samples in its window.
   const auto data = kvprof::report::html::load_run_data(run);

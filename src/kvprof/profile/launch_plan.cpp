@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <filesystem>
 #include <set>
 
@@ -11,6 +12,8 @@
 #include "kvprof/gpu/gpu_catalog.hpp"
 #include "kvprof/model/resolve.hpp"
 #include "kvprof/util/redact.hpp"
+#include "kvprof/util/shell.hpp"
+#include "kvprof/util/units.hpp"
 
 namespace kvprof::profile {
 
@@ -68,6 +71,96 @@ Expected<LaunchPlan> plan_from_launch(std::string_view command, const workload::
   out.assumptions = engines::estimate_assumptions(out.estimate, sources);
   out.notes = std::move(reading->notes);
   return out;
+}
+
+namespace {
+
+// The llama-server command /props describes: its model, `slots` slots of `slot_ctx` tokens, the
+// cells shared by the slots (`shared`) or split between them.
+std::string props_command(const std::string& model_path, uint64_t slot_ctx, uint32_t slots,
+                          bool shared) {
+  return fmt::format("llama-server -m {} -c {} -np {} {}", shell_quote(model_path),
+                     shared ? slot_ctx : slot_ctx * slots, slots,
+                     shared ? "--kv-unified" : "--no-kv-unified");
+}
+
+uint64_t reported_kv_bytes(const enginelog::EngineLogReport& buffers) {
+  uint64_t kv = 0;
+  for (const auto& d : enginelog::totals_by_device(buffers))
+    kv += d.kv_cache_bytes;
+  return kv;
+}
+
+// The plan's KV cache on every device (host and GPUs).
+uint64_t kv_total(const LaunchPlan& p) {
+  return p.estimate.engine_report.available_kv_cache_bytes;
+}
+
+}  // namespace
+
+Expected<LaunchPlan> plan_from_props(const PropsFacts& props, const workload::GridOptions& grid,
+                                     gpu::MemorySource* memory, unsigned gpu_index) {
+  std::error_code ec;
+  if (props.model_path.empty() || !std::filesystem::is_regular_file(props.model_path, ec)) {
+    return fail(
+        ErrorKind::not_found,
+        props.model_path.empty()
+            ? std::string("the server's /props names no model file")
+            : fmt::format("the server's model file ({}) is not on this host", props.model_path));
+  }
+  if (!props.slot_context_tokens) {
+    return fail(ErrorKind::not_found, "the server's /props states no slot context (n_ctx)");
+  }
+  const uint64_t slot_ctx = *props.slot_context_tokens;
+  const uint32_t slots = props.total_slots.value_or(1);
+  const auto plan_of = [&](bool shared) {
+    return plan_from_launch(props_command(props.model_path, slot_ctx, slots, shared), grid, memory,
+                            gpu_index);
+  };
+  std::string how;
+  Expected<LaunchPlan> plan = fail(ErrorKind::not_found, "");
+  if (slots == 1) {
+    plan = plan_of(true);
+    how = fmt::format("1 slot of {} tokens", slot_ctx);
+  } else if (props.context_tokens) {
+    // kvprof serve states its cells: a shared cache holds one slot's context.
+    const bool shared = *props.context_tokens == slot_ctx;
+    plan = plan_of(shared);
+    how = fmt::format("{} slots of {} tokens, {} ({} cells, as it states)", slots, slot_ctx,
+                      shared ? "one shared cache" : "split", *props.context_tokens);
+  } else if (props.buffers && reported_kv_bytes(*props.buffers) > 0) {
+    // Its KV buffer says which: the plan whose cache is that size.
+    auto shared = plan_of(true);
+    auto split = plan_of(false);
+    if (!shared || !split) return shared ? std::move(split) : std::move(shared);
+    const double kv = static_cast<double>(reported_kv_bytes(*props.buffers));
+    const auto off = [&](const LaunchPlan& p) {
+      return std::abs(static_cast<double>(p.estimate.engine_report.available_kv_cache_bytes) - kv);
+    };
+    const bool is_shared = off(*shared) <= off(*split);
+    plan = is_shared ? std::move(shared) : std::move(split);
+    how = fmt::format("{} slots of {} tokens, {} (from its KV buffer)", slots, slot_ctx,
+                      is_shared ? "one shared cache" : "split");
+  } else {
+    plan = plan_of(false);
+    if (plan) {
+      auto shared = plan_of(true);
+      plan->notes.push_back(fmt::format(
+          "the server's /props cannot tell a cache its {} slots share (-kvu; llama-server's "
+          "default without -np) from split slots: planned as split slots ({} cells){}; give "
+          "--estimate-with to plan the other",
+          slots, slot_ctx * slots,
+          shared ? fmt::format(
+                       ", a shared cache would hold {} cells ({:.2f} GiB less KV)", slot_ctx,
+                       bytes_to_gib(kv_total(*plan) - std::min(kv_total(*plan), kv_total(*shared))))
+                 : std::string()));
+    }
+    how = fmt::format("{} slots of {} tokens, split", slots, slot_ctx);
+  }
+  if (!plan) return plan;
+  plan->flags = fmt::format("the server's /props ({}; {})",
+                            std::filesystem::path(props.model_path).filename().string(), how);
+  return plan;
 }
 
 }  // namespace kvprof::profile

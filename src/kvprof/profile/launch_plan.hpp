@@ -12,6 +12,7 @@
 
 #include "kvprof/estimate/estimate.hpp"
 #include "kvprof/gpu/memory_source.hpp"
+#include "kvprof/profile/summary.hpp"
 #include "kvprof/util/error.hpp"
 #include "kvprof/workload/workload.hpp"
 
@@ -30,5 +31,13 @@ struct LaunchPlan {
 // A not_found error saying why not otherwise ("the launch names no local model file").
 Expected<LaunchPlan> plan_from_launch(std::string_view command, const workload::GridOptions& grid,
                                       gpu::MemorySource* memory, unsigned gpu_index);
+
+// The plan of a llama.cpp server at an endpoint from what its /props states: the model file
+// (model_path, when this host can read it), the slots and each slot's context. A cache the slots
+// share (-kvu) and split slots answer alike; kvprof serve's own figures (its cells, its KV
+// buffer) tell them apart, and without them the plan is of split slots (the larger cache), said
+// in a note with what a shared one would hold. not_found saying why there is no plan otherwise.
+Expected<LaunchPlan> plan_from_props(const PropsFacts& props, const workload::GridOptions& grid,
+                                     gpu::MemorySource* memory, unsigned gpu_index);
 
 }  // namespace kvprof::profile

@@ -23,6 +23,7 @@
 #include "kvprof/profile/launcher.hpp"
 #include "kvprof/profile/manifest.hpp"
 #include "kvprof/profile/run_steps.hpp"
+#include "kvprof/profile/launch_plan.hpp"
 #include "kvprof/profile/server_probe.hpp"
 #include "kvprof/profile/startup.hpp"
 #include "kvprof/sys/proc.hpp"
@@ -238,6 +239,24 @@ Expected<void> probe_and_prepare(Run& run) {
     run.warnings.add(fmt::format(
         "the server refuses token-ID prompts (400: {}); the grid runs with text prompts, {}",
         check->token_prompt_refusal, check_text_token_counts(config.run, run.requests)));
+  }
+
+  // A llama.cpp server and no plan given: the plan of what its /props states, as a --launch is
+  // planned from its command.
+  if (!config.estimate && server->props) {
+    auto plan = plan_from_props(*server->props, config.grid, run.deps.memory,
+                                config.gpus.empty() ? 0 : config.gpus.front());
+    if (plan) {
+      config.estimate = std::move(plan->estimate);
+      config.estimate_flags = std::move(plan->flags);
+      config.estimate_assumptions = std::move(plan->assumptions);
+      for (const auto& note : plan->notes)
+        run.warnings.add("the plan: " + note);
+      run.progress("plan: " + config.estimate_flags);
+    } else {
+      run.progress(fmt::format("no plan to compare with: {} (give --estimate-with)",
+                               plan.error().message));
+    }
   }
 
   ProfileReport& report = run.report;

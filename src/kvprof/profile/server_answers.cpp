@@ -82,8 +82,10 @@ std::string read_server_version(std::string_view body) {
   return version ? short_text(*version, k_max_short_text_bytes) : std::string();
 }
 
-std::optional<uint64_t> read_props_context_tokens(std::string_view body) {
-  const json j = parse_object(body);
+namespace {
+
+// default_generation_settings.n_ctx of a parsed /props body, when above 0.
+std::optional<uint64_t> slot_context_of(const json& j) {
   if (!j.is_object()) return std::nullopt;
   const auto settings = j.find("default_generation_settings");
   if (settings == j.end() || !settings->is_object()) return std::nullopt;
@@ -92,6 +94,12 @@ std::optional<uint64_t> read_props_context_tokens(std::string_view body) {
     return std::nullopt;
   }
   return n_ctx->get<uint64_t>();
+}
+
+}  // namespace
+
+std::optional<uint64_t> read_props_context_tokens(std::string_view body) {
+  return slot_context_of(parse_object(body));
 }
 
 std::optional<PropsFacts> read_props_facts(std::string_view body) {
@@ -104,8 +112,21 @@ std::optional<PropsFacts> read_props_facts(std::string_view body) {
   if (const std::string* build = string_at(j, "build_info")) {
     facts.build = short_text(*build, k_max_short_text_bytes);
   }
+  if (const std::string* path = string_at(j, "model_path"); path && path->size() <= 4096) {
+    facts.model_path = *path;
+  }
+  if (const auto slots = j.find("total_slots"); slots != j.end() && slots->is_number_unsigned() &&
+                                                slots->get<uint64_t>() >= 1 &&
+                                                slots->get<uint64_t>() <= 4096) {
+    facts.total_slots = static_cast<uint32_t>(slots->get<uint64_t>());
+  }
+  facts.slot_context_tokens = slot_context_of(j);
   const auto kvprof = j.find("kvprof");
   if (kvprof == j.end() || !kvprof->is_object()) return facts;
+  if (const auto n_ctx = kvprof->find("n_ctx");
+      n_ctx != kvprof->end() && n_ctx->is_number_unsigned() && n_ctx->get<uint64_t>() > 0) {
+    facts.context_tokens = n_ctx->get<uint64_t>();
+  }
   const auto memory = kvprof->find("memory");
   if (memory == kvprof->end() || !memory->is_object()) return facts;
   const auto buffers = memory->find("buffers");

@@ -26,14 +26,11 @@ std::string read_server_version(std::string_view body);
 // default_generation_settings.n_ctx of a llama.cpp /props body, when above 0.
 std::optional<uint64_t> read_props_context_tokens(std::string_view body);
 
-// What a llama.cpp /props body states of its server: the build ("build_info", at most 128 bytes)
-// and, where it lists them (kvprof serve's "kvprof.memory"), llama.cpp's own model, KV and compute
-// buffers per buffer type (at most 64), as figures whose source is "/props". Absent when the
-// body is not llama.cpp's /props (neither build_info nor default_generation_settings).
-struct PropsFacts {
-  std::string build;
-  std::optional<enginelog::EngineLogReport> buffers;
-};
+// What a llama.cpp /props body states of its server: the build ("build_info", at most 128 bytes),
+// the model file, the slots and each slot's context, and, where it lists them (kvprof serve's
+// "kvprof.memory"), llama.cpp's own model, KV and compute buffers per buffer type (at most 64), as
+// figures whose source is "/props". Absent when the body is not llama.cpp's /props (neither
+// build_info nor default_generation_settings).
 std::optional<PropsFacts> read_props_facts(std::string_view body);
 
 // The token count of a /tokenize body: "count" (SGLang, vLLM) or the length of "tokens"

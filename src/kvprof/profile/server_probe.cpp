@@ -65,7 +65,8 @@ Expected<ServerInfo> probe_server(std::string_view base_url, std::string_view ap
     if (auto facts = read_props_facts(props->body)) {
       info.llamacpp_props = true;
       if (info.version.empty()) info.version = facts->build;
-      info.props_buffers = std::move(facts->buffers);
+      info.props_buffers = facts->buffers;
+      info.props = std::move(*facts);
     }
   }
   return info;

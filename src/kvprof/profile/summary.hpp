@@ -27,6 +27,16 @@ namespace kvprof::profile {
 inline constexpr int k_summary_schema_version = 2;
 
 // What the server says about itself.
+// What a llama.cpp server's /props states (server_answers.hpp reads it).
+struct PropsFacts {
+  std::string build;
+  std::optional<enginelog::EngineLogReport> buffers;  // kvprof serve's own buffers
+  std::string model_path;                             // "model_path", at most 4096 bytes
+  std::optional<uint32_t> total_slots;                // "total_slots", 1 to 4096
+  std::optional<uint64_t> slot_context_tokens;        // default_generation_settings.n_ctx
+  std::optional<uint64_t> context_tokens;  // all the cells ("kvprof.n_ctx": kvprof serve only)
+};
+
 struct ServerInfo {
   std::string base_url;             // as given
   std::vector<std::string> models;  // /v1/models ids
@@ -41,6 +51,7 @@ struct ServerInfo {
   bool llamacpp_props = false;  // it answers llama.cpp's /props
   // llama.cpp's own buffers as its /props states them (kvprof serve); absent elsewhere.
   std::optional<enginelog::EngineLogReport> props_buffers;
+  std::optional<PropsFacts> props;  // all /props says, when it answers llama.cpp's
 };
 
 struct ConditionReport {
