@@ -140,8 +140,9 @@ json breakdown_json(const BenchReport& r, const json& plan_of_condition) {
   return j;
 }
 
-// memory_measurements as profile writes it, of the engine process's RSS: before the model loads
-// (baseline), after the warmup and at its peak.
+// memory_measurements as profile writes it, of the engine process's RSS: loaded and idle before
+// any request (baseline: after the model and its first context), after the warmup and at its
+// peak.
 json measurements_json(const BenchReport& r) {
   const auto at_phase = [&](const char* name) -> std::optional<uint64_t> {
     const PhaseMemory* p = find_phase(r, name);
@@ -154,8 +155,11 @@ json measurements_json(const BenchReport& r) {
     j["measured"] = what;
     return j;
   };
-  const auto baseline = at_phase("before_load");
-  json j = {{"baseline", capture(baseline, "RSS of the engine process before the model loads")},
+  auto baseline = at_phase("after_context");
+  if (!baseline) baseline = at_phase("after_load");
+  json j = {{"baseline", capture(baseline,
+                                 "RSS of the engine process with the model and its "
+                                 "first context, before any request")},
             {"post_warmup", capture(at_phase("after_warmup"), "RSS after the warmup")},
             {"peak", capture(r.peak_rss_bytes, "peak RSS of the engine process")}};
   results::add_memory_increase(j, baseline, r.peak_rss_bytes);

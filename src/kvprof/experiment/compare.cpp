@@ -225,8 +225,8 @@ void graph_deltas(Comparison& c, const std::vector<PlanFigures>& plans) {
     g.extra_graphs = delta(base.cuda_graphs, r.cuda_graphs);
     // The loaded server before any request: what the graphs add to a started engine.
     std::optional<uint64_t> a = base.baseline_bytes, b = r.baseline_bytes;
-    g.memory_figure =
-        base.memory == "GPU" ? "GPU used after startup (baseline)" : base.memory + " before load";
+    g.memory_figure = base.memory == "GPU" ? "GPU used after startup (baseline)"
+                                           : base.memory + " after startup (baseline)";
     if (!a || !b) {
       a = base.peak_bytes;
       b = r.peak_bytes;

@@ -218,8 +218,13 @@ void read_profile(const json& s, RunSummary& r) {
   r.tokens_per_s = number(path(s, {"latency_stats", "tokens_per_second"})).value_or(0);
   r.host_peak_rss_bytes = bytes(path(s, {"host_memory", "peak_rss_bytes"}));
   // A run that sampled no GPU (a server on the CPU) measured its server's host memory.
+  // A run that sampled no GPU (a server on the CPU) measured its server's host memory: its
+  // figures at the capture points are the server's RSS there.
   if (!bytes(path(s, {"memory_measurements", "peak", "total_bytes"})) && r.host_peak_rss_bytes) {
     r.memory = "host RSS";
+    r.baseline_bytes = bytes(path(s, {"host_memory", "phases", "baseline", "rss_bytes"}));
+    r.post_warmup_bytes = bytes(path(s, {"host_memory", "phases", "post_warmup", "rss_bytes"}));
+    r.peak_bytes = r.host_peak_rss_bytes;
   }
   // The command as launched, whole: its flags are settings (a long model path must not cut them).
   if (const json* c = path(s, {"launch", "command"}); c != nullptr && c->is_string()) {
@@ -232,8 +237,14 @@ void read_bench(const json& s, RunSummary& r) {
   r.kind = "bench";
   r.memory = "host RSS";
   r.model = fs::path(text(path(s, {"settings", "model"}))).filename().string();
-  r.engine = text(path(s, {"engine", "name"}));
-  r.baseline_bytes = bytes(path(s, {"host_memory", "phases", "before_load", "rss_bytes"}));
+  // The engine's name as profile writes it; the first bench layout had only "engine.name".
+  r.engine = text(path(s, {"engine_metadata", "engine_type"}));
+  if (r.engine.empty()) r.engine = text(path(s, {"engine", "name"}));
+  // The capture points as profile writes them (baseline: loaded and idle); the first layout had
+  // only the phases, of which before_load stood for the baseline.
+  r.baseline_bytes = bytes(path(s, {"memory_measurements", "baseline", "total_bytes"}));
+  if (!r.baseline_bytes && !member(&s, "memory_measurements"))
+    r.baseline_bytes = bytes(path(s, {"host_memory", "phases", "before_load", "rss_bytes"}));
   r.post_warmup_bytes = bytes(path(s, {"host_memory", "phases", "after_warmup", "rss_bytes"}));
   r.peak_bytes = bytes(path(s, {"host_memory", "peak_rss_bytes"}));
   r.host_peak_rss_bytes = r.peak_bytes;
