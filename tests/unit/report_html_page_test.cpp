@@ -106,6 +106,7 @@ TEST(PlotAxis, ASequenceLengthSweepIsDrawnAgainstTheInputLength) {
   EXPECT_EQ(mem.categories, (std::vector<std::string>{"32", "128", "256"}));
   EXPECT_NE(mem.title.find("vs input length"), std::string::npos) << mem.title;
   EXPECT_EQ(mem.x_label, "input length (prompt tokens)");
+  EXPECT_EQ(mem.id, "fig1_mem_vs_input_len");  // the PNG and SVG are named after the axis
   ASSERT_EQ(mem.series.size(), 1U);
   EXPECT_EQ(mem.series[0].name, "c1 measured");
   EXPECT_EQ(mem.series[0].x, (std::vector<double>{0, 1, 2}));  // in order of length

@@ -58,6 +58,11 @@ XAxis x_axis(std::span<const RunData> runs, Figure& f) {
     f.categories.push_back(std::to_string(v));
   }
   f.x_label = axis.input_length ? "input length (prompt tokens)" : "concurrent requests";
+  // The file stem says the axis too: fig1_mem_vs_input_len.png.
+  if (constexpr std::string_view k_suffix = "_vs_concurrency";
+      axis.input_length && f.id.ends_with(k_suffix)) {
+    f.id = f.id.substr(0, f.id.size() - k_suffix.size()) + "_vs_input_len";
+  }
   return axis;
 }
 
