@@ -130,5 +130,32 @@ TEST_F(RunTarget, ARemoteEndpointGetsNoLocalGpuMemory) {
   EXPECT_NE((*t)->memory_note.find("not on this machine"), std::string::npos) << (*t)->memory_note;
 }
 
+// bench's engine runs in-process: this machine's GPUs (NVML, here the fake driver) or none, never
+// a node's monitoring; there is no URL.
+TEST_F(RunTarget, TheInProcessEngineGetsThisMachinesGpus) {
+  TargetSpec spec;
+  spec.kind = TargetKind::in_process;
+  spec.gpu_source = gpu::parse_gpu_source("dcgm=http://node1:9400/metrics").value();
+  const auto remote = open_target(spec);
+  ASSERT_FALSE(remote.has_value());
+  EXPECT_EQ(remote.error().kind, ErrorKind::usage);
+
+  spec.gpu_source = gpu::parse_gpu_source("none").value();
+  const auto none = open_target(spec);
+  ASSERT_TRUE(none.has_value()) << none.error().message;
+  EXPECT_EQ((*none)->memory, nullptr);
+  EXPECT_TRUE((*none)->endpoint.empty());
+
+  ::setenv("KVPROF_NVML_LIBRARY", KVPROF_FAKE_NVML_PATH, 1);
+  ::setenv("KVPROF_FAKE_NVML_GPUS", "1", 1);
+  spec.gpu_source = gpu::parse_gpu_source("auto").value();
+  const auto local = open_target(spec);
+  ::unsetenv("KVPROF_NVML_LIBRARY");
+  ::unsetenv("KVPROF_FAKE_NVML_GPUS");
+  ASSERT_TRUE(local.has_value()) << local.error().message;
+  EXPECT_NE((*local)->memory, nullptr);
+  EXPECT_EQ((*local)->memory_name, "nvml");
+}
+
 }  // namespace
 }  // namespace kvprof::run

@@ -69,17 +69,4 @@ void apply_bench_engine_flags(const BenchEngineFlags& flags, bench::BenchConfig&
   config.model_label = e.model_path;
 }
 
-std::unique_ptr<gpu::MemorySource> open_bench_gpu_source(const std::string& choice,
-                                                         std::string& name) {
-  name = "none";
-  if (choice == "none") return nullptr;
-  auto nvml = gpu::NvmlSource::open();
-  if (!nvml) {
-    if (choice == "nvml") throw Fatal(nvml.error());
-    return nullptr;
-  }
-  name = "nvml";
-  return std::move(*nvml);
-}
-
 }  // namespace kvprof::cli

@@ -34,9 +34,4 @@ void apply_bench_engine_flags(const BenchEngineFlags& flags, bench::BenchConfig&
 // Whether any of the flags added to `where` was given on the command line.
 bool any_bench_engine_option_given(const CLI::App* where);
 
-// The GPU memory source --gpu-source names: NVML where it opens (auto) or required (nvml), none
-// for `none`; `name` is set to "nvml" or "none". Throws Fatal when nvml is required but absent.
-std::unique_ptr<gpu::MemorySource> open_bench_gpu_source(const std::string& choice,
-                                                         std::string& name);
-
 }  // namespace kvprof::cli

@@ -20,6 +20,7 @@
 #include "kvprof/report/text/progress_line.hpp"
 #include "kvprof/report/text/table.hpp"
 #include "kvprof/results/history_db.hpp"
+#include "kvprof/run/target.hpp"
 #include "kvprof/sys/host_info.hpp"
 #include "kvprof/util/json_text.hpp"
 #include "kvprof/util/units.hpp"
@@ -211,8 +212,13 @@ void run_bench_command(BenchState& st) {
     config.mixed = {st.mixed[0], st.mixed[1]};
   }
   value_or_fatal(bench::resolve_defaults(config));
-  std::string gpu_name;
-  const auto gpu_source = open_bench_gpu_source(st.flags.gpu_source, gpu_name);
+  // The engine and its memory: llama.cpp in-process, this machine's GPUs (--gpu-source).
+  run::TargetSpec spec;
+  spec.kind = run::TargetKind::in_process;
+  spec.gpu_source = value_or_fatal(gpu::parse_gpu_source(st.flags.gpu_source));
+  const auto target = value_or_fatal(run::open_target(spec));
+  gpu::MemorySource* gpu_source = target->memory;
+  const std::string gpu_name = target->memory_name;
   std::optional<uint64_t> gpu_total_bytes;
   if (gpu_source) {
     if (auto d = gpu_source->device_info(0); d && d->name) config.gpu_name = *d->name;
@@ -240,7 +246,7 @@ void run_bench_command(BenchState& st) {
         *progress, r, e,
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
   };
-  auto report = value_or_fatal(bench::run_bench(config, gpu_source.get(), gpu_name, on_event));
+  auto report = value_or_fatal(bench::run_bench(config, gpu_source, gpu_name, on_event));
   progress.reset();  // the status line ends before the table
   results::record_or_warn(config.output_dir, bench_entry(config, report));
   // A model the engine refused measured nothing: its record (summary.json, the history entry)

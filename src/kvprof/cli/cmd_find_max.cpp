@@ -87,7 +87,7 @@ bool runs_in_process(const FindMaxState& st) {
 // folder is made, and the start from the llama.cpp planner.
 experiment::BenchTrialSettings in_process_settings(FindMaxState& st,
                                                    experiment::FindMaxLimits& limits,
-                                                   std::unique_ptr<gpu::MemorySource>& memory) {
+                                                   std::unique_ptr<run::Target>& target) {
   if (st.run.model.empty()) {
     throw Fatal({ErrorKind::usage, "the llama.cpp engine flags need --model X.gguf"});
   }
@@ -103,14 +103,18 @@ experiment::BenchTrialSettings in_process_settings(FindMaxState& st,
   }
   value_or_fatal(llama::find_llama_library(config.library));
   experiment::BenchTrialSettings bt;
-  memory = open_bench_gpu_source(st.bench_flags.gpu_source, bt.gpu_name);
-  bt.gpu = memory.get();
+  run::TargetSpec engine;
+  engine.kind = run::TargetKind::in_process;
+  engine.gpu_source = value_or_fatal(gpu::parse_gpu_source(st.bench_flags.gpu_source));
+  target = value_or_fatal(run::open_target(engine));
+  bt.gpu = target->memory;
+  bt.gpu_name = target->memory_name;
   bt.config = config;
   bt.input_len = st.input_len;
   bt.output_len = st.output_len;
   bt.host_total_bytes = sys::read_mem_info().total_bytes;
   if (auto spec = bench::bench_model_spec(config)) {
-    limits.start = experiment::bench_estimated_start(config, *spec, memory != nullptr, st.input_len,
+    limits.start = experiment::bench_estimated_start(config, *spec, bt.gpu != nullptr, st.input_len,
                                                      st.output_len);
     if (limits.start) {
       limits.start_source = fmt::format(
@@ -136,9 +140,11 @@ void run_find_max(FindMaxState& st) {
     throw Fatal({ErrorKind::usage, "--max-memory-frac must be in (0, 1]"});
   }
 
+  // The engine and its memory, opened once for every trial: llama.cpp in-process, or the
+  // simulator, the endpoint or the launched server (below).
   std::optional<experiment::BenchTrialSettings> bench_trial;
-  std::unique_ptr<gpu::MemorySource> memory;
-  if (in_process) bench_trial = in_process_settings(st, limits, memory);
+  std::unique_ptr<run::Target> target;
+  if (in_process) bench_trial = in_process_settings(st, limits, target);
   // Where the steps go: results/<run_id>/ holds each step's run folder and find_max.json.
   std::string run_id = profile::make_run_id(
       "find-max",
@@ -146,7 +152,6 @@ void run_find_max(FindMaxState& st) {
   const auto dir = value_or_fatal(profile::create_run_dir(st.output_dir, run_id));
 
   profile::ProfileDeps deps;
-  std::unique_ptr<run::Target> target;
   std::optional<estimate::Estimate> plan;
   if (in_process) {
     bench_trial->output_dir = dir;

@@ -103,6 +103,8 @@ std::string_view target_kind_name(TargetKind kind) {
       return "endpoint";
     case TargetKind::launch:
       return "launch";
+    case TargetKind::in_process:
+      return "in-process engine";
   }
   return "endpoint";
 }
@@ -133,6 +135,14 @@ Expected<std::unique_ptr<Target>> open_target(const TargetSpec& spec,
   uint16_t port = 0;
   if (spec.kind == TargetKind::launch) {
     if (auto ok = fill_launch(spec, *t, host, port); !ok) return std::unexpected(ok.error());
+  } else if (spec.kind == TargetKind::in_process) {
+    // The engine runs here: only this machine's GPUs can be its.
+    if (spec.gpu_source && spec.gpu_source->kind != gpu::GpuSourceKind::automatic &&
+        spec.gpu_source->kind != gpu::GpuSourceKind::nvml &&
+        spec.gpu_source->kind != gpu::GpuSourceKind::none) {
+      return fail(ErrorKind::usage,
+                  "the in-process engine runs on this machine: --gpu-source auto, nvml or none");
+    }
   } else {
     t->endpoint = spec.endpoint;
   }
@@ -144,7 +154,7 @@ Expected<std::unique_ptr<Target>> open_target(const TargetSpec& spec,
     t->memory_note = spec.held_memory_note;
   } else {
     auto choice = gpu::open_gpu_source(*spec.gpu_source, spec.gpu_selector,
-                                       spec.kind == TargetKind::launch ? "" : t->endpoint,
+                                       spec.kind == TargetKind::endpoint ? t->endpoint : "",
                                        spec.gpu_min_refresh_ms);
     if (!choice) return std::unexpected(choice.error());
     t->m_owned_memory = std::move(choice->source);

@@ -1,9 +1,9 @@
-// Where a run's server and its memory come from — the built-in simulator, a server at an endpoint
-// or one kvprof launches — opened in one place for profile, find-max and sweep. A target gives the
-// URL requests go to, the server command a profile run starts (when each run starts its own), and
-// the GPU memory source that fits it: the simulator's own, this machine's NVML for a server here,
-// the node's monitoring (DCGM, Prometheus) for one elsewhere, or one the caller already holds.
-// (`bench` runs llama.cpp in-process in its own worker; it is not a target.)
+// Where a run's engine and its memory come from — the built-in simulator, a server at an
+// endpoint, one kvprof launches, or llama.cpp in-process (bench's worker) — opened in one place
+// for profile, bench, find-max and sweep. A target gives the URL requests go to, the server
+// command a profile run starts (when each run starts its own), and the GPU memory source that
+// fits it: the simulator's own, this machine's NVML for a server or engine here, the node's
+// monitoring (DCGM, Prometheus) for a server elsewhere, or one the caller already holds.
 #pragma once
 
 #include <sys/types.h>
@@ -28,9 +28,10 @@
 
 namespace kvprof::run {
 
-enum class TargetKind { simulator, endpoint, launch };
+// in_process: llama.cpp in a worker of this process (bench); no URL, this machine's GPUs.
+enum class TargetKind { simulator, endpoint, launch, in_process };
 
-// "built-in simulator", "endpoint", "launch".
+// "built-in simulator", "endpoint", "launch", "in-process engine".
 std::string_view target_kind_name(TargetKind kind);
 
 // A server kvprof starts from a command template.
