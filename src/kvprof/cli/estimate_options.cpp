@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "kvprof/cli/suggest.hpp"
+#include "kvprof/engines/llamacpp/tensor_overrides.hpp"
 #include "kvprof/engines/registry.hpp"
 #include "kvprof/model/resolve.hpp"
 #include "kvprof/util/strings.hpp"
@@ -113,6 +114,20 @@ estimate::EstimateInput build_estimate_input(const EstimateOptions& o) {
                    fmt::format("-ts: '{}' is not a share (use numbers >= 0, e.g. -ts 3,1)", part)});
     }
     s.tensor_split.push_back(share);
+  }
+  // llama.cpp's overrides in its order of loading: -ot, then --cpu-moe, then --n-cpu-moe.
+  for (const auto& value : o.override_tensor) {
+    auto overrides = value_or_fatal(engines::parse_override_tensor(value));
+    s.tensor_overrides.insert(s.tensor_overrides.end(), overrides.begin(), overrides.end());
+  }
+  if (o.cpu_moe) s.tensor_overrides.push_back(engines::cpu_moe_override());
+  if (o.n_cpu_moe) {
+    auto overrides = value_or_fatal(engines::n_cpu_moe_overrides(*o.n_cpu_moe));
+    s.tensor_overrides.insert(s.tensor_overrides.end(), overrides.begin(), overrides.end());
+  }
+  if (!s.tensor_overrides.empty() && s.engine != engines::Engine::llamacpp) {
+    throw Fatal({ErrorKind::usage,
+                 "-ot, --cpu-moe and --n-cpu-moe place llama.cpp's tensors (--engine llamacpp)"});
   }
   if (!s.tensor_split.empty() && s.engine != engines::Engine::llamacpp) {
     throw Fatal({ErrorKind::usage,
@@ -246,6 +261,14 @@ void add_estimate_options(CLI::App* cmd, EstimateOptions& o) {
   eng->add_option("--tensor-split,--ts", o.tensor_split,
                   "llama.cpp -ts: each GPU's share of the offloaded layers, e.g. 3,1 (two GPUs of "
                   "--gpu; all 0 or absent: an even split)");
+  eng->add_option("--override-tensor,--ot", o.override_tensor,
+                  "llama.cpp -ot PATTERN=BUFFER_TYPE[,...]: tensors whose name matches the regular "
+                  "expression go to CPU or CUDA<n> (first match wins), e.g. "
+                  "\"blk\\.(1[0-9])\\.ffn_.*_exps=CPU\"");
+  eng->add_flag("--cpu-moe,--cmoe", o.cpu_moe,
+                "llama.cpp --cpu-moe: every MoE layer's experts stay in host memory");
+  eng->add_option("--n-cpu-moe,--ncmoe", o.n_cpu_moe,
+                  "llama.cpp --n-cpu-moe N: the experts of the first N layers stay in host memory");
   eng->add_option("--flash-attn,--fa", o.flash_attn,
                   "llama.cpp -fa: on | off | auto (a bare -fa is on)")
       ->capture_default_str();
@@ -308,6 +331,9 @@ std::vector<std::string> normalize_short_flags(std::vector<std::string> args) {
       {"-ctk", "--cache-type-k"},
       {"-ctv", "--cache-type-v"},
       {"-kvu", "--kv-unified"},
+      {"-ot", "--override-tensor"},
+      {"-cmoe", "--cpu-moe"},
+      {"-ncmoe", "--n-cpu-moe"},
   };
   for (auto& a : args) {
     for (const auto& [from, to] : k_aliases) {

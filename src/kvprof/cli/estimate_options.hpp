@@ -44,7 +44,10 @@ struct EstimateOptions {
   std::string kv_cache_memory;
   std::optional<uint32_t> num_gpu_blocks_override;
   std::optional<uint32_t> n_gpu_layers;
-  std::string tensor_split;  // -ts 3,1
+  std::string tensor_split;                  // -ts 3,1
+  std::vector<std::string> override_tensor;  // -ot PATTERN=BUFT[,...], each flag adding
+  bool cpu_moe = false;                      // --cpu-moe
+  std::optional<uint32_t> n_cpu_moe;         // --n-cpu-moe N
   std::string flash_attn = "on";
   uint32_t n_parallel = 1;
   uint32_t n_ubatch = 512;

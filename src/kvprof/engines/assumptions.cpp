@@ -20,6 +20,14 @@ namespace {
 
 using nlohmann::json;
 
+// -ot's list as ["PATTERN=BUFFER_TYPE", ...], in order.
+json overrides_json(const std::vector<estimate::TensorOverride>& overrides) {
+  json out = json::array();
+  for (const auto& o : overrides)
+    out.push_back(o.pattern + "=" + o.buffer_type);
+  return out;
+}
+
 json setting(json value, const AssumptionSources& src, const char* flag, const char* default_is) {
   const bool given = src.given.contains(flag);
   json j = {{"value", std::move(value)}, {"origin", given ? "given" : "default"}};
@@ -57,7 +65,12 @@ json llamacpp_settings_json(const Estimate& est, const AssumptionSources& src) {
           {"mmap", setting(ps->use_mmap, src, "no-mmap", "")},
           {"swa_full", setting(ps->swa_full, src, "swa-full", "")},
           {"kv_unified", setting(ps->kv_unified, src, "no-kv-unified", "")},
-          {"tensor_split", setting(json(ps->tensor_split), src, "tensor-split", "one GPU")}};
+          {"tensor_split", setting(json(ps->tensor_split), src, "tensor-split", "one GPU")},
+          {"tensor_overrides", setting(overrides_json(ps->tensor_overrides), src,
+                                       src.given.contains("cpu-moe")     ? "cpu-moe"
+                                       : src.given.contains("n-cpu-moe") ? "n-cpu-moe"
+                                                                         : "override-tensor",
+                                       "none: -ngl places every tensor")}};
 }
 
 }  // namespace

@@ -22,6 +22,13 @@ Expected<KvCacheDtype> parse_kv_cache_dtype(std::string_view text);
 std::string_view kv_cache_dtype_name(KvCacheDtype t);
 
 // Engine settings. Unset optionals take the engine's own default for the model and GPU.
+// llama.cpp's -ot PATTERN=BUFFER_TYPE: tensors whose GGUF name contains a match of `pattern` (a
+// regular expression) go to `buffer_type` ("CPU", "CUDA0", ...).
+struct TensorOverride {
+  std::string pattern;
+  std::string buffer_type;
+};
+
 struct EngineSettings {
   engines::Engine engine = engines::Engine::vllm;
   uint32_t tensor_parallel_size = 1;
@@ -45,8 +52,10 @@ struct EngineSettings {
   // llama.cpp
   std::optional<uint32_t> n_gpu_layers;  // -ngl (default: all)
   std::vector<double> tensor_split;      // -ts: each GPU's share of the layers (empty: one GPU)
-  bool flash_attn = true;                // -fa
-  uint32_t n_parallel = 1;               // -np slots
+  // -ot, --cpu-moe, --n-cpu-moe: in the order given, the first match wins.
+  std::vector<TensorOverride> tensor_overrides;
+  bool flash_attn = true;   // -fa
+  uint32_t n_parallel = 1;  // -np slots
   uint32_t n_ubatch = 512;
   uint32_t n_batch = 2048;   // -b
   std::string cache_type_k;  // -ctk (llama.cpp names); "" = --kv-cache-dtype or f16

@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "kvprof/engines/llamacpp/graph.hpp"
+#include "kvprof/engines/llamacpp/tensor_overrides.hpp"
 #include "kvprof/estimate/kv.hpp"
 #include "kvprof/estimate/tensors.hpp"
 #include "kvprof/model/gguf.hpp"
@@ -43,6 +44,7 @@ uint64_t pad_to(uint64_t n, uint64_t multiple) {
 enum class Slot : uint8_t { token_embd, layer, output };
 
 struct PlacedTensor {
+  std::string name;  // the GGUF's ("blk.3.ffn_up_exps.weight"), what -ot patterns match
   Slot slot = Slot::output;
   int32_t layer = -1;
   uint32_t type = k_ggml_type_f16;
@@ -77,6 +79,7 @@ std::vector<PlacedTensor> placed_tensors(const ModelSpec& m) {
   if (!m.tensors.empty()) {
     for (const auto& t : m.tensors) {
       PlacedTensor p;
+      p.name = t.name;
       if (t.name.starts_with("token_embd.")) {
         p.slot = Slot::token_embd;
       } else if (const auto il = block_index(t.name)) {
@@ -105,6 +108,31 @@ std::vector<PlacedTensor> placed_tensors(const ModelSpec& m) {
     p.dims = matrix ? 2 : 1;
     p.rows = t.rows;
     p.bytes = t.elements() * (matrix ? 2 : 4);
+    p.name = t.layer >= 0 ? fmt::format("blk.{}.{}", t.layer, t.name) : t.name;
+    // Routed experts under the names llama.cpp gives them (what --cpu-moe and -ot match): the
+    // gated up projection is two tensors there, ffn_gate_exps and ffn_up_exps.
+    if (t.role == estimate::TensorRole::expert && matrix) {
+      const bool down = t.name.ends_with("down_proj");
+      const bool gated = !down && m.mlp_matrices >= 3;
+      std::vector<std::string_view> parts;
+      if (down) {
+        parts = {"down"};
+      } else if (gated) {
+        parts = {"gate", "up"};
+      } else {
+        parts = {"up"};
+      }
+      for (const std::string_view part : parts) {
+        PlacedTensor e = p;
+        e.name = fmt::format("blk.{}.ffn_{}_exps.weight", t.layer, part);
+        e.rows = gated ? p.rows / 2 : p.rows;
+        e.bytes = gated ? p.bytes / 2 : p.bytes;
+        e.offset = offset;
+        offset += pad_to(e.bytes, 32);
+        out.push_back(std::move(e));
+      }
+      continue;
+    }
     p.offset = offset;
     offset += pad_to(p.bytes, 32);
     out.push_back(p);
@@ -126,6 +154,7 @@ int32_t gpu_of(const LlamaCppPlan& plan, int64_t il) {
 
 void place_weights(const ModelSpec& m, const LlamaCppSettings& s, LlamaCppPlan& plan) {
   const auto tensors = placed_tensors(m);
+  const TensorPlacement overrides(s.tensor_overrides);
   uint64_t span_begin = std::numeric_limits<uint64_t>::max();
   uint64_t span_end = 0;
   uint64_t host_bytes = 0;
@@ -134,9 +163,14 @@ void place_weights(const ModelSpec& m, const LlamaCppSettings& s, LlamaCppPlan& 
   for (const auto& t : tensors) {
     if (t.slot == Slot::token_embd) token_embd_bytes += t.bytes;
     if (t.slot == Slot::output && t.dims >= 2) has_output_matrix = true;
-    const int32_t gpu = t.slot == Slot::layer    ? gpu_of(plan, t.layer)
-                        : t.slot == Slot::output ? plan.output_gpu
-                                                 : -1;
+    int32_t gpu = t.slot == Slot::layer    ? gpu_of(plan, t.layer)
+                  : t.slot == Slot::output ? plan.output_gpu
+                                           : -1;
+    // -ot / --cpu-moe: the first override the name matches decides (a GPU this plan has).
+    if (const auto over = overrides.device_of(t.name)) {
+      gpu = *over >= 0 && static_cast<size_t>(*over) < plan.gpus.size() ? *over : -1;
+      if (gpu < 0) plan.overridden_host_bytes += t.bytes;
+    }
     if (gpu >= 0) {
       plan.model_gpu_bytes += t.bytes;
       plan.gpus[static_cast<size_t>(gpu)].model_bytes += t.bytes;

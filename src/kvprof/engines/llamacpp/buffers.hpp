@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "kvprof/estimate/settings.hpp"
 #include "kvprof/model/model_spec.hpp"
 #include "kvprof/util/error.hpp"
 
@@ -40,6 +41,8 @@ struct LlamaCppSettings {
   // or one entry: one GPU. All zero: an even split (llama.cpp splits by free memory; the GPUs
   // here are alike).
   std::vector<double> tensor_split;
+  // -ot / --cpu-moe / --n-cpu-moe: tensors placed by name before -ngl decides (first match).
+  std::vector<estimate::TensorOverride> tensor_overrides;
 };
 
 // One GPU's buffers when layers are split over several (-ts).
@@ -59,6 +62,7 @@ struct LlamaCppBuffer {
 };
 
 struct LlamaCppPlan {
+  uint64_t overridden_host_bytes = 0;  // weights an override put on the host (-ot =CPU, --cpu-moe)
   // Weights as llama.cpp's memory breakdown names them: CPU_Mapped (the span of the file the
   // host tensors lie in), CPU (read into memory with --no-mmap), CPU_REPACK, and the GPU's.
   uint64_t model_mapped_bytes = 0;

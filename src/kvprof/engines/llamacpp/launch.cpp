@@ -8,6 +8,7 @@
 #include <charconv>
 
 #include "kvprof/engines/llamacpp/llamacpp.hpp"
+#include "kvprof/engines/llamacpp/tensor_overrides.hpp"
 #include "kvprof/estimate/launch_reading.hpp"
 #include "kvprof/util/command_flags.hpp"
 #include "kvprof/util/strings.hpp"
@@ -109,6 +110,28 @@ void read_flags(std::span<const std::string> args, estimate::LaunchReading& out,
     } else if (w.is({"--no-kv-unified"})) {
       f.kv_unified = false;
       out.given.insert("no-kv-unified");
+    } else if (w.is({"-ot", "--override-tensor"})) {
+      const auto v = w.value();
+      if (auto parsed = parse_override_tensor(v.value_or("")); parsed && v) {
+        s.tensor_overrides.insert(s.tensor_overrides.end(), parsed->begin(), parsed->end());
+        out.given.insert("override-tensor");
+      } else {
+        out.notes.push_back(parsed ? fmt::format("{} without a value: not in the plan", flag)
+                                   : parsed.error().message + ": not in the plan");
+      }
+    } else if (w.is({"-cmoe", "--cpu-moe"})) {
+      s.tensor_overrides.push_back(cpu_moe_override());
+      out.given.insert("override-tensor");
+    } else if (w.is({"-ncmoe", "--n-cpu-moe"})) {
+      const auto v = w.value();
+      const auto n = read_count(v);
+      if (auto overrides = n && *n <= UINT32_MAX ? n_cpu_moe_overrides(static_cast<uint32_t>(*n))
+                                                 : fail(ErrorKind::usage, "")) {
+        s.tensor_overrides.insert(s.tensor_overrides.end(), overrides->begin(), overrides->end());
+        out.given.insert("override-tensor");
+      } else {
+        unread(flag, v);
+      }
     } else if (w.is({"-ts", "--tensor-split"})) {
       s.tensor_split.clear();
       out.given.insert("tensor-split");

@@ -164,6 +164,7 @@ Expected<LlamaCppSettings> llamacpp_settings(const EngineSettings& s) {
   ps.swa_full = s.swa_full;
   ps.kv_unified = s.kv_unified;
   ps.tensor_split = s.tensor_split;
+  ps.tensor_overrides = s.tensor_overrides;
   return ps;
 }
 
@@ -322,6 +323,14 @@ Expected<Estimate> estimate_llamacpp(const EstimateInput& in) {
             "compute buffer is ggml's allocator replayed over llama.cpp's own graph"
           : "llama.cpp: weights and KV as libllama sizes its buffers (exact from a GGUF); compute "
             "buffer from the largest stage of the worst-case graph (logits, attention, MLP)");
+  if (!ps.tensor_overrides.empty()) {
+    est.notes.push_back(fmt::format(
+        "{} tensor override{} (-ot, --cpu-moe, --n-cpu-moe) put {:.2f} GiB of weights in host "
+        "memory, placed by name as llama.cpp does; the compute buffers are still those of -ngl's "
+        "placement (the host-side expert matmuls' own buffers are not modelled)",
+        ps.tensor_overrides.size(), ps.tensor_overrides.size() == 1 ? "" : "s",
+        mib(p.overridden_host_bytes) / 1024));
+  }
   if (p.gpus.size() > 1) {
     est.notes.push_back(fmt::format(
         "layers split over {} GPUs by llama.cpp's rule (-ts); each GPU's compute buffer is "

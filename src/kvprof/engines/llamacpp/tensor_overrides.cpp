@@ -1,0 +1,106 @@
+// llama.cpp's tensor placement overrides (see tensor_overrides.hpp).
+#include "kvprof/engines/llamacpp/tensor_overrides.hpp"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <optional>
+
+#include "kvprof/util/strings.hpp"
+
+namespace kvprof::engines {
+
+namespace {
+
+constexpr size_t k_max_value_bytes = 64 << 10;
+constexpr size_t k_max_overrides = 1024;
+constexpr size_t k_max_pattern_bytes = 1024;  // std::regex compiles recursively
+constexpr uint32_t k_max_cpu_moe_layers = 4096;
+
+// -1 for CPU, k for CUDA<k>; nullopt for a name llama.cpp's CUDA build does not have.
+std::optional<int32_t> buffer_device(std::string_view name) {
+  if (name == "CPU") return -1;
+  if (!name.starts_with("CUDA") || name.size() == 4) return std::nullopt;
+  int32_t k = 0;
+  const auto* end = name.data() + name.size();
+  const auto [p, ec] = std::from_chars(name.data() + 4, end, k);
+  if (ec != std::errc{} || p != end || k < 0 || k > 255) return std::nullopt;
+  return k;
+}
+
+bool is_regex(const std::string& pattern) {
+  try {
+    std::regex r(pattern);
+    return true;
+  } catch (const std::regex_error&) {
+    return false;
+  }
+}
+
+}  // namespace
+
+Expected<std::vector<estimate::TensorOverride>> parse_override_tensor(std::string_view value) {
+  if (value.size() > k_max_value_bytes) {
+    return fail(ErrorKind::usage, "--override-tensor: over 64 KiB");
+  }
+  std::vector<estimate::TensorOverride> out;
+  for (const auto& part : split(value, ',')) {
+    if (out.size() >= k_max_overrides) {
+      return fail(ErrorKind::usage, "--override-tensor: over 1024 overrides");
+    }
+    const size_t eq = part.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return fail(ErrorKind::usage,
+                  fmt::format("--override-tensor: '{}' is not PATTERN=BUFFER_TYPE (e.g. "
+                              "\"blk\\.(1[0-9])\\.ffn_.*_exps=CPU\")",
+                              part));
+    }
+    if (eq > k_max_pattern_bytes) {
+      return fail(ErrorKind::usage, "--override-tensor: a pattern over 1024 bytes");
+    }
+    estimate::TensorOverride o{part.substr(0, eq), part.substr(eq + 1)};
+    if (!buffer_device(o.buffer_type)) {
+      return fail(
+          ErrorKind::usage,
+          fmt::format("--override-tensor: unknown buffer type '{}' (CPU, CUDA0, CUDA1, ...)",
+                      o.buffer_type));
+    }
+    if (!is_regex(o.pattern)) {
+      return fail(ErrorKind::usage,
+                  fmt::format("--override-tensor: '{}' is not a regular expression", o.pattern));
+    }
+    out.push_back(std::move(o));
+  }
+  return out;
+}
+
+estimate::TensorOverride cpu_moe_override() {
+  return {k_expert_tensors_regex, "CPU"};
+}
+
+Expected<std::vector<estimate::TensorOverride>> n_cpu_moe_overrides(uint32_t n_layers) {
+  if (n_layers > k_max_cpu_moe_layers) {
+    return fail(ErrorKind::usage, fmt::format("--n-cpu-moe: {} is over 4096 layers", n_layers));
+  }
+  std::vector<estimate::TensorOverride> out;
+  for (uint32_t il = 0; il < n_layers; ++il)
+    out.push_back({fmt::format("blk\\.{}\\.ffn_(up|down|gate)_exps", il), "CPU"});
+  return out;
+}
+
+TensorPlacement::TensorPlacement(const std::vector<estimate::TensorOverride>& overrides) {
+  for (const auto& o : overrides) {
+    const auto device = buffer_device(o.buffer_type);
+    if (!device || !is_regex(o.pattern)) continue;  // refused when read
+    m_rules.emplace_back(std::regex(o.pattern), *device);
+  }
+}
+
+std::optional<int32_t> TensorPlacement::device_of(std::string_view tensor_name) const {
+  for (const auto& [pattern, device] : m_rules) {
+    if (std::regex_search(tensor_name.begin(), tensor_name.end(), pattern)) return device;
+  }
+  return std::nullopt;
+}
+
+}  // namespace kvprof::engines

@@ -1,0 +1,46 @@
+// llama.cpp's tensor placement overrides: -ot/--override-tensor PATTERN=BUFT (several, comma-
+// separated, each flag adding to the list), --cpu-moe and --n-cpu-moe N, in the order given. As
+// llama.cpp loads a model, each tensor goes to the buffer type of the first override whose
+// regular expression it contains (std::regex_search on its GGUF name); the rest follow -ngl.
+#pragma once
+
+#include <cstdint>
+#include <regex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kvprof/estimate/settings.hpp"
+#include "kvprof/util/error.hpp"
+
+namespace kvprof::engines {
+
+// The expert tensors of a MoE layer, as --cpu-moe names them (common/arg.cpp).
+inline constexpr const char* k_expert_tensors_regex = "\\.ffn_(up|down|gate)_exps";
+
+// One -ot value ("blk\.1[0-9]\.ffn_.*_exps=CPU,token_embd=CUDA0"): each part split at its first
+// '='. A usage error for a part without '=', an empty pattern, a pattern that is not a regular
+// expression (at most 1024 bytes), or a buffer type other than CPU or CUDA<n>; at most 64 KiB
+// and 1024 parts.
+Expected<std::vector<estimate::TensorOverride>> parse_override_tensor(std::string_view value);
+
+// --cpu-moe: every layer's experts on the host.
+estimate::TensorOverride cpu_moe_override();
+
+// --n-cpu-moe N: the experts of the first N layers on the host (N at most 4096).
+Expected<std::vector<estimate::TensorOverride>> n_cpu_moe_overrides(uint32_t n_layers);
+
+// The overrides compiled once for placing a model's tensors.
+class TensorPlacement {
+ public:
+  explicit TensorPlacement(const std::vector<estimate::TensorOverride>& overrides);
+  // The buffer type of the first override `tensor_name` matches: -1 for the host (CPU), k for
+  // CUDA<k>; nullopt when none matches (the tensor follows -ngl).
+  [[nodiscard]] std::optional<int32_t> device_of(std::string_view tensor_name) const;
+  [[nodiscard]] bool empty() const { return m_rules.empty(); }
+
+ private:
+  std::vector<std::pair<std::regex, int32_t>> m_rules;
+};
+
+}  // namespace kvprof::engines

@@ -1,0 +1,162 @@
+// llama.cpp's tensor overrides (-ot, --cpu-moe, --n-cpu-moe; engines/llamacpp/tensor_overrides):
+// read as llama.cpp's argument parser reads them, and placing, by name and first match, exactly
+// the tensors of a real GGUF that llama.cpp would place — the rest left to -ngl.
+#include "kvprof/engines/llamacpp/tensor_overrides.hpp"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+
+#include "kvprof/engines/llamacpp/buffers.hpp"
+#include "kvprof/engines/registry.hpp"
+#include "kvprof/model/dummy_gguf.hpp"
+#include "kvprof/model/resolve.hpp"
+
+namespace kvprof::engines {
+namespace {
+
+namespace fs = std::filesystem;
+
+TEST(TensorOverrides, ReadAsLlamaCppReadsThem) {
+  const auto o = parse_override_tensor("blk\\.(1[0-9])\\.ffn_.*_exps=CPU,token_embd=CUDA1");
+  ASSERT_TRUE(o) << o.error().message;
+  ASSERT_EQ(o->size(), 2U);
+  EXPECT_EQ((*o)[0].pattern, "blk\\.(1[0-9])\\.ffn_.*_exps");
+  EXPECT_EQ((*o)[0].buffer_type, "CPU");
+  EXPECT_EQ((*o)[1].buffer_type, "CUDA1");
+  // Split at the first '=': a pattern cannot hold one, a buffer type name can be checked.
+  for (const char* bad : {"exps", "=CPU", "exps=GPU", "exps=CUDA", "x(=CPU", "a=CPU,b"}) {
+    const auto r = parse_override_tensor(bad);
+    ASSERT_FALSE(r) << bad;
+    EXPECT_EQ(r.error().kind, ErrorKind::usage);
+  }
+  EXPECT_FALSE(parse_override_tensor(std::string(70000, 'a') + "=CPU"));
+  const auto n = n_cpu_moe_overrides(3);
+  ASSERT_TRUE(n);
+  ASSERT_EQ(n->size(), 3U);
+  EXPECT_EQ((*n)[2].pattern, "blk\\.2\\.ffn_(up|down|gate)_exps");
+  EXPECT_FALSE(n_cpu_moe_overrides(5000));
+}
+
+TEST(TensorOverrides, TheFirstMatchDecidesByRegexSearch) {
+  const TensorPlacement p({{"blk\\.1\\.", "CUDA0"}, {"_exps", "CPU"}});
+  EXPECT_EQ(p.device_of("blk.1.ffn_up_exps.weight"), 0);  // the first match, not the second
+  EXPECT_EQ(p.device_of("blk.2.ffn_up_exps.weight"), -1);
+  EXPECT_EQ(p.device_of("blk.10.attn_q.weight"), std::nullopt);  // "blk\.1\." is not in it
+  const TensorPlacement moe({cpu_moe_override()});
+  EXPECT_EQ(moe.device_of("blk.7.ffn_gate_exps.weight"), -1);
+  EXPECT_EQ(moe.device_of("blk.7.ffn_gate_inp.weight"), std::nullopt);  // the router stays
+  EXPECT_EQ(moe.device_of("blk.7.ffn_gate_shexp.weight"), std::nullopt);
+}
+
+TEST(TensorOverrides, ServerCommandsKeepTheirOrder) {
+  const auto r = read_launch_command(
+      "llama-server -m m.gguf -ngl 99 -ot 'blk\\.0\\.=CUDA0' --n-cpu-moe 2 --cpu-moe");
+  ASSERT_TRUE(r.has_value());
+  const auto& o = r->settings.tensor_overrides;
+  ASSERT_EQ(o.size(), 4U);
+  EXPECT_EQ(o[0].pattern, "blk\\.0\\.");
+  EXPECT_EQ(o[1].pattern, "blk\\.0\\.ffn_(up|down|gate)_exps");
+  EXPECT_EQ(o[3].pattern, k_expert_tensors_regex);
+  EXPECT_TRUE(r->given.contains("override-tensor"));
+  const auto bad = read_launch_command("llama-server -m m.gguf -ot nonsense");
+  ASSERT_TRUE(bad.has_value());
+  EXPECT_TRUE(bad->settings.tensor_overrides.empty());
+  EXPECT_TRUE(std::ranges::any_of(bad->notes, [](const std::string& n) {
+    return n.find("not PATTERN=BUFFER_TYPE") != std::string::npos;
+  })) << testing::PrintToString(bad->notes);
+}
+
+class TensorOverridesOnAGguf : public testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    s_dir = fs::temp_directory_path() / ("kvprof_ot_" + std::to_string(::getpid()));
+    fs::create_directories(s_dir);
+    std::ofstream(s_dir / "config.json")
+        << R"({"architectures":["Qwen3MoeForCausalLM"],"model_type":"qwen3_moe","hidden_size":256,
+        "intermediate_size":512,"moe_intermediate_size":128,"num_experts":8,
+        "num_experts_per_tok":2,"decoder_sparse_step":1,"mlp_only_layers":[],
+        "num_attention_heads":8,"num_key_value_heads":2,"head_dim":32,"num_hidden_layers":3,
+        "vocab_size":4096,"max_position_embeddings":8192,"tie_word_embeddings":false,
+        "torch_dtype":"bfloat16"})";
+    const auto spec = model::load_model((s_dir / "config.json").string());
+    ASSERT_TRUE(spec) << spec.error().message;
+    const model::DummyGgufOptions options{1 /* F16 */, 3};
+    const auto plan = model::plan_dummy_gguf(*spec, options);
+    ASSERT_TRUE(plan) << plan.error().message;
+    ASSERT_TRUE(model::write_dummy_gguf(*plan, options, s_dir / "moe.gguf"));
+  }
+  static void TearDownTestSuite() { fs::remove_all(s_dir); }
+
+  static LlamaCppSettings on_gpu() {
+    LlamaCppSettings s;
+    s.has_gpu = true;
+    s.n_gpu_layers = -1;
+    s.n_ctx = 512;
+    return s;
+  }
+  // Bytes of the GGUF's tensors whose name matches `pattern`.
+  static uint64_t bytes_matching(const model::ModelSpec& m, const std::string& pattern) {
+    uint64_t sum = 0;
+    for (const auto& t : m.tensors)
+      if (std::regex_search(t.name, std::regex(pattern))) sum += t.bytes;
+    return sum;
+  }
+  static inline fs::path s_dir;
+};
+
+TEST_F(TensorOverridesOnAGguf, NCpuMoeMovesExactlyThoseLayersExpertsToTheHost) {
+  const auto m = model::load_model((s_dir / "moe.gguf").string());
+  ASSERT_TRUE(m) << m.error().message;
+  ASSERT_FALSE(m->tensors.empty());
+  const auto all = plan_llamacpp(*m, on_gpu());
+  ASSERT_TRUE(all) << all.error().message;
+  auto s = on_gpu();
+  s.tensor_overrides = *n_cpu_moe_overrides(2);
+  const auto two = plan_llamacpp(*m, s);
+  ASSERT_TRUE(two) << two.error().message;
+  const uint64_t experts = bytes_matching(*m, "blk\\.[01]\\.ffn_(up|down|gate)_exps");
+  ASSERT_GT(experts, 0U);
+  EXPECT_EQ(two->overridden_host_bytes, experts);
+  EXPECT_EQ(all->model_gpu_bytes - two->model_gpu_bytes, experts);
+  EXPECT_EQ(two->model_host_resident_bytes - all->model_host_resident_bytes, experts);
+  // --cpu-moe: every layer's experts; -ot to a GPU the plan does not have: the host.
+  s.tensor_overrides = {cpu_moe_override()};
+  const auto every = plan_llamacpp(*m, s);
+  ASSERT_TRUE(every);
+  EXPECT_EQ(every->overridden_host_bytes, bytes_matching(*m, k_expert_tensors_regex));
+  // An override to the GPU keeps a tensor there even when -ngl leaves its layer on the host.
+  auto host = on_gpu();
+  host.n_gpu_layers = 0;
+  const auto none = plan_llamacpp(*m, host);
+  host.tensor_overrides = {{"blk\\.2\\.attn_q\\.weight", "CUDA0"}};
+  const auto one = plan_llamacpp(*m, host);
+  ASSERT_TRUE(none && one);
+  EXPECT_EQ(one->model_gpu_bytes - none->model_gpu_bytes,
+            bytes_matching(*m, "blk\\.2\\.attn_q\\.weight"));
+}
+
+TEST(TensorOverrides, AModelKnownByItsConfigNamesItsExpertsAsTheGgufWould) {
+  // Qwen3-30B-A3B from the catalog (no tensor list): --n-cpu-moe 48 takes every layer's gate, up
+  // and down experts off the GPU, as --cpu-moe does.
+  const auto m = model::load_model("Qwen/Qwen3-30B-A3B");
+  ASSERT_TRUE(m) << m.error().message;
+  ASSERT_TRUE(m->tensors.empty());
+  LlamaCppSettings s;
+  s.has_gpu = true;
+  s.tensor_overrides = *n_cpu_moe_overrides(48);
+  const auto by_layers = plan_llamacpp(*m, s);
+  s.tensor_overrides = {cpu_moe_override()};
+  const auto all = plan_llamacpp(*m, s);
+  ASSERT_TRUE(by_layers && all);
+  EXPECT_EQ(by_layers->overridden_host_bytes, all->overridden_host_bytes);
+  // 48 layers x 128 experts x 3 matrices of 768 x 2048, in f16.
+  EXPECT_EQ(all->overridden_host_bytes, 48ULL * 128 * 3 * 768 * 2048 * 2);
+}
+
+}  // namespace
+}  // namespace kvprof::engines
