@@ -13,6 +13,7 @@
 
 #include "kvprof/engines/llamacpp/buffers.hpp"
 #include "kvprof/engines/registry.hpp"
+#include "kvprof/gpu/gpu_catalog.hpp"
 #include "kvprof/model/dummy_gguf.hpp"
 #include "kvprof/model/resolve.hpp"
 
@@ -156,6 +157,31 @@ TEST(TensorOverrides, AModelKnownByItsConfigNamesItsExpertsAsTheGgufWould) {
   EXPECT_EQ(by_layers->overridden_host_bytes, all->overridden_host_bytes);
   // 48 layers x 128 experts x 3 matrices of 768 x 2048, in f16.
   EXPECT_EQ(all->overridden_host_bytes, 48ULL * 128 * 3 * 768 * 2048 * 2);
+}
+
+// "How many layers' experts must leave the GPU?": the fewest --n-cpu-moe with which the plan fits,
+// and one fewer does not.
+TEST(TensorOverrides, TheFewestExpertLayersOnTheHostThatFit) {
+  estimate::EstimateInput in;
+  in.model = model::load_model("Qwen/Qwen3-30B-A3B").value();
+  in.gpu = gpu::find_gpu("RTX-4090").value();
+  in.settings.engine = Engine::llamacpp;
+  in.settings.n_gpu_layers = 99;
+  in.settings.host_memory_bytes = 256ULL << 30;
+  const auto est = plan(in);
+  ASSERT_TRUE(est) << est.error().message;
+  ASSERT_TRUE(est->llamacpp && est->llamacpp->min_n_cpu_moe);
+  const uint32_t n = *est->llamacpp->min_n_cpu_moe;
+  EXPECT_GT(n, 0U);  // 56 GiB of weights on a 24 GiB card
+  EXPECT_LT(n, 48U);
+  const auto fits = [&](uint32_t layers) {
+    auto with = in;
+    with.settings.tensor_overrides = *n_cpu_moe_overrides(layers);
+    const auto e = plan(with);
+    return e && e->verdict != estimate::Verdict::does_not_start;
+  };
+  EXPECT_TRUE(fits(n));
+  EXPECT_FALSE(fits(n - 1));
 }
 
 }  // namespace

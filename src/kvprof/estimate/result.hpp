@@ -103,7 +103,9 @@ struct LlamaCppSummary {
   uint64_t host_budget_bytes = 0;  // --host-mem, or this machine's RAM
   int64_t host_headroom_bytes = 0;
   std::optional<uint32_t> max_gpu_layers;  // largest -ngl that fits (with a GPU)
-  uint64_t max_ctx_size = 0;               // largest -c (multiple of 256) that fits; 0 = none
+  // A MoE model on a GPU: the fewest --n-cpu-moe layers that make it fit (none: even all do not).
+  std::optional<uint32_t> min_n_cpu_moe;
+  uint64_t max_ctx_size = 0;  // largest -c (multiple of 256) that fits; 0 = none
 };
 
 struct Estimate {

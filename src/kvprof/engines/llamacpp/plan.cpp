@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "kvprof/engines/llamacpp/buffers.hpp"
+#include "kvprof/engines/llamacpp/tensor_overrides.hpp"
 #include "kvprof/estimate/engine_common.hpp"
 #include "kvprof/estimate/estimate.hpp"
 #include "kvprof/estimate/weights.hpp"
@@ -239,6 +240,30 @@ Expected<Estimate> estimate_llamacpp(const EstimateInput& in) {
         sum.max_gpu_layers = static_cast<uint32_t>(ngl);
         break;
       }
+    }
+  }
+  // A MoE model on a GPU: the fewest layers whose experts must stay on the host (--n-cpu-moe,
+  // after the overrides given) for the rest to fit; the GPU's need falls as N grows.
+  if (ps.has_gpu && m.moe.n_expert > 0) {
+    const auto fits_with = [&](uint32_t n) {
+      LlamaCppSettings t = ps;
+      const auto extra = n_cpu_moe_overrides(n);
+      if (!extra) return false;
+      t.tensor_overrides.insert(t.tensor_overrides.end(), extra->begin(), extra->end());
+      const auto q = plan_llamacpp(m, t);
+      return q && fits(*q, budget);
+    };
+    if (fits_with(m.n_layer)) {
+      uint32_t lo_n = 0, hi_n = m.n_layer;
+      while (lo_n < hi_n) {
+        const uint32_t mid = (lo_n + hi_n) / 2;
+        if (fits_with(mid)) {
+          hi_n = mid;
+        } else {
+          lo_n = mid + 1;
+        }
+      }
+      sum.min_n_cpu_moe = lo_n;
     }
   }
   // The largest -c that fits, in steps of 256 cells (binary search; memory grows with -c).

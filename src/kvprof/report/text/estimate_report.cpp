@@ -62,6 +62,8 @@ nlohmann::json llamacpp_json(const estimate::LlamaCppSummary& l) {
             {"headroom_bytes", l.host_headroom_bytes}}},
           {"max_n_gpu_layers",
            l.max_gpu_layers ? nlohmann::json(*l.max_gpu_layers) : nlohmann::json(nullptr)},
+          {"min_n_cpu_moe",
+           l.min_n_cpu_moe ? nlohmann::json(*l.min_n_cpu_moe) : nlohmann::json(nullptr)},
           {"max_ctx_size", l.max_ctx_size}};
 }
 
@@ -82,6 +84,12 @@ std::string llamacpp_text(const estimate::LlamaCppSummary& l) {
   t.add_row({"headroom", signed_gib(l.host_headroom_bytes)});
   std::string out = "\n" + t.render();
   if (l.max_gpu_layers) out += fmt::format("\nlargest -ngl that fits: {}", *l.max_gpu_layers);
+  if (l.min_n_cpu_moe) {
+    out += fmt::format(
+        "\nfewest --n-cpu-moe that fits: {} (the experts of the first {} layers on "
+        "the host)",
+        *l.min_n_cpu_moe, *l.min_n_cpu_moe);
+  }
   out += l.max_ctx_size > 0 ? fmt::format("\nlargest -c that fits: {}\n", l.max_ctx_size)
                             : std::string("\nno -c fits\n");
   return out;
