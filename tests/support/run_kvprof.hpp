@@ -17,13 +17,10 @@ struct Run {
   std::string out;  // stdout and stderr
 };
 
-// `kvprof <args>` with `env` ("NAME=value ...") added to the environment; both are shell text
-// (quote what needs quoting).
-inline Run run_kvprof_env(const std::string& env, const std::string& args) {
-  const std::string cmd =
-      (env.empty() ? std::string() : "env " + env + " ") + KVPROF_BIN + " " + args + " 2>&1";
+// `command` run by /bin/sh, its stderr with its stdout.
+inline Run run_shell(const std::string& command) {
   Run r;
-  FILE* p = popen(cmd.c_str(), "r");
+  FILE* p = popen((command + " 2>&1").c_str(), "r");
   if (p == nullptr) return r;
   std::array<char, 4096> buf{};
   size_t n = 0;
@@ -32,6 +29,12 @@ inline Run run_kvprof_env(const std::string& env, const std::string& args) {
   const int status = pclose(p);
   r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
+}
+
+// `kvprof <args>` with `env` ("NAME=value ...") added to the environment; both are shell text
+// (quote what needs quoting).
+inline Run run_kvprof_env(const std::string& env, const std::string& args) {
+  return run_shell((env.empty() ? std::string() : "env " + env + " ") + KVPROF_BIN + " " + args);
 }
 
 // `kvprof <args>`; `args` is shell text (quote what needs quoting).
@@ -53,16 +56,7 @@ inline nlohmann::json json_in(const std::string& out) {
 // Debian's jq (scripts/setup.sh installs it) with `args` (shell text): the predecessor's recipes
 // run as its users run them. rc 127 when jq is missing.
 inline Run run_jq(const std::string& args) {
-  Run r;
-  FILE* p = popen(("jq " + args + " 2>&1").c_str(), "r");
-  if (p == nullptr) return r;
-  std::array<char, 4096> buf{};
-  size_t n = 0;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0)
-    r.out.append(buf.data(), n);
-  const int status = pclose(p);
-  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  return run_shell("jq " + args);
 }
 
 }  // namespace kvprof::test

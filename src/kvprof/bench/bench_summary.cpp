@@ -12,21 +12,13 @@
 #include "kvprof/report/text/table.hpp"
 #include "kvprof/results/summary_layout.hpp"
 #include "kvprof/sys/host_info.hpp"
+#include "kvprof/util/time_text.hpp"
 
 namespace kvprof::bench {
 using nlohmann::json;
 namespace {
 
 constexpr double k_mib = 1024.0 * 1024.0;
-
-std::string iso_time(double unix_s) {
-  const auto t = static_cast<std::time_t>(unix_s);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 json opt(const std::optional<uint64_t>& v) {
   return v ? json(*v) : json(nullptr);
@@ -270,8 +262,8 @@ json summary_json(const BenchConfig& config, const BenchReport& r) {
       {"started_unix_s", r.started_unix_s},
       {"duration_s", r.ended_unix_s - r.started_unix_s},
       {"metadata",
-       {{"started_at", iso_time(r.started_unix_s)},
-        {"ended_at", iso_time(r.ended_unix_s)},
+       {{"started_at", iso_utc(r.started_unix_s)},
+        {"ended_at", iso_utc(r.ended_unix_s)},
         {"started_unix_s", r.started_unix_s},
         {"duration_s", r.ended_unix_s - r.started_unix_s},
         {"run_dir", r.run_dir}}},

@@ -15,6 +15,7 @@
 #include "kvprof/results/history_db.hpp"
 #include "kvprof/results/history_entries.hpp"
 #include "kvprof/util/json_text.hpp"
+#include "kvprof/util/time_text.hpp"
 #include "kvprof/util/units.hpp"
 
 namespace kvprof::cli {
@@ -59,12 +60,7 @@ double parse_since(const std::string& text) {
 }
 
 std::string utc_time(double unix_s) {
-  const auto t = static_cast<std::time_t>(unix_s);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", &tm);
-  return buf;
+  return utc_time_text(unix_s, "%Y-%m-%d %H:%M:%S");
 }
 
 void run_runs_command(RunsCliState& st) {

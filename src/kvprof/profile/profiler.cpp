@@ -20,14 +20,15 @@
 #include "kvprof/profile/condition_metrics.hpp"
 #include "kvprof/profile/endpoint_check.hpp"
 #include "kvprof/profile/grid_progress.hpp"
+#include "kvprof/profile/launch_plan.hpp"
 #include "kvprof/profile/launcher.hpp"
 #include "kvprof/profile/manifest.hpp"
 #include "kvprof/profile/run_steps.hpp"
-#include "kvprof/profile/launch_plan.hpp"
 #include "kvprof/profile/server_probe.hpp"
 #include "kvprof/profile/startup.hpp"
 #include "kvprof/sys/proc.hpp"
 #include "kvprof/util/redact.hpp"
+#include "kvprof/util/time_text.hpp"
 #include "kvprof/util/units.hpp"
 #include "kvprof/workload/workload_io.hpp"
 
@@ -36,12 +37,7 @@ namespace kvprof::profile {
 namespace fs = std::filesystem;
 
 std::string make_run_id(const std::string& tag, double unix_s) {
-  const auto t = static_cast<std::time_t>(unix_s);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y%m%d_%H%M%S", &tm);
-  std::string id = buf;
+  std::string id = utc_time_text(unix_s, "%Y%m%d_%H%M%S");
   std::string clean;
   for (char c : tag.substr(0, 64)) {
     const bool ok = std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
@@ -254,8 +250,8 @@ Expected<void> probe_and_prepare(Run& run) {
         run.warnings.add("the plan: " + note);
       run.progress("plan: " + config.estimate_flags);
     } else {
-      run.progress(fmt::format("no plan to compare with: {} (give --estimate-with)",
-                               plan.error().message));
+      run.progress(
+          fmt::format("no plan to compare with: {} (give --estimate-with)", plan.error().message));
     }
   }
 

@@ -9,6 +9,7 @@
 #include "kvprof/report/text/table.hpp"
 #include "kvprof/results/summary_layout.hpp"
 #include "kvprof/util/redact.hpp"
+#include "kvprof/util/time_text.hpp"
 #include "kvprof/util/units.hpp"
 
 namespace kvprof::profile {
@@ -27,15 +28,6 @@ json opt_json(const std::optional<uint64_t>& v) {
 
 double gib(uint64_t bytes) {
   return bytes_to_gib(bytes);
-}
-
-std::string iso_time(double unix_s) {
-  const auto t = static_cast<std::time_t>(unix_s);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
 }
 
 json window_json(const Window& w) {
@@ -218,8 +210,8 @@ json summary_json(const ProfileReport& r) {
       {"interrupted", r.interrupted},
       {"simulated", r.simulated},
       {"metadata",
-       {{"started_at", iso_time(r.started_unix_s)},
-        {"ended_at", iso_time(r.ended_unix_s)},
+       {{"started_at", iso_utc(r.started_unix_s)},
+        {"ended_at", iso_utc(r.ended_unix_s)},
         {"started_unix_s", r.started_unix_s},
         {"duration_s", r.ended_unix_s - r.started_unix_s},
         {"endpoint", redact_secrets(r.endpoint)},

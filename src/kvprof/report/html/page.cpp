@@ -12,6 +12,7 @@
 #include "kvprof/report/html/figures.hpp"
 #include "kvprof/report/html/image.hpp"
 #include "kvprof/util/json_text.hpp"
+#include "kvprof/util/time_text.hpp"
 
 namespace kvprof::embedded {
 std::string_view chart_js();
@@ -188,15 +189,6 @@ json compare_section(std::span<const RunData> runs, const json& comparison) {
   return s;
 }
 
-std::string now_iso() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
 std::string html_escape(std::string_view text) {
   std::string out;
   for (const char c : text) {
@@ -273,7 +265,7 @@ json report_data(std::span<const RunData> runs, size_t n_buckets, const ReportEx
   for (const auto& r : runs)
     sections.push_back(run_section(r, n_buckets));
   return {{"generator", std::string("kvprof ") + KVPROF_VERSION},
-          {"generated_at", now_iso()},
+          {"generated_at", iso_utc(static_cast<double>(std::time(nullptr)))},
           {"sections", sections}};
 }
 

@@ -14,6 +14,7 @@
 
 #include "kvprof/report/html/csv.hpp"
 #include "kvprof/results/run_folder.hpp"
+#include "kvprof/util/time_text.hpp"
 
 namespace kvprof::report::html {
 namespace {
@@ -337,14 +338,7 @@ void read_bench_summary(RunData& run, const Clock& clock) {
   const std::string path = str(at(s, "settings"), "model");
   if (!path.empty()) run.model += " (" + fs::path(path).filename().string() + ")";
   run.engine = "llama.cpp (in-process)";
-  if (const auto t = num(s, "started_unix_s")) {
-    const auto tt = static_cast<std::time_t>(*t);
-    std::tm tm{};
-    gmtime_r(&tt, &tm);
-    char buf[32];
-    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    run.started_at = buf;
-  }
+  if (const auto t = num(s, "started_unix_s")) run.started_at = iso_utc(*t);
   run.engine_version = str(lib, "llama_version");
   const bool gpu = str(s, "memory_source") == "nvml";
   run.memory_kind = gpu ? "GPU" : "host";
