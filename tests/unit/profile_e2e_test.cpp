@@ -181,10 +181,16 @@ TEST_F(ProfileE2E, EveryOutputFileHoldsTheRun) {
   const fs::path dir = run_dir();
   EXPECT_TRUE(dir.filename().string().ends_with("_e2e"));
 
-  // workload.jsonl: the generator's header, then 2 inputs x 3 concurrencies, n x concurrency
-  // requests each.
-  const size_t n_requests = count_lines(dir / "workload.jsonl") - 1;
+  // workload.jsonl: every line a request — 2 inputs x 3 concurrencies, n x concurrency requests
+  // each — and the generator of their prompts beside it.
+  const size_t n_requests = count_lines(dir / "workload.jsonl");
   EXPECT_EQ(n_requests, 2U * (1 + 4 + 16));
+  {
+    std::ifstream lines(dir / "workload.jsonl");
+    for (std::string line; std::getline(lines, line);)
+      EXPECT_TRUE(json::parse(line).contains("request_id")) << line;
+  }
+  EXPECT_EQ(count_lines(dir / "workload.generator.json"), 1U);
 
   // request_trace.csv: one ok row per workload request, times ordered, TTFT <= E2E.
   const auto trace = read_csv(dir / "request_trace.csv");

@@ -148,9 +148,9 @@ TEST_F(ProfileProbe, TokenPromptsRefusedSwitchToTextWithOneWarning) {
   // The workload on disk is the text one that ran: its generator says so, and reading it back
   // gives text prompts.
   const fs::path dir = test::first_run_folder(m_dir / "results");
-  std::ifstream workload(dir / "workload.jsonl");
+  std::ifstream generator(dir / "workload.generator.json");
   std::string first;
-  std::getline(workload, first);
+  std::getline(generator, first);
   EXPECT_EQ(json::parse(first).at("generator").at("prompt_format"), "text") << first;
   const auto back = workload::read_workload(dir / "workload.jsonl");
   ASSERT_TRUE(back.has_value()) << back.error().message;

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "kvprof/workload/prompt_hash.hpp"
@@ -109,6 +110,34 @@ class WorkloadCompact : public test::TempDirTest {
  protected:
   WorkloadCompact() : TempDirTest("kvprof_workload_compact") {}
 };
+
+// Every line of the compact file is a request (scripts that count or replay lines keep working);
+// its generator is beside it, and without it the file says what is missing.
+TEST_F(WorkloadCompact, EveryLineIsARequestAndTheGeneratorIsBesideIt) {
+  GridOptions grid;
+  grid.input_lens = {64};
+  grid.output_lens = {8};
+  grid.concurrencies = {1, 2};
+  grid.prefix_modes = {PrefixMode::low};
+  const auto requests = generate(grid).value();
+  const auto path = m_dir / "w.jsonl";
+  ASSERT_TRUE(write_generated_workload(path, grid, requests));
+  EXPECT_EQ(generator_path(path), m_dir / "w.generator.json");
+  ASSERT_TRUE(std::filesystem::exists(m_dir / "w.generator.json"));
+  std::ifstream in(path);
+  size_t lines = 0;
+  for (std::string line; std::getline(in, line); ++lines) {
+    const auto doc = nlohmann::json::parse(line);
+    EXPECT_TRUE(doc.contains("request_id") && doc.contains("prompt_sha256")) << line;
+  }
+  EXPECT_EQ(lines, requests.size());
+  ASSERT_EQ(read_workload(path).value().size(), requests.size());
+  std::filesystem::remove(m_dir / "w.generator.json");
+  const auto alone = read_workload(path);
+  ASSERT_FALSE(alone);
+  EXPECT_NE(alone.error().message.find("without its generator"), std::string::npos)
+      << alone.error().message;
+}
 
 TEST_F(WorkloadCompact, DefaultGridFileIsSmallAndReadsBackTheSamePrompts) {
   const GridOptions grid;  // the default grid: 1440 requests, 27.5M prompt tokens

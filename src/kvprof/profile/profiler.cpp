@@ -272,6 +272,7 @@ Expected<void> probe_and_prepare(Run& run) {
   report.run_dir = run.dir->string();
   report.n_planned_requests = run.requests.size();
   report.files.insert({{"workload", "workload.jsonl"},
+                       {"workload_generator", "workload.generator.json"},
                        {"request_trace", "request_trace.csv"},
                        {"gpu_mem_trace", "gpu_mem_trace.csv"},
                        {"metrics_trace", "metrics_trace.csv"},

@@ -13,6 +13,7 @@
 #include <optional>
 #include <unordered_set>
 
+#include "kvprof/util/atomic_file.hpp"
 #include "kvprof/workload/grid_json.hpp"
 #include "kvprof/workload/prompt_hash.hpp"
 
@@ -346,15 +347,30 @@ Expected<void> write_workload(const std::filesystem::path& path,
   return write_lines(path, "", requests, [](const RequestSpec& r) { return to_json_line(r); });
 }
 
+std::filesystem::path generator_path(const std::filesystem::path& workload_path) {
+  std::filesystem::path p = workload_path;
+  return p.replace_extension(".generator.json");
+}
+
 Expected<void> write_generated_workload(const std::filesystem::path& path, const GridOptions& grid,
                                         const std::vector<RequestSpec>& requests) {
-  return write_lines(path, header_json_line(grid, requests.size()), requests,
+  // The generator first: a workload file is never there without what makes its prompts.
+  if (auto ok = write_file_atomically(generator_path(path),
+                                      header_json_line(grid, requests.size()) + "\n");
+      !ok) {
+    return ok;
+  }
+  return write_lines(path, "", requests,
                      [](const RequestSpec& r) { return to_hashed_json_line(r); });
 }
 
-Expected<std::vector<RequestSpec>> read_workload(std::istream& in, uint64_t max_prompt_tokens) {
+namespace {
+
+// read_workload with the generator of a compact file's prompts when it is beside the file (null:
+// none, or in the file's first line).
+Expected<std::vector<RequestSpec>> read_requests(std::istream& in, uint64_t max_prompt_tokens,
+                                                 std::optional<Generated> generated) {
   std::vector<RequestSpec> requests;
-  std::optional<Generated> generated;  // a compact file's prompts
   std::unordered_set<uint64_t> ids;
   std::string line;
   size_t line_no = 0;
@@ -377,6 +393,13 @@ Expected<std::vector<RequestSpec>> read_workload(std::istream& in, uint64_t max_
       if (!g) return std::unexpected(g.error());
       generated = std::move(*g);
       continue;
+    }
+    if (!generated && doc.contains("prompt_sha256") && !doc.contains("prompt") &&
+        !doc.contains("prompt_token_ids")) {
+      return fail(ErrorKind::input,
+                  fmt::format("line {}: a compact workload's line (prompt_sha256) without its "
+                              "generator (the .generator.json file written beside it)",
+                              line_no));
     }
     std::string sha256;
     auto r = generated ? parse_hashed_line(doc, line_no, sha256) : parse_fields(doc, line_no);
@@ -401,6 +424,12 @@ Expected<std::vector<RequestSpec>> read_workload(std::istream& in, uint64_t max_
   return requests;
 }
 
+}  // namespace
+
+Expected<std::vector<RequestSpec>> read_workload(std::istream& in, uint64_t max_prompt_tokens) {
+  return read_requests(in, max_prompt_tokens, std::nullopt);
+}
+
 Expected<std::vector<RequestSpec>> read_workload(const std::filesystem::path& path,
                                                  uint64_t max_prompt_tokens) {
   std::ifstream in(path, std::ios::binary);
@@ -408,7 +437,25 @@ Expected<std::vector<RequestSpec>> read_workload(const std::filesystem::path& pa
     return fail(ErrorKind::io,
                 fmt::format("cannot open '{}': {}", path.string(), std::strerror(errno)));
   }
-  auto r = read_workload(in, max_prompt_tokens);
+  // A compact file's generator beside it (a file of the first layout has it in its first line).
+  std::optional<Generated> generated;
+  const auto gen_path = generator_path(path);
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(gen_path, ec)) {
+    std::ifstream gin(gen_path, std::ios::binary);
+    std::string text;
+    if (read_line(gin, text, k_max_line_bytes) <= 0) {
+      return fail(ErrorKind::input, fmt::format("{}: not a workload generator", gen_path.string()));
+    }
+    const json header = json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (!header.is_object() || !header.contains("kvprof_workload")) {
+      return fail(ErrorKind::input, fmt::format("{}: not a workload generator", gen_path.string()));
+    }
+    auto g = generate_from_header(header, max_prompt_tokens);
+    if (!g) return std::unexpected(g.error().with_context(gen_path.string()));
+    generated = std::move(*g);
+  }
+  auto r = read_requests(in, max_prompt_tokens, std::move(generated));
   if (!r) return std::unexpected(r.error().with_context(path.string()));
   return r;
 }

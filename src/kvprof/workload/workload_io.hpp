@@ -45,8 +45,12 @@ std::string header_json_line(const GridOptions& grid, uint64_t n_requests);
 // into place); an io error otherwise.
 Expected<void> write_workload(const std::filesystem::path& path,
                               const std::vector<RequestSpec>& requests);
-// Writes the compact form of `requests`, which generate(grid) made: the header and one hashed
-// line per request; an io error otherwise.
+// Where a compact workload's generator is kept: beside it, "workload.jsonl" ->
+// "workload.generator.json".
+std::filesystem::path generator_path(const std::filesystem::path& workload_path);
+// Writes the compact form of `requests`, which generate(grid) made: one hashed line per request
+// (every line a request, so scripts that count or replay lines keep working) and the generator
+// that makes their prompts beside it (generator_path); an io error otherwise.
 Expected<void> write_generated_workload(const std::filesystem::path& path, const GridOptions& grid,
                                         const std::vector<RequestSpec>& requests);
 
@@ -56,7 +60,8 @@ Expected<void> write_generated_workload(const std::filesystem::path& path, const
 // generated prompt that does not match its line's prompt_sha256.
 Expected<std::vector<RequestSpec>> read_workload(
     std::istream& in, uint64_t max_prompt_tokens = k_max_total_prompt_tokens);
-// Reads a workload file; an io error when it cannot be opened.
+// Reads a workload file, a compact one with the generator beside it (or, as first written, in
+// its first line); an io error when it cannot be opened.
 Expected<std::vector<RequestSpec>> read_workload(
     const std::filesystem::path& path, uint64_t max_prompt_tokens = k_max_total_prompt_tokens);
 
