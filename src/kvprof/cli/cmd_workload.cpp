@@ -37,24 +37,32 @@ void register_workload_command(CLI::App& app) {
       throw Fatal(ok.error());
     }
     const auto size = workload::grid_size(grid);
-    nlohmann::json json = {{"schema_version", 1},
-                           {"path", st->path},
-                           {"n_conditions", size.n_conditions},
-                           {"n_requests", size.n_requests},
-                           {"n_prompt_tokens", size.n_prompt_tokens},
-                           {"seed", grid.seed},
-                           {"prompts", st->inline_prompts ? "inline" : "generated"},
-                           {"count_mode", workload::count_mode_name(grid.count_mode)},
-                           {"arrival", grid.request_rate > 0 ? "poisson" : "closed"},
-                           {"request_rate", grid.request_rate},
-                           {"prompt_format", workload::prompt_format_name(grid.prompt_format)}};
-    const std::string text = fmt::format(
+    nlohmann::json json = {
+        {"schema_version", 1},
+        {"path", st->path},
+        {"n_conditions", size.n_conditions},
+        {"n_requests", size.n_requests},
+        {"n_prompt_tokens", size.n_prompt_tokens},
+        {"seed", grid.seed},
+        {"prompts", st->inline_prompts ? "inline" : "generated"},
+        {"generator_path", st->inline_prompts
+                               ? nlohmann::json(nullptr)
+                               : nlohmann::json(workload::generator_path(st->path).string())},
+        {"count_mode", workload::count_mode_name(grid.count_mode)},
+        {"arrival", grid.request_rate > 0 ? "poisson" : "closed"},
+        {"request_rate", grid.request_rate},
+        {"prompt_format", workload::prompt_format_name(grid.prompt_format)}};
+    std::string text = fmt::format(
         "wrote {}: {} conditions, {} requests, {} prompt tokens ({} arrivals{}, {} prompts, "
         "seed {})\n",
         st->path, size.n_conditions, size.n_requests, size.n_prompt_tokens,
         grid.request_rate > 0 ? "poisson" : "closed-loop",
         grid.request_rate > 0 ? fmt::format(" at {} req/s", grid.request_rate) : "",
         workload::prompt_format_name(grid.prompt_format), grid.seed);
+    if (!st->inline_prompts) {
+      text += fmt::format("wrote {}: the generator of its prompts (keep it beside it)\n",
+                          workload::generator_path(st->path).string());
+    }
     emit(OutputOptions{st->json, ""}, json, text);
   });
 }
