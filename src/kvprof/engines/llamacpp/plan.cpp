@@ -349,7 +349,7 @@ Expected<Estimate> estimate_llamacpp(const EstimateInput& in) {
           : "llama.cpp: weights and KV as libllama sizes its buffers (exact from a GGUF); compute "
             "buffer from the largest stage of the worst-case graph (logits, attention, MLP)");
   if (!ps.tensor_overrides.empty()) {
-    est.notes.push_back(fmt::format(
+    est.warnings.push_back(fmt::format(
         "{} tensor override{} (-ot, --cpu-moe, --n-cpu-moe) put {:.2f} GiB of weights in host "
         "memory, placed by name as llama.cpp does; the compute buffers are still those of -ngl's "
         "placement (the host-side expert matmuls' own buffers are not modelled)",
