@@ -170,4 +170,26 @@ TEST(ModelCatalog, SearchFindsQwen3Models) {
 }
 
 }  // namespace
+// Offline, a distill or fine-tune is planned as the model its name says it is built on.
+TEST(ModelCatalog, ADistillOrFineTuneIsTheBaseItsNameSays) {
+  const auto id_of = [](std::string_view name) {
+    const auto v = find_catalog_variant(name);
+    return v.entry != nullptr ? v.entry->id + (v.quantization.empty() ? "" : " " + v.quantization)
+                              : std::string("-");
+  };
+  // The R1 distills by the base the R1 model card lists: "Qwen-14B" is a Qwen2.5-14B.
+  EXPECT_EQ(id_of("deepseek-ai/DeepSeek-R1-Distill-Qwen-14B"), "Qwen/Qwen2.5-14B-Instruct");
+  EXPECT_EQ(id_of("deepseek-ai/DeepSeek-R1-Distill-Llama-8B"), "meta-llama/Llama-3.1-8B");
+  // A fine-tune naming its base, with the longest name that stands alone in it.
+  EXPECT_EQ(id_of("someone/my-finetune-of-Mistral-7B-v0.3"), "mistralai/Mistral-7B-Instruct-v0.3");
+  EXPECT_EQ(id_of("Qwen/Qwen2.5-Coder-7B-Instruct"), "Qwen/Qwen2.5-7B-Instruct");
+  // A quantized one keeps its quantization.
+  EXPECT_EQ(id_of("nvidia/Llama-3.1-8B-Instruct-FP8"),
+            "meta-llama/Llama-3.1-8B-Instruct fp8-block");
+  // No size, no base: "llama" alone, or a size inside another word, names nothing.
+  EXPECT_EQ(id_of("someone/my-llama-tune"), "-");
+  EXPECT_EQ(id_of("someone/xqwen2.5-7b"), "-");
+  EXPECT_EQ(id_of("random/thing-2b"), "-");
+}
+
 }  // namespace kvprof::model

@@ -4,8 +4,6 @@
 #include <algorithm>
 #include <array>
 
-#include <array>
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -144,22 +142,79 @@ const CatalogEntry* find_suffix_variant(const std::string& name_in) {
   return nullptr;
 }
 
+// Whether `text[at, at + n)` stands alone: at the start or end, or next to a separator.
+bool stands_alone(std::string_view text, size_t at, size_t n) {
+  const auto separator = [](char c) { return c == '-' || c == '_' || c == '/' || c == '.'; };
+  return (at == 0 || separator(text[at - 1])) && (at + n == text.size() || separator(text[at + n]));
+}
+
+// DeepSeek-R1's distilled models and the base each was trained from, as the R1 model card's
+// "DeepSeek-R1-Distill Models" table lists them (huggingface.co/deepseek-ai/DeepSeek-R1): the
+// name says "Qwen-14B" for a Qwen2.5-14B. The 1.5B (Qwen2.5-Math-1.5B, untied embeddings) has no
+// catalog entry of its shape.
+constexpr std::array<std::pair<std::string_view, std::string_view>, 4> k_distill_bases{{
+    {"r1-distill-qwen-7b", "qwen2.5-7b-base"},
+    {"r1-distill-qwen-14b", "qwen2.5-14b"},
+    {"r1-distill-qwen-32b", "qwen2.5-32b"},
+    {"r1-distill-llama-8b", "llama-3.1-8b-base"},
+}};
+
+// A distill or fine-tune whose name says which model it is built on: the R1 distills by their
+// base, else the longest catalog id (without its organisation) or alias that stands alone in the
+// name and names a size ("my-finetune-of-Mistral-7B-v0.3" -> mistral-7b-v0.3).
+const CatalogEntry* find_named_base(std::string_view name) {
+  std::string lower = to_lower(name);
+  // Qwen2.5-Coder-7B has Qwen2.5-7B's architecture: the coder tuning is of the same model.
+  for (size_t at = lower.find("-coder-"); at != std::string::npos; at = lower.find("-coder-"))
+    lower.erase(at, 6);
+  for (const auto& [distill, base] : k_distill_bases) {
+    if (lower.find(distill) != std::string::npos) return find_catalog_entry(base);
+  }
+  const CatalogEntry* best = nullptr;
+  size_t best_size = 0;
+  const auto consider = [&](std::string_view candidate, const CatalogEntry& e) {
+    if (candidate.size() < 8 || candidate.size() <= best_size ||
+        std::none_of(candidate.begin(), candidate.end(),
+                     [](char c) { return c >= '0' && c <= '9'; }))
+      return;
+    for (size_t at = lower.find(candidate); at != std::string::npos;
+         at = lower.find(candidate, at + 1)) {
+      if (!stands_alone(lower, at, candidate.size())) continue;
+      best = &e;
+      best_size = candidate.size();
+      return;
+    }
+  };
+  for (const auto& e : model_catalog()) {
+    if (std::ranges::find(e.tags, "quantized") != e.tags.end()) continue;
+    const std::string id = to_lower(e.id);
+    consider(std::string_view(id).substr(id.find('/') + 1), e);
+    for (const auto& alias : e.aliases)
+      consider(to_lower(alias), e);
+  }
+  return best;
+}
+
 }  // namespace
 
 CatalogVariant find_catalog_variant(std::string_view name_in) {
   const std::string name(name_in);
   if (const CatalogEntry* e = find_suffix_variant(name)) return {e, ""};
   // A quantized checkpoint of a catalog model: the model, priced as such checkpoints are.
+  std::string stem = name;
+  std::string method;
   const std::string lower = to_lower(name);
   for (const auto& q : k_quant_suffixes) {
     if (!lower.ends_with(q.suffix)) continue;
-    const std::string stem = name.substr(0, name.size() - q.suffix.size());
+    stem = name.substr(0, name.size() - q.suffix.size());
+    method = q.method;
     const CatalogEntry* e = find_catalog_entry(stem);
     if (e == nullptr) e = find_suffix_variant(stem);
-    if (e != nullptr) return {e, std::string(q.method)};
+    if (e != nullptr) return {e, method};
     break;
   }
-  return {};
+  const CatalogEntry* base = find_named_base(stem);
+  return {base, base != nullptr ? method : std::string()};
 }
 
 std::vector<std::string> catalog_suggestions(std::string_view name) {

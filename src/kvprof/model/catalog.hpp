@@ -43,8 +43,10 @@ struct CatalogVariant {
 // The catalog entry `name` is a variant of: the same id with or without a chat/instruct suffix
 // (-Instruct, -Chat, -it, -Base, -hf, -chat-hf), a release date (-0528, -2507), a quantized
 // checkpoint's suffix (-AWQ, -GPTQ-Int4, -FP8, -FP8-dynamic, -quantized.w4a16, -bnb-4bit, ...),
-// or a renamed id (Meta-Llama-3.1-* -> Llama-3.1-*); entry nullptr when none. Variants share the
-// architecture, so the entry's facts hold.
+// or a renamed id (Meta-Llama-3.1-* -> Llama-3.1-*); else a distill or fine-tune whose name says
+// its base (DeepSeek-R1-Distill-Qwen-14B is a Qwen2.5-14B; "x/my-Mistral-7B-v0.3-tune" names
+// mistral-7b-v0.3); entry nullptr when none. Variants share the architecture, so the entry's
+// facts hold.
 CatalogVariant find_catalog_variant(std::string_view name);
 
 // The catalog ids and aliases closest to `name` (the "did you mean" of errors).
