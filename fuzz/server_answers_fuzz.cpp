@@ -28,9 +28,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string message = server_message(body);
   if (message.size() > 303) std::abort();
   (void)nlohmann::json(message).dump();
-  (void)read_props_context_tokens(body);
   if (const auto props = read_props_facts(body)) {
     if (props->build.size() > 128) std::abort();  // bounded, as the version
+    if (props->model_path.size() > 4096) std::abort();
     if (props->buffers && props->buffers->figures.size() > 3 * 64) std::abort();
   }
   (void)read_tokenize_count(body);

@@ -85,12 +85,18 @@ TEST(ServerAnswers, VersionIsCutBetweenCharacters) {
 }
 
 TEST(ServerAnswers, PropsContextAndTokenCounts) {
-  EXPECT_EQ(read_props_context_tokens(
-                R"({"default_generation_settings":{"n_ctx":4096},"total_slots":4})"),
-            4096U);
-  EXPECT_FALSE(read_props_context_tokens(R"({"default_generation_settings":{"n_ctx":0}})"));
-  EXPECT_FALSE(read_props_context_tokens(R"({"default_generation_settings":[]})"));
-  EXPECT_FALSE(read_props_context_tokens(R"({"n_ctx":4096})"));
+  const auto props = read_props_facts(
+      R"({"default_generation_settings":{"n_ctx":4096},"total_slots":4,"model_path":"/m/q.gguf"})");
+  ASSERT_TRUE(props);
+  EXPECT_EQ(props->slot_context_tokens, 4096U);
+  EXPECT_EQ(props->total_slots, 4U);
+  EXPECT_EQ(props->model_path, "/m/q.gguf");
+  EXPECT_FALSE(
+      read_props_facts(R"({"default_generation_settings":{"n_ctx":0}})")->slot_context_tokens);
+  EXPECT_FALSE(read_props_facts(R"({"default_generation_settings":[]})")->slot_context_tokens);
+  EXPECT_FALSE(read_props_facts(R"({"default_generation_settings":{},"total_slots":0})")
+                   ->total_slots);                      // 1 to 4096
+  EXPECT_FALSE(read_props_facts(R"({"n_ctx":4096})"));  // not llama.cpp's /props
   EXPECT_EQ(read_tokenize_count(R"({"count":4,"tokens":[1,2,3,4,5]})"), 4U);  // vLLM: count
   EXPECT_EQ(read_tokenize_count(R"({"tokens":[128000,9906,1917]})"), 3U);     // llama.cpp
   EXPECT_FALSE(read_tokenize_count(R"({"count":-1})"));

@@ -12,6 +12,7 @@
 #include "kvprof/report/text/table.hpp"
 #include "kvprof/results/summary_layout.hpp"
 #include "kvprof/sys/host_info.hpp"
+#include "kvprof/util/json_text.hpp"
 #include "kvprof/util/time_text.hpp"
 
 namespace kvprof::bench {
@@ -19,10 +20,6 @@ using nlohmann::json;
 namespace {
 
 constexpr double k_mib = 1024.0 * 1024.0;
-
-json opt(const std::optional<uint64_t>& v) {
-  return v ? json(*v) : json(nullptr);
-}
 
 std::string mib(const std::optional<uint64_t>& v) {
   return v ? fmt::format("{:.1f}", static_cast<double>(*v) / k_mib) : "-";
@@ -122,7 +119,7 @@ json breakdown_json(const BenchReport& r, const json& plan_of_condition) {
   json j = results::breakdown_json(f);
   j["measured"] = "RSS growth of the engine process since before load";
   j["condition"] = biggest != nullptr ? json(biggest->condition.label) : json(nullptr);
-  j["process_growth_bytes"] = opt(growth);
+  j["process_growth_bytes"] = opt_json(growth);
   j["estimate"] = plan_of_condition;
   j["host_growth_vs_estimate"] = growth && plan_of_condition.is_object()
                                      ? json(plan_of_condition["host_total_bytes"].get<double>() /
@@ -226,11 +223,11 @@ json summary_json(const BenchConfig& config, const BenchReport& r) {
          {"compute_buffer_bytes", b.reported ? json(b.compute_bytes) : json(nullptr)},
          {"engine_buffers", c.breakdown},
          {"estimate", plan},
-         {"rss_after_context_bytes", opt(c.start_rss_bytes)},
-         {"peak_rss_bytes", opt(c.peak_rss_bytes)},
-         {"peak_pss_bytes", opt(c.peak_pss_bytes)},
-         {"end_rss_bytes", opt(c.end_rss_bytes)},
-         {"peak_gpu_used_bytes", opt(c.peak_gpu_used_bytes)},
+         {"rss_after_context_bytes", opt_json(c.start_rss_bytes)},
+         {"peak_rss_bytes", opt_json(c.peak_rss_bytes)},
+         {"peak_pss_bytes", opt_json(c.peak_pss_bytes)},
+         {"end_rss_bytes", opt_json(c.end_rss_bytes)},
+         {"peak_gpu_used_bytes", opt_json(c.peak_gpu_used_bytes)},
          {"wall_ms", c.wall_ms},
          {"start_mono_ns", c.start_mono_ns},
          {"end_mono_ns", c.end_mono_ns},
@@ -248,8 +245,8 @@ json summary_json(const BenchConfig& config, const BenchReport& r) {
   }
   json phases = json::object();
   for (const auto& p : r.phases)
-    phases[p.name] = {{"rss_bytes", opt(p.rss_bytes)},
-                      {"pss_bytes", opt(p.pss_bytes)},
+    phases[p.name] = {{"rss_bytes", opt_json(p.rss_bytes)},
+                      {"pss_bytes", opt_json(p.pss_bytes)},
                       {"t_mono_ns", p.t_mono_ns}};
   const auto& e = config.engine;
   json summary = {
@@ -291,8 +288,8 @@ json summary_json(const BenchConfig& config, const BenchReport& r) {
       {"memory_measurements", measurements_json(r)},
       {"host_memory",
        {{"phases", phases},
-        {"peak_rss_bytes", opt(r.peak_rss_bytes)},
-        {"peak_pss_bytes", opt(r.peak_pss_bytes)}}},
+        {"peak_rss_bytes", opt_json(r.peak_rss_bytes)},
+        {"peak_pss_bytes", opt_json(r.peak_pss_bytes)}}},
       {"engine_reported", r.breakdown},
       {"memory_breakdown", breakdown_json(r, biggest_plan)},
       {"estimate_comparison", r.estimate_comparison},

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "kvprof/report/text/table.hpp"
+#include "kvprof/util/json_text.hpp"
 #include "kvprof/util/units.hpp"
 
 namespace kvprof::experiment {
@@ -255,14 +256,6 @@ void graph_deltas(Comparison& c, const std::vector<PlanFigures>& plans) {
     }
     c.graphs.push_back(std::move(g));
   }
-}
-
-json opt_json(const std::optional<double>& v) {
-  return v ? json(*v) : json(nullptr);
-}
-template <class T>
-json opt_json(const std::optional<T>& v) {
-  return v ? json(*v) : json(nullptr);
 }
 
 json rows_json(const std::vector<DiffRow>& rows) {

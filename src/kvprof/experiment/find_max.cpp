@@ -1,5 +1,6 @@
 // The adaptive search for the largest passing concurrency (see find_max.hpp).
 #include "kvprof/experiment/find_max.hpp"
+#include "kvprof/util/json_text.hpp"
 
 #include <fmt/format.h>
 
@@ -12,10 +13,6 @@ namespace kvprof::experiment {
 using nlohmann::json;
 
 namespace {
-
-json opt_json(const std::optional<double>& v) {
-  return v ? json(*v) : json(nullptr);
-}
 
 json opt_count(const std::optional<uint64_t>& v) {
   return v ? json(*v) : json(nullptr);

@@ -30,10 +30,6 @@ std::string status_of(const SweepState& state, const PlannedConfig& pc) {
   return r && !r->status.empty() ? r->status : "pending";
 }
 
-json opt_json(const auto& v) {
-  return v ? json(*v) : json();
-}
-
 json estimate_json(const PlannedConfig& pc) {
   if (!pc.estimate) return json();
   const auto& est = *pc.estimate;

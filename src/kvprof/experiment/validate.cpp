@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "kvprof/report/text/table.hpp"
+#include "kvprof/util/json_text.hpp"
 
 namespace kvprof::experiment {
 
@@ -78,10 +79,6 @@ std::string hint(const std::string& component, bool over, bool compute_buffers) 
 
 std::string gib_text(const std::optional<double>& bytes) {
   return bytes ? fmt::format("{:.2f}", *bytes / k_gib) : "-";
-}
-
-json opt_json(const std::optional<double>& v) {
-  return v ? json(*v) : json(nullptr);
 }
 
 }  // namespace

@@ -8,19 +8,13 @@
 #include <utility>
 
 #include "kvprof/profile/summary.hpp"
+#include "kvprof/util/json_text.hpp"
 
 namespace kvprof::profile {
 
 using nlohmann::json;
 
 namespace {
-
-json opt_json(const std::optional<uint64_t>& v) {
-  return v ? json(*v) : json(nullptr);
-}
-json opt_json(const std::optional<double>& v) {
-  return v ? json(*v) : json(nullptr);
-}
 
 uint64_t round_up(uint64_t tokens, uint64_t block) {
   return block == 0 ? tokens : (tokens + block - 1) / block * block;

@@ -10,25 +10,13 @@
 #include <unordered_map>
 
 #include "kvprof/profile/summary.hpp"
+#include "kvprof/util/json_text.hpp"
 
 namespace kvprof::profile {
 
 namespace {
 
 using nlohmann::json;
-
-json opt_json(const std::optional<double>& v) {
-  return v ? json(*v) : json(nullptr);
-}
-json opt_json(const std::optional<uint64_t>& v) {
-  return v ? json(*v) : json(nullptr);
-}
-json opt_json(const std::optional<uint32_t>& v) {
-  return v ? json(*v) : json(nullptr);
-}
-json opt_json(const std::optional<bool>& v) {
-  return v ? json(*v) : json(nullptr);
-}
 
 bool finite(const std::optional<double>& v) {
   return v && std::isfinite(*v);

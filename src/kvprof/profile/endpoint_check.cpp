@@ -75,10 +75,9 @@ void find_max_context(const client::RunOptions& run, const ServerInfo& server,
     check.max_context_source = "max_model_len in /v1/models";
     return;
   }
-  auto props = client::http_get(server_root(run.endpoint) + "/props", request_options(run, 2000));
-  if (!props || props->status != 200) return;
-  if (const auto n_ctx = read_props_context_tokens(props->body)) {
-    check.max_context_tokens = *n_ctx;
+  // The probe read /props already.
+  if (server.props && server.props->slot_context_tokens) {
+    check.max_context_tokens = *server.props->slot_context_tokens;
     check.max_context_source = "n_ctx per slot in /props";
   }
 }

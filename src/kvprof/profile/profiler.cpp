@@ -476,8 +476,9 @@ void read_engine_figures(Run& run) {
   if (run.launched) {
     report.engine_reported = engine_reported_json(run.watcher.finish(), "server.log");
     // A server that logged no buffers (a quiet llama.cpp) may state them in /props.
-    if (report.engine_reported["components"].empty() && report.server.props_buffers)
-      report.engine_reported = engine_reported_json(*report.server.props_buffers, "/props");
+    if (report.engine_reported["components"].empty() && report.server.props &&
+        report.server.props->buffers)
+      report.engine_reported = engine_reported_json(*report.server.props->buffers, "/props");
   } else if (!run.config.server_log.empty()) {
     if (auto log =
             enginelog::parse_engine_log_file(run.config.server_log, engines::log_parse_options())) {
@@ -485,9 +486,9 @@ void read_engine_figures(Run& run) {
     } else {
       run.warnings.add("--server-log: " + log.error().message);
     }
-  } else if (report.server.props_buffers) {
-    report.engine_reported = engine_reported_json(*report.server.props_buffers, "/props");
-  } else if (report.server.llamacpp_props) {
+  } else if (report.server.props && report.server.props->buffers) {
+    report.engine_reported = engine_reported_json(*report.server.props->buffers, "/props");
+  } else if (report.server.props) {
     run.warnings.add(
         "this llama.cpp server states no buffer sizes in /props: give --server-log with its "
         "startup log, or start it with --launch, for the engine's own figures");

@@ -98,10 +98,6 @@ std::optional<uint64_t> slot_context_of(const json& j) {
 
 }  // namespace
 
-std::optional<uint64_t> read_props_context_tokens(std::string_view body) {
-  return slot_context_of(parse_object(body));
-}
-
 std::optional<PropsFacts> read_props_facts(std::string_view body) {
   constexpr size_t k_max_buffers = 64;
   const json j = parse_object(body);

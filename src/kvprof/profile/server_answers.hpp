@@ -23,9 +23,6 @@ bool read_model_list(std::string_view body, ServerInfo& info);
 // The "version" of a /version body, at most 128 bytes; "" when there is none.
 std::string read_server_version(std::string_view body);
 
-// default_generation_settings.n_ctx of a llama.cpp /props body, when above 0.
-std::optional<uint64_t> read_props_context_tokens(std::string_view body);
-
 // What a llama.cpp /props body states of its server: the build ("build_info", at most 128 bytes),
 // the model file, the slots and each slot's context, and, where it lists them (kvprof serve's
 // "kvprof.memory"), llama.cpp's own model, KV and compute buffers per buffer type (at most 64), as

@@ -63,9 +63,7 @@ Expected<ServerInfo> probe_server(std::string_view base_url, std::string_view ap
   // llama.cpp answers /props: its build, and (kvprof serve) its own buffers.
   if (auto props = client::http_get(root + "/props", options); props && props->status == 200) {
     if (auto facts = read_props_facts(props->body)) {
-      info.llamacpp_props = true;
       if (info.version.empty()) info.version = facts->build;
-      info.props_buffers = facts->buffers;
       info.props = std::move(*facts);
     }
   }

@@ -8,6 +8,7 @@
 #include "kvprof/profile/estimate_check.hpp"
 #include "kvprof/report/text/table.hpp"
 #include "kvprof/results/summary_layout.hpp"
+#include "kvprof/util/json_text.hpp"
 #include "kvprof/util/redact.hpp"
 #include "kvprof/util/time_text.hpp"
 #include "kvprof/util/units.hpp"
@@ -17,14 +18,6 @@ namespace kvprof::profile {
 namespace {
 
 using nlohmann::json;
-
-json opt_json(const std::optional<double>& v) {
-  return v ? json(*v) : json(nullptr);
-}
-
-json opt_json(const std::optional<uint64_t>& v) {
-  return v ? json(*v) : json(nullptr);
-}
 
 double gib(uint64_t bytes) {
   return bytes_to_gib(bytes);

@@ -48,10 +48,8 @@ struct ServerInfo {
   std::map<std::string, uint64_t> max_model_len_tokens;
   // "meta": {"n_vocab"} of each model in /v1/models, when listed (llama-server, kvprof serve).
   std::map<std::string, uint64_t> vocab_tokens;
-  bool llamacpp_props = false;  // it answers llama.cpp's /props
-  // llama.cpp's own buffers as its /props states them (kvprof serve); absent elsewhere.
-  std::optional<enginelog::EngineLogReport> props_buffers;
-  std::optional<PropsFacts> props;  // all /props says, when it answers llama.cpp's
+  // What llama.cpp's /props says (its buffers: kvprof serve only); absent when it does not answer.
+  std::optional<PropsFacts> props;
 };
 
 struct ConditionReport {

@@ -1,6 +1,7 @@
 // The shared layout of run summaries (see summary_layout.hpp).
 #include "kvprof/results/summary_layout.hpp"
 
+#include "kvprof/util/json_text.hpp"
 #include "kvprof/util/units.hpp"
 
 namespace kvprof::results {
@@ -8,10 +9,6 @@ namespace kvprof::results {
 using nlohmann::json;
 
 namespace {
-
-json opt_json(const std::optional<int64_t>& v) {
-  return v ? json(*v) : json(nullptr);
-}
 
 json gib_json(const std::optional<int64_t>& bytes) {
   return bytes ? json(static_cast<double>(*bytes) / static_cast<double>(k_gib)) : json(nullptr);
