@@ -147,25 +147,31 @@ TEST_F(SweepStateFile, AConditionsFileThatIsNotThisConfigurationsIsAnInputError)
 
 TEST(SweepTakeRun, ALaterRunReplacesItsConditionsAndKeepsTheHighestPeak) {
   const nlohmann::json first = {
+      {"run_id", "r1"},
       {"memory_measurements", {{"peak", {{"total_bytes", 900}}}}},
       {"latency_stats", {{"tokens_per_second", 10.0}}},
       {"conditions",
        {{{"condition_id", "c1"}, {"status", "completed"}, {"n_ok", 4}, {"ttft_ms", {{"p50", 2.0}}}},
         {{"condition_id", "c2"}, {"status", "interrupted"}, {"n_ok", 1}}}}};
   const nlohmann::json second = {
+      {"run_id", "r2"},
       {"memory_measurements", {{"peak", {{"total_bytes", 500}}}}},
       {"latency_stats", {{"tokens_per_second", 20.0}}},
       {"conditions", {{{"condition_id", "c2"}, {"status", "completed"}, {"n_ok", 4}}}}};
+  const auto first_run = results::read_run_summary(first, {}, "/r1");
+  const auto second_run = results::read_run_summary(second, {}, "/r2");
+  ASSERT_TRUE(first_run.has_value() && second_run.has_value());
   ConfigRecord r;
-  take_run(first, {"r1", "/r1"}, r);
+  take_run(*first_run, {"r1", "/r1"}, r);
   EXPECT_EQ(r.completed_conditions(), std::set<std::string>{"c1"});
-  take_run(second, {"r2", "/r2"}, r);
+  take_run(*second_run, {"r2", "/r2"}, r);
   EXPECT_EQ(r.run_id, "r2");
   ASSERT_EQ(r.runs.size(), 2U);
   EXPECT_EQ(r.figures.peak_used_bytes, 900);     // the highest of the two runs
   EXPECT_EQ(r.figures.tokens_per_second, 20.0);  // the last run's
   EXPECT_EQ(r.conditions.at("c1").run, 0);
   EXPECT_EQ(r.conditions.at("c1").ttft_p50_ms, 2.0);
+  EXPECT_FALSE(r.conditions.at("c1").peak_used_bytes.has_value());  // not in the summary
   EXPECT_EQ(r.conditions.at("c2").run, 1);
   EXPECT_EQ(r.conditions.at("c2").n_ok, 4);
   EXPECT_EQ(r.completed_conditions(), (std::set<std::string>{"c1", "c2"}));

@@ -400,7 +400,9 @@ TEST_F(SummarySchema, ReadersAcceptRunsWrittenWithSchemaVersion1) {
   {
     auto db = results::HistoryDb::open(results(), true);
     ASSERT_TRUE(db.has_value()) << db.error().message;
-    ASSERT_TRUE((*db)->record(results::profile_entry(old, old_dir)).has_value());
+    const auto old_run = results::read_run_summary(old, {}, old_dir);
+    ASSERT_TRUE(old_run.has_value()) << old_run.error().message;
+    ASSERT_TRUE((*db)->record(results::history_entry(*old_run)).has_value());
   }
   const auto run = [&](std::vector<std::string> args) {
     args.insert(args.begin(), KVPROF_BIN);

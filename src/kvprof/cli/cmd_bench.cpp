@@ -19,7 +19,7 @@
 #include "kvprof/engines/registry.hpp"
 #include "kvprof/report/text/progress_line.hpp"
 #include "kvprof/report/text/table.hpp"
-#include "kvprof/results/history_db.hpp"
+#include "kvprof/results/history_entries.hpp"
 #include "kvprof/run/target.hpp"
 #include "kvprof/sys/host_info.hpp"
 #include "kvprof/util/json_text.hpp"
@@ -27,29 +27,6 @@
 
 namespace kvprof::cli {
 namespace {
-
-// The history entry of a bench run, whatever its status.
-results::HistoryEntry bench_entry(const bench::BenchConfig& config,
-                                  const bench::BenchReport& report) {
-  results::HistoryEntry e;
-  e.kind = "bench";
-  e.id = report.run_id;
-  e.status = report.status == "crashed" ? "failed" : report.status;
-  e.model = report.model.value("name", "");
-  if (e.model.empty()) e.model = config.model_label;
-  e.engine = "llamacpp";
-  e.gpu = report.memory_source == "nvml" ? "nvml" : "none (CPU)";
-  e.started_unix_s = report.started_unix_s;
-  e.ended_unix_s = report.ended_unix_s;
-  e.path = report.run_dir;
-  e.peak_bytes = report.peak_rss_bytes;
-  for (const auto& c : report.conditions) {
-    e.n_requests += c.condition.concurrency;
-    e.n_ok += c.requests.size();
-  }
-  e.extra = {{"peak_bytes_is", "host RSS of the engine process"}, {"error", report.error}};
-  return e;
-}
 
 // The status and lines `kvprof bench` shows as the worker's events come (ETA from the sequences
 // done of all conditions and the time they took).
@@ -248,12 +225,14 @@ void run_bench_command(BenchState& st) {
   };
   auto report = value_or_fatal(bench::run_bench(config, gpu_source, gpu_name, on_event));
   progress.reset();  // the status line ends before the table
-  results::record_or_warn(config.output_dir, bench_entry(config, report));
+  const nlohmann::json summary = bench::summary_json(config, report);
+  if (auto run = results::read_run_summary(summary, {}, report.run_dir))
+    results::record_or_warn(config.output_dir, results::history_entry(*run));
   // A model the engine refused measured nothing: its record (summary.json, the history entry)
   // is kept, with no table and no report.
   const bool refused = report.status == "refused";
   if (st.json_out) {
-    std::fputs((json_text(bench::summary_json(config, report), 2) + "\n").c_str(), stdout);
+    std::fputs((json_text(summary, 2) + "\n").c_str(), stdout);
   } else if (!refused) {
     std::fputs(bench::summary_text(config, report).c_str(), stdout);
   }

@@ -333,8 +333,8 @@ void run_profile_command(ProfileCliState& st) {
   progress.reset();  // the status line ends before the table
   target->stop();
   if (!outcome) throw Fatal(outcome.error());
-  results::record_or_warn(config.output_dir,
-                          results::profile_entry(outcome->summary, outcome->run_dir));
+  if (auto run = results::read_run_summary(outcome->summary, {}, outcome->run_dir))
+    results::record_or_warn(config.output_dir, results::history_entry(*run));
   if (st.json) {
     std::printf("%s\n", json_text(outcome->summary, 2).c_str());
   } else {

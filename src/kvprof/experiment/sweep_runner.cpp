@@ -176,10 +176,10 @@ void run_one(const RunContext& ctx, const PlannedConfig& pc, ConfigRecord& rec) 
   auto outcome = profile::run_profile(config, deps);
   (*target)->stop();
   if (!outcome) return failed(outcome.error());
-  take_run(outcome->summary, {outcome->run_dir.filename().string(), outcome->run_dir.string()},
-           rec);
-  results::record_or_warn(ctx.options.output_dir,
-                          results::profile_entry(outcome->summary, outcome->run_dir, s.name));
+  auto run = results::read_run_summary(outcome->summary, {}, outcome->run_dir);
+  if (!run) return failed(run.error());
+  take_run(*run, {outcome->run_dir.filename().string(), outcome->run_dir.string()}, rec);
+  results::record_or_warn(ctx.options.output_dir, results::history_entry(*run, s.name));
   auto t = outcome->totals;
   // Conditions measured by earlier runs count with this run's.
   for (const auto& [cid, c] : rec.conditions) {

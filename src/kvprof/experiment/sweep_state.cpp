@@ -33,29 +33,66 @@ constexpr int k_state_schema = 2;  // 1: the figures inline as "measured" (still
 constexpr uint64_t k_max_state_bytes = 64ull << 20;
 constexpr uint64_t k_max_conditions_bytes = 16ull << 20;
 
+using results::ConditionSummary;
+using results::RunSummary;
+
+template <class T>
+std::optional<double> figure(const std::optional<T>& v) {
+  return v ? std::optional<double>(static_cast<double>(*v)) : std::nullopt;
+}
+
+// A latency or rate of a condition: none when no request of it was answered.
+std::optional<double> answered(const ConditionSummary& c, double v) {
+  return c.n_ok > 0 ? std::optional<double>(v) : std::nullopt;
+}
+
 constexpr ConditionField k_condition_fields[] = {
-    {"peak_used_bytes", "/peak_used_bytes", &ConditionFigures::peak_used_bytes},
-    {"peak_rss_bytes", "/peak_rss_bytes", &ConditionFigures::peak_rss_bytes},
-    {"peak_kv_cache_usage", "/peak_kv_cache_usage", &ConditionFigures::peak_kv_cache_usage},
-    {"ttft_p50_ms", "/ttft_ms/p50", &ConditionFigures::ttft_p50_ms},
-    {"e2e_mean_ms", "/e2e_ms/mean", &ConditionFigures::e2e_mean_ms},
-    {"output_tokens_per_s", "/output_tokens_per_s", &ConditionFigures::output_tokens_per_s},
-    {"preemptions", "/preemptions", &ConditionFigures::preemptions},
-    {"n_ok", "/n_ok", &ConditionFigures::n_ok},
-    {"n_errors", "/n_errors", &ConditionFigures::n_errors}};
+    {"peak_used_bytes", &ConditionFigures::peak_used_bytes,
+     [](const ConditionSummary& c) { return figure(c.peak_used_bytes); }},
+    {"peak_rss_bytes", &ConditionFigures::peak_rss_bytes,
+     [](const ConditionSummary& c) { return figure(c.peak_rss_bytes); }},
+    {"peak_kv_cache_usage", &ConditionFigures::peak_kv_cache_usage,
+     [](const ConditionSummary& c) { return c.peak_kv_cache_usage; }},
+    {"ttft_p50_ms", &ConditionFigures::ttft_p50_ms,
+     [](const ConditionSummary& c) { return answered(c, c.ttft_p50_ms); }},
+    {"e2e_mean_ms", &ConditionFigures::e2e_mean_ms,
+     [](const ConditionSummary& c) { return c.e2e_mean_ms; }},
+    {"output_tokens_per_s", &ConditionFigures::output_tokens_per_s,
+     [](const ConditionSummary& c) { return answered(c, c.output_tokens_per_s); }},
+    {"preemptions", &ConditionFigures::preemptions,
+     [](const ConditionSummary& c) { return figure(c.preemptions); }},
+    {"n_ok", &ConditionFigures::n_ok,
+     [](const ConditionSummary& c) { return std::optional<double>(c.n_ok); }},
+    {"n_errors", &ConditionFigures::n_errors,
+     [](const ConditionSummary& c) { return std::optional<double>(c.n_errors); }}};
+
+// A figure of the GPUs sampled: none when the run sampled host memory only.
+std::optional<double> gpu_figure(const RunSummary& r, const std::optional<uint64_t>& v) {
+  return r.memory == "GPU" ? figure(v) : std::nullopt;
+}
+
+// A measured component, else the engine's own figure on a server whose parts only it states.
+std::optional<double> component(const RunSummary& r, const std::string& name) {
+  if (const auto it = r.measured.find(name); it != r.measured.end() && it->second.bytes)
+    return figure(it->second.bytes);
+  if (r.memory == "GPU") return std::nullopt;
+  const auto it = r.reported.find(name);
+  return it == r.reported.end() ? std::nullopt : std::optional<double>(it->second);
+}
 
 constexpr RunField k_run_fields[] = {
-    {"peak_used_bytes", "/memory_measurements/peak/total_bytes", &RunFigures::peak_used_bytes,
-     true},
-    {"peak_rss_bytes", "/host_memory/peak_rss_bytes", &RunFigures::peak_rss_bytes, true},
-    {"baseline_used_bytes", "/memory_measurements/baseline/total_bytes",
-     &RunFigures::baseline_used_bytes, false},
-    {"weights_bytes", "/memory_breakdown/components/weights/bytes", &RunFigures::weights_bytes,
-     false},
-    {"kv_cache_bytes", "/memory_breakdown/components/kv_cache/bytes", &RunFigures::kv_cache_bytes,
-     false},
-    {"tokens_per_second", "/latency_stats/tokens_per_second", &RunFigures::tokens_per_second,
-     false}};
+    {"peak_used_bytes", &RunFigures::peak_used_bytes,
+     [](const RunSummary& r) { return gpu_figure(r, r.peak_bytes); }, true},
+    {"peak_rss_bytes", &RunFigures::peak_rss_bytes,
+     [](const RunSummary& r) { return figure(r.host_peak_rss_bytes); }, true},
+    {"baseline_used_bytes", &RunFigures::baseline_used_bytes,
+     [](const RunSummary& r) { return gpu_figure(r, r.baseline_bytes); }, false},
+    {"weights_bytes", &RunFigures::weights_bytes,
+     [](const RunSummary& r) { return component(r, "weights"); }, false},
+    {"kv_cache_bytes", &RunFigures::kv_cache_bytes,
+     [](const RunSummary& r) { return component(r, "kv_cache"); }, false},
+    {"tokens_per_second", &RunFigures::tokens_per_second,
+     [](const RunSummary& r) { return std::optional<double>(r.tokens_per_s); }, false}};
 
 std::optional<double> number_in(const nlohmann::json& j, const char* key) {
   const auto it = j.find(key);
@@ -202,12 +239,7 @@ std::set<std::string> ConfigRecord::completed_conditions() const {
   return out;
 }
 
-void take_run(const nlohmann::json& summary, const RunRef& run, ConfigRecord& record) {
-  const auto number_at = [](const nlohmann::json& j, const char* pointer) -> std::optional<double> {
-    const nlohmann::json::json_pointer p(pointer);
-    if (!j.contains(p) || !j.at(p).is_number()) return std::nullopt;
-    return j.at(p).get<double>();
-  };
+void take_run(const results::RunSummary& summary, const RunRef& run, ConfigRecord& record) {
   if (record.runs.size() >= k_max_runs_per_configuration) {
     // The oldest run's conditions are credited to the next oldest (a thousand resumes in).
     record.runs.erase(record.runs.begin());
@@ -220,23 +252,21 @@ void take_run(const nlohmann::json& summary, const RunRef& run, ConfigRecord& re
   const auto index = static_cast<uint16_t>(record.runs.size() - 1);
   for (const auto& f : k_run_fields) {
     auto& kept = record.figures.*f.member;
-    const auto now = number_at(summary, f.summary_pointer);
+    const auto now = f.from(summary);
     if (!f.peak) {
       kept = now;
     } else if (now && (!kept || *now > *kept)) {
       kept = now;
     }
   }
-  const auto conditions = summary.find("conditions");
-  if (conditions == summary.end() || !conditions->is_array()) return;
-  for (const auto& c : *conditions) {
-    if (!c.is_object() || !c.contains("condition_id") || !c["condition_id"].is_string()) continue;
+  for (const auto& c : summary.conditions) {
+    if (c.id.empty()) continue;
     ConditionFigures f;
     for (const auto& field : k_condition_fields)
-      f.*field.member = number_at(c, field.summary_pointer);
+      f.*field.member = field.from(c);
     f.run = index;
-    f.completed = c.value("status", "") != "interrupted";
-    record.conditions[c["condition_id"].get<std::string>()] = f;
+    f.completed = c.completed;
+    record.conditions[c.id] = f;
   }
 }
 

@@ -18,6 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kvprof/results/run_summary.hpp"
 #include "kvprof/util/error.hpp"
 
 namespace kvprof::experiment {
@@ -25,8 +26,7 @@ namespace kvprof::experiment {
 // A configuration interrupted and resumed again and again keeps at most this many runs.
 inline constexpr size_t k_max_runs_per_configuration = 1000;
 
-// What one condition of a configuration measured (from its run's summary.json); absent: not
-// measured.
+// What one condition of a configuration measured (from its run's summary); absent: not measured.
 struct ConditionFigures {
   std::optional<double> peak_used_bytes{}, peak_rss_bytes{}, peak_kv_cache_usage{}, ttft_p50_ms{},
       e2e_mean_ms{}, output_tokens_per_s{}, preemptions{}, n_ok{}, n_errors{};
@@ -35,11 +35,11 @@ struct ConditionFigures {
 };
 
 // The figures of ConditionFigures by their names in the sweep's files, in the order files list
-// them, and where each is in a condition of a run's summary.json (a JSON pointer).
+// them, and how each is taken from a condition of a run's typed summary.
 struct ConditionField {
   const char* name;
-  const char* summary_pointer;
   std::optional<double> ConditionFigures::*member;
+  std::optional<double> (*from)(const results::ConditionSummary&);
 };
 std::span<const ConditionField> condition_fields();
 
@@ -50,8 +50,8 @@ struct RunFigures {
 };
 struct RunField {
   const char* name;
-  const char* summary_pointer;  // in a run's summary.json
   std::optional<double> RunFigures::*member;
+  std::optional<double> (*from)(const results::RunSummary&);
   bool peak;  // a resumed configuration keeps the highest of its runs
 };
 std::span<const RunField> run_fields();
@@ -102,10 +102,10 @@ struct SweepState {
   [[nodiscard]] nlohmann::json status_by_fingerprint() const;
 };
 
-// Takes what a run of `record`'s configuration measured from its summary.json: the run joins
+// Takes what a run of `record`'s configuration measured from its summary: the run joins
 // `runs` (and becomes run_id/run_dir), the conditions it ran replace those of earlier runs, run
 // figures are its own but for peaks, the highest over the runs kept.
-void take_run(const nlohmann::json& summary, const RunRef& run, ConfigRecord& record);
+void take_run(const results::RunSummary& summary, const RunRef& run, ConfigRecord& record);
 
 // A state file's text read from `source` (its path, for messages); an input error
 // "SOURCE: not a sweep state file (why); move it away to start afresh" when it is not one.

@@ -133,8 +133,15 @@ ConditionSummary condition(const json& c, bool bench) {
   f.itl_p99_ms = pct("itl_ms", "p99");
   f.e2e_p50_ms = pct("e2e_ms", "p50");
   f.e2e_p99_ms = pct("e2e_ms", "p99");
+  f.e2e_mean_ms = number(member(
+      bench && !member(&c, "e2e_ms") ? path(c, {"latency_stats", "e2e_ms"}) : member(&c, "e2e_ms"),
+      "mean"));
   f.output_tokens_per_s = number(either(c, "output_tokens_per_s", "tokens_per_second")).value_or(0);
   f.peak_used_bytes = bytes(member(&c, bench ? "peak_rss_bytes" : "peak_used_bytes"));
+  f.peak_rss_bytes = bytes(member(&c, "peak_rss_bytes"));
+  f.peak_kv_cache_usage = number(member(&c, "peak_kv_cache_usage"));
+  f.preemptions = bytes(member(&c, "preemptions"));
+  f.completed = text(member(&c, "status")) != "interrupted";
   return f;
 }
 
@@ -213,11 +220,13 @@ void read_profile(const json& s, RunSummary& r) {
       r.conditions.push_back(condition(c, false));
     }
   }
+  r.n_requests = bytes(path(s, {"requests", "n_requests"})).value_or(0);
   r.n_ok = bytes(path(s, {"requests", "n_ok"})).value_or(0);
   r.n_errors = bytes(path(s, {"requests", "n_errors"})).value_or(0);
+  r.status = run_status(r.interrupted, r.n_requests, r.n_ok, r.n_errors);
+  r.endpoint = text(path(s, {"metadata", "endpoint"}));
   r.tokens_per_s = number(path(s, {"latency_stats", "tokens_per_second"})).value_or(0);
   r.host_peak_rss_bytes = bytes(path(s, {"host_memory", "peak_rss_bytes"}));
-  // A run that sampled no GPU (a server on the CPU) measured its server's host memory.
   // A run that sampled no GPU (a server on the CPU) measured its server's host memory: its
   // figures at the capture points are the server's RSS there.
   if (!bytes(path(s, {"memory_measurements", "peak", "total_bytes"})) && r.host_peak_rss_bytes) {
@@ -236,6 +245,9 @@ void read_profile(const json& s, RunSummary& r) {
 void read_bench(const json& s, RunSummary& r) {
   r.kind = "bench";
   r.memory = "host RSS";
+  const std::string status = text(member(&s, "status"));
+  r.status = status == "crashed" ? "failed" : status;
+  r.error = text(member(&s, "error"));
   r.model = fs::path(text(path(s, {"settings", "model"}))).filename().string();
   // The engine's name as profile writes it; the first bench layout had only "engine.name".
   r.engine = text(path(s, {"engine_metadata", "engine_type"}));
@@ -291,6 +303,7 @@ void read_bench(const json& s, RunSummary& r) {
     }
     if (wall_ms > 0) r.tokens_per_s = tokens / (wall_ms / 1000.0);
   }
+  r.n_requests = bytes(path(s, {"requests", "n_requests"})).value_or(r.n_ok);
   if (const json* st = member(&s, "settings")) flatten(*st, "bench", 0, r.settings);
 }
 
@@ -315,6 +328,11 @@ Expected<RunSummary> read_documents(const json& s, const json& manifest, const f
                 member(&s, "simulated")->get<bool>();
   r.interrupted = member(&s, "interrupted") != nullptr && member(&s, "interrupted")->is_boolean() &&
                   member(&s, "interrupted")->get<bool>();
+  r.memory_source = text(member(&s, "memory_source"));
+  r.started_unix_s = number(path(s, {"metadata", "started_unix_s"}))
+                         .value_or(number(member(&s, "started_unix_s")).value_or(0));
+  r.duration_s = number(path(s, {"metadata", "duration_s"}))
+                     .value_or(number(member(&s, "duration_s")).value_or(0));
   if (text(member(&s, "kind")) == "bench") {
     read_bench(s, r);
   } else {
@@ -332,6 +350,19 @@ Expected<RunSummary> read_documents(const json& s, const json& manifest, const f
 }
 
 }  // namespace
+
+std::string run_status(bool interrupted, uint64_t n_requests, uint64_t n_ok, uint64_t n_errors) {
+  if (interrupted) return "interrupted";
+  if (n_requests > 0 && n_ok == 0) return "failed";
+  if (n_errors > 0) return "partial";
+  return "completed";
+}
+
+std::string RunSummary::gpu_name() const {
+  if (!gpus.empty()) return gpus.front().name;
+  if (memory_source == "nvml") return "GPU (NVML)";  // a bench run offloading to a GPU
+  return memory == "host RSS" ? "none (CPU)" : "";
+}
 
 std::map<std::string, std::string> command_flags(std::string_view command) {
   command = words_prefix(command, k_max_command_chars);

@@ -45,8 +45,13 @@ struct ConditionSummary {
   uint64_t n_ok = 0, n_errors = 0;
   double ttft_p50_ms = 0, ttft_p99_ms = 0, itl_p50_ms = 0, itl_p99_ms = 0, e2e_p50_ms = 0,
          e2e_p99_ms = 0;
+  std::optional<double> e2e_mean_ms;
   double output_tokens_per_s = 0;
-  std::optional<uint64_t> peak_used_bytes;
+  std::optional<uint64_t> peak_used_bytes;    // a profile's GPU peak; a bench's peak RSS
+  std::optional<uint64_t> peak_rss_bytes;     // the server's (profile) or engine's (bench)
+  std::optional<double> peak_kv_cache_usage;  // 0..1, from the server's metrics
+  std::optional<uint64_t> preemptions;
+  bool completed = true;  // false: stopped by Ctrl-C while it ran
 };
 
 struct RunSummary {
@@ -58,6 +63,13 @@ struct RunSummary {
   std::string engine;
   bool simulated = false;
   bool interrupted = false;  // stopped by Ctrl-C or a signal before its grid ended
+  // "completed", "partial" (some requests failed), "interrupted", "failed" (nothing answered,
+  // or the engine crashed), "refused" (bench: the engine would not load the model).
+  std::string status;
+  std::string error;          // why a bench run failed or was refused
+  std::string memory_source;  // "nvml", "dcgm", "none (...)", ...
+  std::string endpoint;       // the server's URL (secrets redacted); empty for bench
+  double started_unix_s = 0, duration_s = 0;
   // Settings as flat "name" -> value text: the configuration the run was started with, and each
   // flag of a launched server's command ("launch --max-num-seqs" -> "64", a lone flag -> "true").
   std::map<std::string, std::string> settings;
@@ -72,10 +84,16 @@ struct RunSummary {
   std::optional<uint64_t> num_gpu_blocks, kv_cache_tokens;
   std::map<std::string, double> estimated;  // the estimate the run recorded, k_components
   std::vector<ConditionSummary> conditions;
-  uint64_t n_ok = 0, n_errors = 0;
+  uint64_t n_requests = 0, n_ok = 0, n_errors = 0;
   double tokens_per_s = 0;
   std::optional<uint64_t> host_peak_rss_bytes;
+
+  // The name of the first GPU sampled, "none (CPU)" for a run that sampled host memory only.
+  [[nodiscard]] std::string gpu_name() const;
 };
+
+// "completed", "partial", "interrupted" or "failed" from the request totals of a run.
+std::string run_status(bool interrupted, uint64_t n_requests, uint64_t n_ok, uint64_t n_errors);
 
 // Reads a run from its summary.json and manifest.json texts (manifest may be empty); `dir` is
 // recorded as given. An input error when the summary is not a kvprof run summary.
