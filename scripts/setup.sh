@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages kvprof builds with, when any is missing. As root it runs
-# apt-get; otherwise it prints the exact apt-get line and exits 1.
+# apt-get; otherwise it prints the exact apt-get line and exits 1. With --tests it also installs
+# what only the test suite uses: Slurm and munge for the single-node cluster the sweep's Slurm
+# tests start (scripts/slurm-cluster.sh).
 set -euo pipefail
 
 packages=(
@@ -11,6 +13,9 @@ packages=(
   prometheus
   libcairo2-dev fonts-dejavu-core libjs-chart.js chromium curl jq
 )
+if [ "${1:-}" = "--tests" ]; then
+  packages+=(slurmctld slurmd slurm-client munge)
+fi
 
 missing=()
 for p in "${packages[@]}"; do

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -102,7 +103,7 @@ TEST_F(History, RecordsListsFiltersAndReplaces) {
   EXPECT_FALSE(*(*db)->find("nope"));
 }
 
-TEST_F(History, ANewerSchemaIsRefusedAndAForeignFileIsAnError) {
+TEST_F(History, ANewerSchemaIsRefusedAndAForeignFileIsKeptAside) {
   ASSERT_TRUE(HistoryDb::open(m_dir, true));
   sqlite3* raw = nullptr;
   sqlite3_open((m_dir / k_history_db_file).c_str(), &raw);
@@ -117,11 +118,14 @@ TEST_F(History, ANewerSchemaIsRefusedAndAForeignFileIsAnError) {
   fs::create_directories(other);
   std::ofstream(other / k_history_db_file)
       << "this is not a database, just text that is long enough";
+  // Not a database: kept aside, and a new history is started in its place.
   auto bad = HistoryDb::open(other, true);
-  ASSERT_FALSE(bad);
-  EXPECT_EQ(bad.error().kind, ErrorKind::io);
-  // Recording into it warns and returns false; nothing throws.
-  EXPECT_FALSE(record_or_warn(other, entry("x", "m", 1)));
+  ASSERT_TRUE(bad) << bad.error().message;
+  EXPECT_TRUE((*bad)->list({})->empty());
+  std::ifstream aside(other / (std::string(k_history_db_file) + ".unreadable"));
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(aside), {}),
+            "this is not a database, just text that is long enough");
+  EXPECT_TRUE(record_or_warn(other, entry("x", "m", 1)));
 }
 
 TEST_F(History, ResolvesFoldersRunIdsAndNamesInTheResultsFolder) {
@@ -239,7 +243,7 @@ TEST_F(History, TwoKvprofProfilesAtOnceAreBothIndexedAndAMovedFolderIsReported) 
   text = sys::run_command({KVPROF_BIN, "runs", "--results-dir", results}, o);
   ASSERT_TRUE(text);
   EXPECT_EQ(text->exit_code, 0);
-  EXPECT_NE(text->stderr_text.find("indexed 1 run folder(s) the history lacked"), std::string::npos)
+  EXPECT_NE(text->stderr_text.find("indexed 1 folder(s) the history lacked"), std::string::npos)
       << text->stderr_text;
   h = runs();
   ASSERT_EQ(h.at("n_entries"), 1);
@@ -249,6 +253,90 @@ TEST_F(History, TwoKvprofProfilesAtOnceAreBothIndexedAndAMovedFolderIsReported) 
   EXPECT_EQ(e.at("n_ok"), 3);
   EXPECT_TRUE(e.at("folder_exists").get<bool>());
   EXPECT_EQ(h.at("n_missing_folders"), 0);
+}
+
+// The run folders are the truth: a history SQLite cannot read (a corrupted file: "database disk
+// image is malformed" made `kvprof runs` fail for good) is moved aside and rebuilt from the run
+// folders and sweeps, with one warning; `kvprof runs --reindex` rebuilds it on request.
+TEST_F(History, AnUnreadableHistoryIsRebuiltFromTheRunFoldersAndReindexRebuildsOnRequest) {
+  const fs::path results = m_dir / "results";
+  const fs::path run = results / "20250101_000000_old";
+  fs::create_directories(run);
+  for (const auto& e : fs::directory_iterator(fs::path(KVPROF_FIXTURES_DIR) / "profile_run_v1"))
+    fs::copy_file(e.path(), run / e.path().filename());
+  fs::create_directories(results / "sweeps" / "grid");
+  std::ofstream(results / "sweeps" / "grid" / "sweep.json")
+      << R"({"name": "grid", "status": "completed_with_failures", "first_started_unix_s": 5,
+            "configurations": [{"model_id": "m1", "settings": {"engine": "vllm"},
+                                "status": "done"},
+                               {"model_id": "m2", "settings": {"engine": "vllm"},
+                                "status": "failed"}]})";
+  {
+    auto db = HistoryDb::open(results, true);
+    ASSERT_TRUE(db.has_value());
+    HistoryEntry e = entry("lost", "m", 1);
+    e.path = "nowhere";
+    ASSERT_TRUE((*db)->record(e).has_value());
+  }
+  // A corrupted file: every page after the header overwritten.
+  const fs::path file = results / k_history_db_file;
+  for (const char* suffix : {"-wal", "-shm"})
+    fs::remove(file.string() + suffix);
+  std::string bytes;
+  {
+    std::ifstream in(file, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  ASSERT_GT(bytes.size(), 4096U);
+  for (size_t i = 4096; i < bytes.size(); ++i)
+    bytes[i] = static_cast<char>(i * 7);
+  std::ofstream(file, std::ios::binary | std::ios::trunc) << bytes;
+
+  const auto runs = [&](std::vector<std::string> more) {
+    std::vector<std::string> args = {KVPROF_BIN, "runs", "--results-dir", results.string(),
+                                     "--json"};
+    args.insert(args.end(), more.begin(), more.end());
+    auto r = sys::run_command(args, {});
+    EXPECT_TRUE(r.has_value());
+    return r ? *r : sys::CommandResult{};
+  };
+  auto r = runs({});
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+  EXPECT_NE(r.stderr_text.find("could not be read"), std::string::npos) << r.stderr_text;
+  EXPECT_TRUE(fs::exists(file.string() + ".unreadable"));
+  const auto ids = [](const std::string& text) {
+    std::map<std::string, std::string> out;  // id -> status
+    const auto listed = nlohmann::json::parse(text);
+    for (const auto& e : listed.at("entries"))
+      out[e.at("id").get<std::string>()] = e.at("status").get<std::string>();
+    return out;
+  };
+  const std::map<std::string, std::string> rebuilt = {{"grid", "partial"},
+                                                      {"20250101_000000_old", "completed"}};
+  const auto old_id = nlohmann::json::parse(std::ifstream(run / "summary.json")).at("run_id");
+  auto want = rebuilt;
+  if (old_id != "20250101_000000_old") {
+    want.erase("20250101_000000_old");
+    want[old_id.get<std::string>()] = "completed";
+  }
+  EXPECT_EQ(ids(r.stdout_text), want) << r.stderr_text;
+  // Indexed once, however often it is listed.
+  EXPECT_EQ(ids(runs({}).stdout_text), want);
+
+  // On request: the entry whose folder never existed is gone, the folders are indexed again.
+  {
+    auto db = HistoryDb::open(results, true);
+    ASSERT_TRUE(db.has_value());
+    HistoryEntry e = entry("lost", "m", 1);
+    e.path = "nowhere";
+    ASSERT_TRUE((*db)->record(e).has_value());
+  }
+  EXPECT_EQ(ids(runs({}).stdout_text).size(), 3U);
+  r = runs({"--reindex"});
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+  EXPECT_NE(r.stderr_text.find("rebuilt from its folders: 2 indexed"), std::string::npos)
+      << r.stderr_text;
+  EXPECT_EQ(ids(r.stdout_text), want);
 }
 
 }  // namespace

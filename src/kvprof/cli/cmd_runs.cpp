@@ -29,6 +29,7 @@ struct RunsCliState {
   results::HistoryFilter filter;
   std::string since;
   bool json = false;
+  bool reindex = false;
 };
 
 // --since: "2025-01-31", "2025-01-31T14:05[:09]" (UTC) or "30m", "12h", "7d" ago.
@@ -66,12 +67,17 @@ std::string utc_time(double unix_s) {
 void run_runs_command(RunsCliState& st) {
   if (!st.since.empty()) st.filter.since_unix_s = parse_since(st.since);
   const fs::path results = st.results_dir;
+  if (st.reindex) {
+    const size_t n = value_or_fatal(results::reindex_history(results));
+    std::fprintf(stderr, "kvprof: the history of %s was rebuilt from its folders: %zu indexed\n",
+                 results.c_str(), n);
+  }
   // Run folders whose record was missed (a busy lock, a full disk) are indexed now.
   if (auto added = results::index_unrecorded_runs(results); !added) {
     std::fprintf(stderr, "kvprof: warning: run folders the history lacks were not indexed: %s\n",
                  added.error().message.c_str());
   } else if (*added > 0 && !st.json) {
-    std::fprintf(stderr, "kvprof: indexed %zu run folder(s) the history lacked\n", *added);
+    std::fprintf(stderr, "kvprof: indexed %zu folder(s) the history lacked\n", *added);
   }
   auto db = results::HistoryDb::open(results, false);
   std::vector<results::HistoryEntry> entries;
@@ -167,6 +173,9 @@ void register_runs_command(CLI::App& app) {
   cmd->add_option("--limit", st->filter.limit, "At most this many, newest first (0: all)")
       ->capture_default_str();
   cmd->add_flag("--json", st->json, "Print JSON");
+  cmd->add_flag("--reindex", st->reindex,
+                "Rebuild the history from the run folders and sweeps in the results folder (they "
+                "are the truth; an unreadable history is rebuilt by itself)");
   cmd->callback([st] { run_runs_command(*st); });
 }
 

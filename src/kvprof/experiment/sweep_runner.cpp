@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <map>
 #include <memory>
 #include <set>
@@ -13,6 +14,7 @@
 #include "kvprof/profile/launcher.hpp"
 #include "kvprof/profile/profiler.hpp"
 #include "kvprof/results/history_entries.hpp"
+#include "kvprof/results/run_folder.hpp"
 #include "kvprof/run/target.hpp"
 #include "kvprof/util/units.hpp"
 #include "kvprof/workload/workload.hpp"
@@ -110,6 +112,8 @@ void run_one(const RunContext& ctx, const PlannedConfig& pc, ConfigRecord& rec) 
   config.estimate_flags = fmt::format("sweep '{}' configuration {} ({} on {})",
                                       ctx.config.settings.name, pc.id, pc.label, pc.gpu);
   config.configuration = configuration_json(pc, s.name);
+  // The simulator's memory is its own; a real server's is sampled on the GPUs given (a job's).
+  if (pc.server != ServerKind::simulator) config.gpus = ctx.options.gpus;
   // A configuration interrupted (or failed) before runs only the conditions it had not finished.
   config.skip_conditions = rec.completed_conditions();
   if (config.skip_conditions.empty()) {
@@ -179,7 +183,8 @@ void run_one(const RunContext& ctx, const PlannedConfig& pc, ConfigRecord& rec) 
   auto run = results::read_run_summary(outcome->summary, {}, outcome->run_dir);
   if (!run) return failed(run.error());
   take_run(*run, {outcome->run_dir.filename().string(), outcome->run_dir.string()}, rec);
-  results::record_or_warn(ctx.options.output_dir, results::history_entry(*run, s.name));
+  if (ctx.options.record_runs)
+    results::record_or_warn(ctx.options.output_dir, results::history_entry(*run, s.name));
   auto t = outcome->totals;
   // Conditions measured by earlier runs count with this run's.
   for (const auto& [cid, c] : rec.conditions) {
@@ -212,6 +217,22 @@ void say(const SweepDeps& deps, const std::string& line) {
 }
 
 }  // namespace
+
+void run_configuration(const SweepConfig& config, const PlannedConfig& pc,
+                       const SweepOptions& options, const SweepDeps& deps, ConfigRecord& rec) {
+  run_one(RunContext{config, options, deps, nullptr, nullptr}, pc, rec);
+}
+
+void record_sweep(const SweepOptions& options, const fs::path& dir) {
+  auto sweep = results::read_json_file(dir / "sweep.json");
+  auto entry = sweep ? results::sweep_entry(*sweep, dir) : std::unexpected(sweep.error());
+  if (!entry) {
+    std::fprintf(stderr, "kvprof: warning: the history was not updated (%s)\n",
+                 entry.error().message.c_str());
+    return;
+  }
+  results::record_or_warn(options.output_dir, *entry);
+}
 
 double sweep_eta_s(const EtaInputs& in) {
   const double expected_done = in.expected_ran_s + in.condition_expected_s;
@@ -349,29 +370,7 @@ Expected<SweepOutcome> run_sweep(const SweepConfig& config, const Plan& plan,
                                                 : "completed";
   if (auto r = save(status, *last_run); !r) return std::unexpected(r.error());
 
-  results::HistoryEntry e;
-  e.kind = "sweep";
-  e.id = config.settings.name;
-  e.status = out.interrupted ? "interrupted" : out.n_failed > 0 ? "partial" : "completed";
-  e.started_unix_s = state.first_started_unix_s;
-  e.ended_unix_s = now_unix_s();
-  e.path = out.dir.string();
-  e.group = config.settings.name;
-  for (const auto& pc : plan.configs) {
-    if (e.model.find(pc.entry.model_id) == std::string::npos)
-      e.model += (e.model.empty() ? "" : ", ") + pc.entry.model_id;
-    if (e.engine.find(pc.engine) == std::string::npos)
-      e.engine += (e.engine.empty() ? "" : ",") + pc.engine;
-  }
-  size_t n_finished = 0;
-  for (const auto& [fp, r] : state.records)
-    n_finished += r.finished() ? 1 : 0;
-  e.extra = {{"configurations", plan.configs.size()},
-             {"finished", n_finished},
-             {"failed_now", out.n_failed},
-             {"skipped", out.n_skipped},
-             {"config_file", options.config_file}};
-  results::record_or_warn(options.output_dir, e);
+  record_sweep(options, out.dir);
   return out;
 }
 

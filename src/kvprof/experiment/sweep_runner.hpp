@@ -21,6 +21,9 @@ struct SweepOptions {
   std::filesystem::path output_dir = "results";  // run folders; the sweep under sweeps/<name>/
   std::string config_file;                       // as given, for sweep.json
   bool run_unfit = false;  // also run the configurations the plan says cannot fit
+  // False in a cluster job: the kvprof that submitted it records the run in the history.
+  bool record_runs = true;
+  std::vector<unsigned> gpus;  // the GPUs each run samples; empty: all (a job: its own)
 };
 
 struct SweepDeps {
@@ -61,6 +64,15 @@ double sweep_eta_s(const EtaInputs& in);
 
 // The folder of sweep `name` under `output_dir`.
 std::filesystem::path sweep_dir(const std::filesystem::path& output_dir, const std::string& name);
+
+// Runs configuration `pc` of `config` in this process as one profile run and fills `rec` (status,
+// reason, its run and figures); a configuration interrupted before runs only what it had left.
+void run_configuration(const SweepConfig& config, const PlannedConfig& pc,
+                       const SweepOptions& options, const SweepDeps& deps, ConfigRecord& rec);
+
+// Records the sweep in folder `dir` in the history of options.output_dir, from the sweep.json
+// just written there.
+void record_sweep(const SweepOptions& options, const std::filesystem::path& dir);
 
 // Runs `plan`. Errors: usage (another sweep runs in the same folder), input (a state file that is
 // not one), io (the sweep folder cannot be written). Failed configurations are not errors.

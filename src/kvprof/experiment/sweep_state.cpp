@@ -119,6 +119,8 @@ nlohmann::json record_json(const ConfigRecord& r) {
           {"duration_s", r.duration_s},
           {"expected_s", r.expected_s},
           {"attempts", r.attempts},
+          {"job_id", r.job_id},
+          {"node", r.node},
           {"figures", figures},
           {"runs", runs},
           {"n_conditions", r.conditions.size()}};
@@ -154,6 +156,8 @@ ConfigRecord record_from(const nlohmann::json& j) {
   r.duration_s = j.value("duration_s", 0.0);
   r.expected_s = j.value("expected_s", 0.0);
   r.attempts = j.value("attempts", 0u);
+  r.job_id = j.value("job_id", "");
+  r.node = j.value("node", "");
   if (j.contains("measured") && j.at("measured").is_object()) read_measured(j.at("measured"), r);
   if (j.contains("figures") && j.at("figures").is_object()) {
     for (const auto& f : k_run_fields)

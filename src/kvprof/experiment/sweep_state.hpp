@@ -67,7 +67,7 @@ struct RunRef {
 
 // done: every request ended well; partial: finished, some requests failed; failed: the run could
 // not happen or no request succeeded; interrupted: stopped by Ctrl-C; skipped: the plan says it
-// cannot fit.
+// cannot fit; queued, running: its job is in a cluster's queue or running there.
 struct ConfigRecord {
   std::string fingerprint;
   std::string id;
@@ -81,6 +81,8 @@ struct ConfigRecord {
   double duration_s = 0;
   double expected_s = 0;
   uint32_t attempts = 0;
+  std::string job_id;  // on a cluster: the scheduler's job of its latest attempt
+  std::string node;    // where that job ran
   RunFigures figures;
   std::vector<RunRef> runs;  // the runs whose conditions are kept, oldest first
   std::map<std::string, ConditionFigures> conditions;  // by condition id

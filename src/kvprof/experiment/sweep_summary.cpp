@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
+
 #include <cmath>
 #include <optional>
 #include <random>
@@ -114,6 +116,7 @@ json config_json(const PlannedConfig& pc, const SweepState& state) {
                 {"started_unix_s", r->started_unix_s},
                 {"duration_s", r->duration_s},
                 {"measured", measured_json(*r)}};
+    if (!r->job_id.empty()) j["run"]["job"] = {{"id", r->job_id}, {"node", r->node}};
     if (r->runs.size() > 1) {
       json runs = json::array();
       for (const auto& run : r->runs)
@@ -319,6 +322,8 @@ Expected<void> write_sweep_files(const fs::path& dir, const Plan& plan, const Sw
     head["config_file"] = config_file;
     head["status"] = status;
     head["first_started_unix_s"] = state.first_started_unix_s;
+    head["updated_unix_s"] =
+        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
     head["files"] = {{"summary_csv", "sweep_summary.csv"}, {"state", "sweep_state.json"}};
     std::string text = json_text(head, 2);
     while (!text.empty() && (text.back() == '}' || text.back() == '\n'))

@@ -86,8 +86,27 @@ HistoryEntry entry_from_row(sqlite3_stmt* s) {
 }
 
 Error db_error(sqlite3* db, const fs::path& path, const std::string& what) {
+  const int code = db != nullptr ? sqlite3_errcode(db) : SQLITE_NOMEM;
+  if (code == SQLITE_CORRUPT || code == SQLITE_NOTADB) {
+    return {ErrorKind::io,
+            fmt::format("{} {}: {}", k_unreadable_history, path.string(), sqlite3_errmsg(db))};
+  }
   return {ErrorKind::io, fmt::format("history {}: {}: {}", path.string(), what,
                                      db ? sqlite3_errmsg(db) : "out of memory")};
+}
+
+// Whether SQLite reads every page of the history (PRAGMA quick_check: milliseconds for a
+// history of thousands of runs); the error says why not.
+Expected<void> readable(sqlite3* db, const fs::path& path) {
+  Statement st(db, "PRAGMA quick_check(1)");
+  if (!st.ok() || sqlite3_step(st.get()) != SQLITE_ROW) {
+    return std::unexpected(db_error(db, path, "cannot read"));
+  }
+  std::string answer = text_at(st.get(), 0).substr(0, 300);
+  if (answer == "ok") return {};
+  std::ranges::replace(answer, '\n', ' ');
+  return fail(ErrorKind::io, fmt::format("{} {}: SQLite's check says: {}", k_unreadable_history,
+                                         path.string(), answer));
 }
 
 bool exec(sqlite3* db, const char* sql) {
@@ -117,6 +136,28 @@ std::string relative_inside(const fs::path& base, const std::string& path) {
 }  // namespace
 
 Expected<std::unique_ptr<HistoryDb>> HistoryDb::open(const fs::path& results_dir, bool create) {
+  auto db = open_file(results_dir, create);
+  if (db || !db.error().message.starts_with(k_unreadable_history)) return db;
+  // The run folders are the truth: the unreadable file is kept aside, a new history is started
+  // and `kvprof runs` indexes the folders into it.
+  const fs::path path = results_dir / k_history_db_file;
+  const fs::path aside = fs::path(path.string() + ".unreadable");
+  std::error_code ec;
+  fs::rename(path, aside, ec);
+  if (ec) return db;
+  for (const char* suffix : {"-wal", "-shm"})
+    fs::remove(path.string() + suffix, ec);
+  std::string why = db.error().message.substr(k_unreadable_history.size());
+  if (why.starts_with(" " + path.string() + ": ")) why.erase(0, path.string().size() + 3);
+  std::fprintf(stderr,
+               "kvprof: warning: the history %s could not be read (%s); it was moved to %s and "
+               "is rebuilt from the run folders\n",
+               path.c_str(), why.c_str(), aside.c_str());
+  return open_file(results_dir, true);
+}
+
+Expected<std::unique_ptr<HistoryDb>> HistoryDb::open_file(const fs::path& results_dir,
+                                                          bool create) {
   const fs::path path = results_dir / k_history_db_file;
   std::error_code ec;
   if (!create && !fs::exists(path, ec)) {
@@ -137,6 +178,9 @@ Expected<std::unique_ptr<HistoryDb>> HistoryDb::open(const fs::path& results_dir
   exec(db, "PRAGMA journal_mode=WAL");
   auto version = user_version(db, path);
   if (!version) return std::unexpected(version.error());
+  if (*version > 0) {
+    if (auto r = readable(db, path); !r) return std::unexpected(r.error());
+  }
   if (*version > k_history_schema_version) {
     return fail(ErrorKind::input,
                 fmt::format("history {}: schema version {} was written by a newer kvprof (this "

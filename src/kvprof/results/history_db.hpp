@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -21,6 +22,9 @@ namespace kvprof::results {
 
 inline constexpr int k_history_schema_version = 1;
 inline constexpr const char* k_history_db_file = "kvprof_history.sqlite";
+// How the message of an error starts when SQLite cannot read the history file (corrupted, or not
+// a database): HistoryDb::open then moves it aside and starts a new one.
+inline constexpr std::string_view k_unreadable_history = "unreadable history";
 
 // One indexed thing: a run folder, or a sweep (its folder under sweeps/).
 struct HistoryEntry {
@@ -51,8 +55,10 @@ struct HistoryFilter {
 class HistoryDb {
  public:
   // Opens (with `create`: creates) the database of `results_dir`. not_found when it does not
-  // exist and `create` is false; io error when it cannot be opened or is not a kvprof history;
-  // input error when a newer kvprof wrote its schema.
+  // exist and `create` is false; io error when it cannot be opened; input error when a newer
+  // kvprof wrote its schema. A file SQLite cannot read (corrupted) is moved aside to
+  // kvprof_history.sqlite.unreadable with a warning, and a new, empty history opened instead
+  // (index_unrecorded_runs fills it from the run folders).
   static Expected<std::unique_ptr<HistoryDb>> open(const std::filesystem::path& results_dir,
                                                    bool create);
   ~HistoryDb();
@@ -71,6 +77,8 @@ class HistoryDb {
   [[nodiscard]] const std::filesystem::path& results_dir() const { return m_results_dir; }
 
  private:
+  static Expected<std::unique_ptr<HistoryDb>> open_file(const std::filesystem::path& results_dir,
+                                                        bool create);
   HistoryDb(sqlite3* db, std::filesystem::path results_dir)
       : m_db(db), m_results_dir(std::move(results_dir)) {}
   sqlite3* m_db = nullptr;

@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# A single-node Slurm cluster on this machine, for kvprof's tests and for trying
+# `kvprof sweep --executor slurm` by hand: munged, slurmctld and slurmd as root from Debian's
+# packages, with four GPUs in gres.conf backed by placeholder devices (the jobs see
+# CUDA_VISIBLE_DEVICES as on a real GPU node; nothing runs on a GPU).
+#
+#   scripts/slurm-cluster.sh start [DIR]   writes DIR/slurm.conf and starts the daemons
+#   scripts/slurm-cluster.sh stop  [DIR]   stops them
+#
+# DIR defaults to /tmp/kvprof-slurm. Use the cluster with `export SLURM_CONF=DIR/slurm.conf`.
+# KVPROF_SLURM_PORT (default 16817) is slurmctld's port, slurmd's the next one: clusters in two
+# folders with two ports run side by side (the tests start one each).
+set -euo pipefail
+
+action=${1:-start}
+dir=${2:-/tmp/kvprof-slurm}
+
+# Each daemon asked to end, and killed when it has not within 10 s: a cluster started again at
+# once in the same folder finds its ports free.
+alive() {
+  local state
+  state=$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) || return 1
+  [ -n "$state" ] && [ "$state" != Z ]
+}
+stop() {
+  for pidfile in "$dir/slurmd.pid" "$dir/slurmctld.pid"; do
+    if [ -s "$pidfile" ]; then
+      pid=$(cat "$pidfile")
+      kill "$pid" 2>/dev/null || true
+      for _ in $(seq 1 100); do
+        alive "$pid" || break
+        sleep 0.1
+      done
+      kill -9 "$pid" 2>/dev/null || true
+    fi
+    rm -f "$pidfile"
+  done
+}
+
+if [ "$action" = stop ]; then
+  stop
+  exit 0
+fi
+if [ "$action" != start ]; then
+  echo "usage: $0 start|stop [DIR]" >&2
+  exit 2
+fi
+for tool in slurmctld slurmd munged sbatch squeue scontrol; do
+  command -v "$tool" >/dev/null || {
+    echo "slurm-cluster: $tool is missing; run scripts/setup.sh (Debian's slurmctld, slurmd, slurm-client, munge)" >&2
+    exit 1
+  }
+done
+
+if [ "${#dir}" -gt 60 ]; then
+  # slurmd's sockets live under the folder, and a socket's path holds at most 108 bytes.
+  echo "slurm-cluster: $dir is too long a path (over 60 characters); give a shorter one" >&2
+  exit 2
+fi
+stop
+mkdir -p "$dir/state" "$dir/spool" "$dir/log" "$dir/gpu"
+# Slurm wants a character device per GPU: placeholders with /dev/null's numbers.
+for gpu in gpu0 gpu1 gpu2 gpu3; do
+  rm -f "$dir/gpu/$gpu"
+  mknod "$dir/gpu/$gpu" c 1 3
+done
+node=$(hostname -s)
+port=${KVPROF_SLURM_PORT:-16817}
+cpus=$(nproc)
+memory_mb=$(awk '/MemTotal/ {print int($2 / 1024 * 0.9)}' /proc/meminfo)
+# Ports of this cluster's own (not Slurm's defaults, so that a real cluster's daemons are left
+# alone).
+cat >"$dir/slurm.conf" <<CONF
+ClusterName=kvprof-test
+SlurmctldHost=$node
+SlurmctldPort=$port
+SlurmdPort=$((port + 1))
+AuthType=auth/munge
+SlurmUser=root
+SlurmdUser=root
+StateSaveLocation=$dir/state
+SlurmdSpoolDir=$dir/spool
+SlurmctldPidFile=$dir/slurmctld.pid
+SlurmdPidFile=$dir/slurmd.pid
+SlurmctldLogFile=$dir/log/slurmctld.log
+SlurmdLogFile=$dir/log/slurmd.log
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+JobCompType=jobcomp/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+GresTypes=gpu
+MpiDefault=none
+ReturnToService=2
+MinJobAge=3600
+SchedulerParameters=sched_interval=1
+NodeName=$node CPUs=$cpus RealMemory=$memory_mb Gres=gpu:4 State=UNKNOWN
+PartitionName=gpu Nodes=ALL Default=YES MaxTime=INFINITE State=UP
+CONF
+cat >"$dir/gres.conf" <<CONF
+NodeName=$node Name=gpu File=$dir/gpu/gpu[0-3]
+CONF
+
+# munged: started once per machine, with the key the munge package made.
+if ! pgrep -x munged >/dev/null; then
+  mkdir -p /run/munge /var/log/munge /var/lib/munge
+  chown munge:munge /run/munge /var/log/munge /var/lib/munge
+  setsid runuser -u munge -- munged </dev/null >/dev/null 2>&1
+fi
+export SLURM_CONF="$dir/slurm.conf"
+# In sessions of their own, holding none of this script's streams: whoever ran the script (a
+# test) is not left waiting on its pipes, and stopping it does not stop them.
+setsid slurmctld </dev/null >>"$dir/log/daemons.out" 2>&1
+setsid slurmd </dev/null >>"$dir/log/daemons.out" 2>&1
+for _ in $(seq 1 60); do
+  if sinfo -h -o '%T' 2>/dev/null | grep -qx idle; then
+    echo "slurm-cluster: up (node $node, 4 GPUs in gres.conf); export SLURM_CONF=$dir/slurm.conf"
+    exit 0
+  fi
+  sleep 0.5
+done
+echo "slurm-cluster: the node did not become idle in 30 s; see $dir/log/" >&2
+sinfo >&2 || true
+exit 1
