@@ -66,13 +66,16 @@ for gpu in gpu0 gpu1 gpu2 gpu3; do
 done
 node=$(hostname -s)
 port=${KVPROF_SLURM_PORT:-16817}
-cpus=$(nproc)
+# The node as slurmd sees its hardware (sockets, cores, threads), so that it is not drained for
+# claiming more than it has.
+hardware=$(slurmd -C 2>/dev/null | head -n 1 | sed -e 's/^NodeName=[^ ]* //' -e 's/ RealMemory=[0-9]*//')
+[ -n "$hardware" ] || hardware="CPUs=$(nproc)"
 memory_mb=$(awk '/MemTotal/ {print int($2 / 1024 * 0.9)}' /proc/meminfo)
 # Ports of this cluster's own (not Slurm's defaults, so that a real cluster's daemons are left
-# alone).
+# alone); the node and controller at 127.0.0.1, whether or not the host name resolves.
 cat >"$dir/slurm.conf" <<CONF
 ClusterName=kvprof-test
-SlurmctldHost=$node
+SlurmctldHost=$node(127.0.0.1)
 SlurmctldPort=$port
 SlurmdPort=$((port + 1))
 AuthType=auth/munge
@@ -96,7 +99,7 @@ MpiDefault=none
 ReturnToService=2
 MinJobAge=3600
 SchedulerParameters=sched_interval=1
-NodeName=$node CPUs=$cpus RealMemory=$memory_mb Gres=gpu:4 State=UNKNOWN
+NodeName=$node NodeAddr=127.0.0.1 $hardware RealMemory=$memory_mb Gres=gpu:4 State=UNKNOWN
 PartitionName=gpu Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 CONF
 cat >"$dir/gres.conf" <<CONF
