@@ -209,6 +209,18 @@ TEST_F(SweepSlurm, DryRunPrintsEachJobsBatchScriptAndSubmitsNothing) {
   EXPECT_EQ(commands(manifest_text), commands(r.stdout_text));
   EXPECT_EQ(commands(manifest_text).size(), 2U) << manifest_text;
 
+  // Tensor x pipeline parallel GPUs beyond a node: several nodes, the same GPUs on each.
+  const fs::path pp = m_dir / "pp.yaml";
+  std::ofstream(pp) << "name: pp\ngpu: H100\ninput_lengths: [64]\noutput_lengths: [4]\n"
+                       "models:\n  - model_id: meta-llama/Llama-3.1-70B-Instruct\n"
+                       "    batch_sizes: [1]\n    max_model_len: 4096\n"
+                       "    tensor_parallel_size: 2\n    pipeline_parallel_size: 3\n";
+  const auto multi = sweep(pp, {"--dry-run", "--gpus-per-node", "4"});
+  ASSERT_EQ(multi.exit_code, 0) << multi.stderr_text;
+  EXPECT_NE(multi.stdout_text.find("tp2 pp3"), std::string::npos) << multi.stdout_text;
+  EXPECT_NE(multi.stdout_text.find("#SBATCH --nodes=2\n"), std::string::npos) << multi.stdout_text;
+  EXPECT_NE(multi.stdout_text.find("#SBATCH --gres=gpu:3\n"), std::string::npos);
+
   // A partition name Slurm could misread is refused before anything is submitted.
   const auto bad = sweep(config, {"--partition", "gpu --account=x"});
   EXPECT_EQ(bad.exit_code, 2);

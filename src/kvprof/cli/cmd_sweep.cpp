@@ -50,6 +50,7 @@ struct SweepCliState {
   std::string kvprof_path;
   std::string on_interrupt = "ask";
   double poll_s = 5;
+  unsigned gpus_per_node = 8;
   std::string job;  // inside a job: the configuration to run
   scheduler::KubernetesOptions k8s;
 };
@@ -74,6 +75,7 @@ experiment::ClusterOptions cluster_options(const SweepCliState& st) {
   }
   c.config_file = fs::absolute(st.config);
   c.poll_interval = std::chrono::milliseconds(static_cast<int64_t>(st.poll_s * 1000));
+  c.gpus_per_node = st.gpus_per_node;
   return c;
 }
 
@@ -346,6 +348,12 @@ void register_sweep_command(CLI::App& app) {
   cmd->add_option("--sbatch-arg", st->slurm.sbatch_args,
                   "One more sbatch option for every job, as sbatch takes it (repeat the flag: "
                   "--sbatch-arg=--qos=high --sbatch-arg=--constraint=h100)")
+      ->group(cluster);
+  cmd->add_option("--gpus-per-node", st->gpus_per_node,
+                  "GPUs of one node: a configuration needing more (tensor x pipeline parallel) "
+                  "asks for several nodes, the same count on each")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str()
       ->group(cluster);
   cmd->add_option("--kvprof-path", st->kvprof_path,
                   "The kvprof the nodes run (default: this one, which must then be on shared "

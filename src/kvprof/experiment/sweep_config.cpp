@@ -34,6 +34,7 @@ const std::vector<std::string> k_model_keys = {"model_id",
                                                "batch_sizes",
                                                "dtype",
                                                "tensor_parallel_size",
+                                               "pipeline_parallel_size",
                                                "quantization",
                                                "kv_cache_dtype",
                                                "gpu_memory_utilization",
@@ -228,6 +229,8 @@ void apply_model_key(Checker& c, const std::string& key, const YAML::Node& v,
     }
   } else if (key == "tensor_parallel_size") {
     if (auto n = c.integer(v, path, 1, 1024)) e.tensor_parallel_size = static_cast<uint32_t>(*n);
+  } else if (key == "pipeline_parallel_size") {
+    if (auto n = c.integer(v, path, 1, 1024)) e.pipeline_parallel_size = static_cast<uint32_t>(*n);
   } else if (key == "quantization") {
     if (auto s = c.string(v, path, true)) e.quantization = *s;
   } else if (key == "kv_cache_dtype") {
@@ -412,6 +415,7 @@ const std::vector<std::string>& launch_placeholders() {
                                              "gpu",
                                              "dtype",
                                              "tensor_parallel_size",
+                                             "pipeline_parallel_size",
                                              "quantization",
                                              "kv_cache_dtype",
                                              "gpu_memory_utilization",

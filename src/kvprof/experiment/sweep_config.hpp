@@ -48,6 +48,7 @@ struct ModelEntry {
   std::vector<uint32_t> batch_sizes;  // requests in flight
   std::string dtype = "auto";
   uint32_t tensor_parallel_size = 1;
+  uint32_t pipeline_parallel_size = 1;
   std::string quantization;  // empty: none
   std::string kv_cache_dtype = "auto";
   std::optional<double> gpu_memory_utilization;

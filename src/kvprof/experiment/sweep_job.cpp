@@ -61,8 +61,15 @@ scheduler::JobRequest job_request(const SweepConfig& config, const PlannedConfig
   scheduler::JobRequest r;
   r.name = job_name(name, pc.fingerprint);
   r.comment = fmt::format("kvprof sweep {} configuration {}", name, pc.id);
-  r.gpus = pc.gpu == "cpu" ? 0 : std::max<uint32_t>(1, pc.entry.tensor_parallel_size);
-  r.nodes = 1;
+  // TP x PP GPUs; more than a node holds spread over the fewest nodes (pipeline stages on
+  // several nodes), the same count on each.
+  const uint32_t gpus =
+      pc.gpu == "cpu"
+          ? 0
+          : std::max<uint32_t>(1, pc.entry.tensor_parallel_size * pc.entry.pipeline_parallel_size);
+  const uint32_t per_node = std::max(1u, cluster.gpus_per_node);
+  r.nodes = std::max<uint32_t>(1, (gpus + per_node - 1) / per_node);
+  r.gpus = (gpus + r.nodes - 1) / r.nodes;
   r.log_path = job_file(dir, pc.fingerprint, ".log");
   r.work_dir = fs::absolute(options.output_dir).parent_path();
   r.command = {cluster.kvprof_path.string(),

@@ -17,6 +17,7 @@ struct ClusterOptions {
   std::filesystem::path kvprof_path;  // the kvprof the nodes run (absolute)
   std::filesystem::path config_file;  // the sweep file as the nodes see it (absolute)
   std::chrono::milliseconds poll_interval{3000};
+  unsigned gpus_per_node = 8;  // a configuration needing more GPUs spans nodes
 };
 
 // What a job wrote when its configuration ended: <sweep>/jobs/<fingerprint>.result.json.

@@ -50,6 +50,8 @@ nlohmann::json identity(const ModelEntry& e, const SweepSettings& s) {
   j["gpu_memory_utilization"] =
       e.gpu_memory_utilization ? nlohmann::json(*e.gpu_memory_utilization) : nlohmann::json();
   j["max_model_len"] = e.max_model_len ? nlohmann::json(*e.max_model_len) : nlohmann::json();
+  // Only when given: the fingerprints of files without it stay as they were (resumes match).
+  if (e.pipeline_parallel_size != 1) j["pipeline_parallel_size"] = e.pipeline_parallel_size;
   return j;
 }
 
@@ -70,6 +72,7 @@ std::string slug(const std::string& model_id) {
 
 std::string label_of(const ModelEntry& e) {
   std::string s = fmt::format("{} tp{}", e.model_id, e.tensor_parallel_size);
+  if (e.pipeline_parallel_size > 1) s += fmt::format(" pp{}", e.pipeline_parallel_size);
   if (e.dtype != "auto") s += " " + e.dtype;
   if (!e.quantization.empty()) s += " " + e.quantization;
   if (e.kv_cache_dtype != "auto") s += " kv:" + e.kv_cache_dtype;
@@ -138,6 +141,7 @@ Expected<estimate::EngineSettings> settings_of(const ModelEntry& e) {
   if (!engine) return std::unexpected(engine.error());
   s.engine = *engine;
   s.tensor_parallel_size = e.tensor_parallel_size;
+  s.pipeline_parallel_size = e.pipeline_parallel_size;
   s.gpu_memory_utilization = e.gpu_memory_utilization;
   s.max_model_len = e.max_model_len;
   if (e.dtype != "auto") s.dtype = model::parse_dtype(e.dtype);
@@ -362,11 +366,12 @@ Plan plan_sweep(const SweepConfig& config, const PlanOptions& options,
                                    "'endpoint' to profile engine '" +
                                    e.engine + "'"});
     }
-    if (pc.server == ServerKind::simulator && e.tensor_parallel_size > 1) {
+    if (pc.server == ServerKind::simulator &&
+        e.tensor_parallel_size * e.pipeline_parallel_size > 1) {
       pc.notes.push_back(
           fmt::format("the built-in simulator plays one GPU of the {} with its share "
                       "of the plan (weights and KV cache per GPU)",
-                      e.tensor_parallel_size));
+                      e.tensor_parallel_size * e.pipeline_parallel_size));
     }
     auto settings = settings_of(e);
     if (!settings) {
@@ -449,6 +454,8 @@ std::vector<std::string> engine_args(const ModelEntry& e) {
     w.emplace_back(flag);
     w.push_back(std::move(value));
   };
+  if (e.pipeline_parallel_size > 1)
+    add("--pipeline-parallel-size", std::to_string(e.pipeline_parallel_size));
   if (e.dtype != "auto") add("--dtype", e.dtype);
   if (!e.quantization.empty()) add("--quantization", e.quantization);
   if (e.kv_cache_dtype != "auto") add("--kv-cache-dtype", e.kv_cache_dtype);
@@ -472,6 +479,7 @@ Expected<std::string> launch_command(const ModelEntry& e, const std::string& gpu
        {"gpu", gpu},
        {"dtype", e.dtype},
        {"tensor_parallel_size", std::to_string(e.tensor_parallel_size)},
+       {"pipeline_parallel_size", std::to_string(e.pipeline_parallel_size)},
        {"quantization", e.quantization},
        {"kv_cache_dtype", e.kv_cache_dtype},
        {"gpu_memory_utilization", opt(e.gpu_memory_utilization)},

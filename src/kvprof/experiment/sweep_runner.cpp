@@ -39,6 +39,7 @@ nlohmann::json configuration_json(const PlannedConfig& pc, const std::string& sw
                       {"batch_sizes", e.batch_sizes},
                       {"dtype", e.dtype},
                       {"tensor_parallel_size", e.tensor_parallel_size},
+                      {"pipeline_parallel_size", e.pipeline_parallel_size},
                       {"quantization", e.quantization},
                       {"kv_cache_dtype", e.kv_cache_dtype},
                       {"engine", pc.engine},

@@ -92,6 +92,7 @@ json config_json(const PlannedConfig& pc, const SweepState& state) {
             {"settings",
              {{"dtype", e.dtype},
               {"tensor_parallel_size", e.tensor_parallel_size},
+              {"pipeline_parallel_size", e.pipeline_parallel_size},
               {"quantization", e.quantization},
               {"kv_cache_dtype", e.kv_cache_dtype},
               {"gpu_memory_utilization", opt_json(e.gpu_memory_utilization)},
