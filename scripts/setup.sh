@@ -31,9 +31,16 @@ if ! command -v npm >/dev/null 2>&1; then
   missing+=(npm)
 fi
 
-if [ ${#missing[@]} -eq 0 ]; then
+fetch() {
   bash "$(dirname "$0")/fetch_llama.sh"
-  exec bash "$(dirname "$0")/fetch_node_deps.sh"
+  # The tests also drive (or see refused) older libllama releases.
+  if [ "${1:-}" = "--tests" ]; then bash "$(dirname "$0")/fetch_llama_releases.sh"; fi
+  bash "$(dirname "$0")/fetch_node_deps.sh"
+}
+
+if [ ${#missing[@]} -eq 0 ]; then
+  fetch "${1:-}"
+  exit 0
 fi
 
 line="apt-get update && apt-get install -y --no-install-recommends ${missing[*]}"
@@ -46,5 +53,4 @@ echo "== installing: ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}"
-bash "$(dirname "$0")/fetch_llama.sh"
-bash "$(dirname "$0")/fetch_node_deps.sh"
+fetch "${1:-}"

@@ -38,7 +38,9 @@ CLI::App* add_bench_engine_options(CLI::App* cmd, bench::BenchConfig& c, BenchEn
               "--no-kv-unified gives each of the --parallel sequences -c / --parallel cells");
   g->add_option("--seed", c.seed, "Seed of the prompt tokens")->capture_default_str();
   g->add_option("--llama-lib", c.library.path,
-                "libllama.so or its folder (default: KVPROF_LLAMA_LIB, then .deps/llama/)");
+                "libllama.so or its folder (default: KVPROF_LLAMA_LIB, then .deps/llama/); "
+                "llama.cpp v0.4.0 and later (npm's @node-llama-cpp/linux-x64 3.21.1 on), an "
+                "older release is refused");
   g->add_option("--gpu-source", flags.gpu_source, "auto | nvml | none")
       ->check(CLI::IsMember({"auto", "nvml", "none"}))
       ->capture_default_str();

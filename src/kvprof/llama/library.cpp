@@ -23,7 +23,8 @@ constexpr std::string_view k_install_hint =
     "run `bash scripts/fetch_llama.sh` (npm pack @node-llama-cpp/linux-x64 into .deps/llama/), "
     "or point --llama-lib / KVPROF_LLAMA_LIB at a libllama.so";
 
-// The libllama file in `dir`: libllama.so, libllama.so.N or libllama.vX.Y.Z.so.
+// The libllama file in `dir`: libllama.so, libllama.so.N, libllama.vX.Y.Z.so or libllama.bNNNN.so
+// (the names node-llama-cpp's packages gave it over its releases).
 std::optional<fs::path> library_in(const fs::path& dir) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) return std::nullopt;
@@ -31,7 +32,8 @@ std::optional<fs::path> library_in(const fs::path& dir) {
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();
     if (name == "libllama.so" || name.starts_with("libllama.so.") ||
-        (name.starts_with("libllama.v") && name.ends_with(".so"))) {
+        ((name.starts_with("libllama.v") || name.starts_with("libllama.b")) &&
+         name.ends_with(".so"))) {
       found.push_back(entry.path());
     }
   }
@@ -202,12 +204,53 @@ std::vector<fs::path> llama_search_dirs(const LlamaLibOptions& options) {
   return dirs;
 }
 
+std::optional<bool> drivable_release(std::string_view release) {
+  // "ggml-org/llama.cpp v0.5.0" -> "v0.5.0".
+  if (const size_t space = release.rfind(' '); space != std::string_view::npos)
+    release.remove_prefix(space + 1);
+  if (release.size() > 1 && release[0] == 'b' &&
+      std::all_of(release.begin() + 1, release.end(), [](char c) { return std::isdigit(c); })) {
+    return false;  // llama.cpp's build-numbered releases came before its versioned ones
+  }
+  unsigned major = 0, minor = 0;
+  if (release.size() < 4 || release[0] != 'v' ||
+      std::sscanf(std::string(release.substr(1)).c_str(), "%u.%u", &major, &minor) != 2) {
+    return std::nullopt;
+  }
+  return major > k_oldest_release_major ||
+         (major == k_oldest_release_major && minor >= k_oldest_release_minor);
+}
+
+Expected<void> check_library_release(const fs::path& library) {
+  LlamaLibInfo info;
+  read_package_facts(library.parent_path(), info);
+  if (info.llama_cpp_release.empty() || drivable_release(info.llama_cpp_release).value_or(true))
+    return {};
+  // "ggml-org/llama.cpp b5640": the release, then where it is from.
+  std::string release = info.llama_cpp_release, from = info.package;
+  if (const size_t space = release.rfind(' '); space != std::string::npos) {
+    from = release.substr(0, space) + (from.empty() ? "" : ", " + from);
+    release.erase(0, space + 1);
+  }
+  return fail(ErrorKind::driver,
+              fmt::format("{} is llama.cpp {}{}, older than kvprof drives: its loader speaks the C "
+                          "API of llama.cpp v{}.{}.0 and later (@node-llama-cpp/linux-x64 3.21.1 "
+                          "on; the install step fetches 3.22.1)",
+                          library.string(), release, from.empty() ? "" : " (" + from + ")",
+                          k_oldest_release_major, k_oldest_release_minor));
+}
+
 Expected<fs::path> find_llama_library(const LlamaLibOptions& options) {
   std::error_code ec;
-  if (!options.path.empty() && fs::is_regular_file(options.path, ec)) return fs::path(options.path);
+  const auto checked = [](const fs::path& file) -> Expected<fs::path> {
+    if (auto r = check_library_release(file); !r) return std::unexpected(r.error());
+    return file;
+  };
+  if (!options.path.empty() && fs::is_regular_file(options.path, ec))
+    return checked(fs::path(options.path));
   const auto dirs = llama_search_dirs(options);
   for (const auto& dir : dirs) {
-    if (auto file = library_in(dir)) return *file;
+    if (auto file = library_in(dir)) return checked(*file);
   }
   std::string looked;
   for (const auto& d : dirs)
@@ -240,15 +283,19 @@ Expected<std::shared_ptr<LlamaLib>> LlamaLib::load(const LlamaLibOptions& option
                             *missing));
   }
   auto& f = lib->m_fn;
+  read_package_facts(file->parent_path(), lib->m_info);
   lib->m_info.llama_version = f.version != nullptr ? f.version() : "unknown (before 0.5)";
   if (auto bad = check_layout(f)) {
-    return fail(ErrorKind::driver,
-                fmt::format("{} (llama.cpp {}) has a parameter layout this kvprof does not know "
-                            "({}); it drives llama.cpp 0.5.x as packaged in "
-                            "@node-llama-cpp/linux-x64 3.22.1",
-                            file->string(), lib->m_info.llama_version, *bad));
+    const std::string release = lib->m_info.llama_cpp_release.empty()
+                                    ? lib->m_info.llama_version
+                                    : lib->m_info.llama_cpp_release;
+    return fail(
+        ErrorKind::driver,
+        fmt::format("{} (llama.cpp {}) has a parameter layout this kvprof does not know "
+                    "({}); it drives llama.cpp v{}.{}.0 and later as packaged in "
+                    "@node-llama-cpp/linux-x64 3.21.1 on",
+                    file->string(), release, *bad, k_oldest_release_major, k_oldest_release_minor));
   }
-  read_package_facts(file->parent_path(), lib->m_info);
   f.log_set(&LlamaLib::log_callback, lib.get());
   f.backend_load_all_from_path(file->parent_path().c_str());
   f.backend_init();

@@ -107,8 +107,22 @@ class LlamaLib {
 std::vector<std::filesystem::path> llama_search_dirs(const LlamaLibOptions& options);
 
 // The libllama file load() would use for `options`; a driver error saying where it looked and
-// how to install it.
+// how to install it, or that it is a release older than kvprof drives (check_library_release).
 Expected<std::filesystem::path> find_llama_library(const LlamaLibOptions& options);
+
+// The oldest llama.cpp release whose C API and parameter layouts kvprof's loader (abi.hpp) speaks:
+// v0.4.0, checked on the npm builds of v0.4.0 (@node-llama-cpp/linux-x64 3.21.1) and v0.5.0
+// (3.22.1); b8121 (3.16.2), b5640 (3.10.0) and b3889 (3.1.1) lay their parameters out otherwise.
+inline constexpr unsigned k_oldest_release_major = 0, k_oldest_release_minor = 4;
+
+// Whether kvprof drives llama.cpp release `release` ("b8121", "v0.5.0", "ggml-org/llama.cpp
+// v0.5.0"); nullopt when the name is neither form.
+std::optional<bool> drivable_release(std::string_view release);
+
+// Refuses, before loading it, a libllama whose package names a release older than kvprof drives
+// (a driver error of one line naming the release, the package and what to fetch instead); a
+// library whose release is not written beside it passes (its loading checks it).
+Expected<void> check_library_release(const std::filesystem::path& library);
 
 // The ggml type id of a KV cache type name as llama.cpp's -ctk/-ctv take it (f32, f16, bf16,
 // q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl); usage error naming the accepted ones otherwise.
