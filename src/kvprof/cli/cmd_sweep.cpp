@@ -79,6 +79,19 @@ experiment::ClusterOptions cluster_options(const SweepCliState& st) {
   return c;
 }
 
+// The configurations a cluster sweep would submit now: not finished, and fitting (or --force).
+std::vector<const experiment::PlannedConfig*> to_submit(const experiment::Plan& plan,
+                                                        const experiment::SweepState& state,
+                                                        bool run_unfit) {
+  std::vector<const experiment::PlannedConfig*> out;
+  for (const auto& pc : plan.configs) {
+    const auto it = state.records.find(pc.fingerprint);
+    const bool finished = it != state.records.end() && it->second.finished();
+    if (!finished && (pc.fits || run_unfit)) out.push_back(&pc);
+  }
+  return out;
+}
+
 // The batch scripts a cluster sweep would submit: one per configuration not finished that fits.
 void print_job_scripts(const experiment::SweepConfig& config, const experiment::Plan& plan,
                        const experiment::SweepState& state, const SweepCliState& st,
@@ -88,18 +101,15 @@ void print_job_scripts(const experiment::SweepConfig& config, const experiment::
   options.run_unfit = st.run_unfit;
   const auto cluster = cluster_options(st);
   const fs::path dir = experiment::sweep_dir(st.output_dir, config.settings.name);
-  size_t n = 0;
-  for (const auto& pc : plan.configs) {
-    const auto it = state.records.find(pc.fingerprint);
-    if ((it != state.records.end() && it->second.finished()) || (!pc.fits && !st.run_unfit))
-      continue;
+  const auto configs = to_submit(plan, state, st.run_unfit);
+  for (const auto* pc : configs) {
     const auto script = value_or_fatal(
-        scheduler.batch_script(experiment::job_request(config, pc, options, cluster)));
-    std::printf("\n# %s: %s (%s)\n%s", pc.id.c_str(),
-                experiment::job_file(dir, pc.fingerprint, ".sbatch").c_str(), pc.label.c_str(),
+        scheduler.batch_script(experiment::job_request(config, *pc, options, cluster)));
+    std::printf("\n# %s: %s (%s)\n%s", pc->id.c_str(),
+                experiment::job_file(dir, pc->fingerprint, ".sbatch").c_str(), pc->label.c_str(),
                 script.c_str());
-    ++n;
   }
+  const size_t n = configs.size();
   std::printf("\ndry run: %zu %s job%s would be submitted; nothing was started\n", n,
               scheduler.name().c_str(), n == 1 ? "" : "s");
 }
@@ -113,12 +123,8 @@ void write_kubernetes_manifests(const experiment::SweepConfig& config, const exp
   options.run_unfit = st.run_unfit;
   const auto cluster = cluster_options(st);
   std::vector<scheduler::JobRequest> requests;
-  for (const auto& pc : plan.configs) {
-    const auto it = state.records.find(pc.fingerprint);
-    if ((it != state.records.end() && it->second.finished()) || (!pc.fits && !st.run_unfit))
-      continue;
-    requests.push_back(experiment::job_request(config, pc, options, cluster));
-  }
+  for (const auto* pc : to_submit(plan, state, st.run_unfit))
+    requests.push_back(experiment::job_request(config, *pc, options, cluster));
   auto k8s = st.k8s;
   k8s.name = config.settings.name;
   const auto text = value_or_fatal(scheduler::kubernetes_manifests(requests, k8s));

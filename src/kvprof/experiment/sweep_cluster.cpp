@@ -8,6 +8,7 @@
 #include <chrono>
 #include <map>
 #include <optional>
+#include <set>
 #include <thread>
 
 #include "kvprof/experiment/sweep_summary.hpp"
@@ -80,9 +81,16 @@ class ClusterSweep {
   Expected<void> follow(const ClusterDeps& cluster_deps);
 
  private:
-  Expected<void> save(const std::string& status) {
-    if (auto r = save_state(m_out.dir, m_state); !r) return r;
-    return write_sweep_files(m_out.dir, m_plan, m_state, m_options.config_file, status);
+  // The state, the conditions files of the configurations whose runs were taken since the last
+  // save (only those: a big sweep is not rewritten whole at every job), and the sweep's files.
+  Expected<void> save() {
+    static const std::string k_none;
+    if (m_changed.empty()) m_changed.insert(k_none);
+    for (const auto& fp : m_changed) {
+      if (auto r = save_state(m_out.dir, m_state, &fp); !r) return r;
+    }
+    m_changed.clear();
+    return write_sweep_files(m_out.dir, m_plan, m_state, m_options.config_file, "running");
   }
   std::string name() const { return m_config.settings.name; }
   void collect(const Tracked& t, const std::optional<scheduler::JobStatus>& status);
@@ -97,6 +105,7 @@ class ClusterSweep {
   SweepState& m_state;
   SweepOutcome& m_out;
   std::vector<Tracked> m_tracked;
+  std::set<std::string> m_changed;  // fingerprints whose conditions changed since the last save
 };
 
 void ClusterSweep::count(const PlannedConfig& pc, const ConfigRecord& rec,
@@ -127,6 +136,7 @@ void ClusterSweep::collect(const Tracked& t, const std::optional<scheduler::JobS
                            status->reason.empty() ? "" : " (" + status->reason + ")")
              : std::string("unknown (the scheduler no longer lists it)");
   if (status && !status->node.empty()) rec.node = status->node;
+  m_changed.insert(t.pc->fingerprint);
   if (result && result->job_id == rec.job_id) {
     rec.status = result->status.empty() ? "failed" : result->status;
     rec.reason = result->reason;
@@ -259,7 +269,7 @@ Expected<void> ClusterSweep::submit_all() {
                             format_duration(pc.expected_s)));
     m_tracked.push_back(std::move(t));
   }
-  return save("running");
+  return save();
 }
 
 Expected<void> ClusterSweep::follow(const ClusterDeps& cluster_deps) {
@@ -298,7 +308,7 @@ Expected<void> ClusterSweep::follow(const ClusterDeps& cluster_deps) {
         ++it;
       }
       if (changed) {
-        if (auto r = save("running"); !r) return r;
+        if (auto r = save(); !r) return r;
       }
     }
     if (m_deps.on_run_status && !m_tracked.empty()) {
@@ -344,16 +354,11 @@ Expected<SweepOutcome> run_sweep_on_cluster(const SweepConfig& config, const Pla
                                             scheduler::JobScheduler& scheduler,
                                             const SweepDeps& deps,
                                             const ClusterDeps& cluster_deps) {
+  auto open = open_sweep(config, options);
+  if (!open) return std::unexpected(open.error());
   SweepOutcome out;
-  out.dir = sweep_dir(options.output_dir, config.settings.name);
-  auto lock = SweepLock::acquire(out.dir);
-  if (!lock) return std::unexpected(lock.error());
-  auto loaded = load_state(out.dir);
-  if (!loaded) return std::unexpected(loaded.error());
-  SweepState state = std::move(*loaded);
-  state.name = config.settings.name;
-  state.config_file = options.config_file;
-  if (state.first_started_unix_s == 0) state.first_started_unix_s = now_unix_s();
+  out.dir = open->dir;
+  SweepState& state = open->state;
   std::error_code ec;
   fs::create_directories(out.dir / "jobs", ec);
   if (ec) {
@@ -363,13 +368,9 @@ Expected<SweepOutcome> run_sweep_on_cluster(const SweepConfig& config, const Pla
   ClusterSweep sweep(config, plan, options, cluster, scheduler, deps, state, out);
   if (auto r = sweep.submit_all(); !r) return std::unexpected(r.error());
   if (auto r = sweep.follow(cluster_deps); !r) return std::unexpected(r.error());
-  const std::string status = out.interrupted    ? "interrupted"
-                             : out.n_failed > 0 ? "completed_with_failures"
-                                                : "completed";
-  if (auto r = save_state(out.dir, state); !r) return std::unexpected(r.error());
-  if (auto r = write_sweep_files(out.dir, plan, state, options.config_file, status); !r)
+  static const std::string k_none;  // each configuration's conditions were saved as it ended
+  if (auto r = close_sweep(plan, options, state, out, &k_none); !r)
     return std::unexpected(r.error());
-  record_sweep(options, out.dir);
   return out;
 }
 

@@ -252,19 +252,39 @@ fs::path sweep_dir(const fs::path& output_dir, const std::string& name) {
   return output_dir / "sweeps" / name;
 }
 
+Expected<OpenSweep> open_sweep(const SweepConfig& config, const SweepOptions& options) {
+  OpenSweep open;
+  open.dir = sweep_dir(options.output_dir, config.settings.name);
+  auto lock = SweepLock::acquire(open.dir);
+  if (!lock) return std::unexpected(lock.error());
+  open.lock = std::move(*lock);
+  auto loaded = load_state(open.dir);
+  if (!loaded) return std::unexpected(loaded.error());
+  open.state = std::move(*loaded);
+  open.state.name = config.settings.name;
+  open.state.config_file = options.config_file;
+  if (open.state.first_started_unix_s == 0) open.state.first_started_unix_s = now_unix_s();
+  return open;
+}
+
+Expected<void> close_sweep(const Plan& plan, const SweepOptions& options, const SweepState& state,
+                           const SweepOutcome& out, const std::string* fingerprint) {
+  const std::string status = out.interrupted    ? "interrupted"
+                             : out.n_failed > 0 ? "completed_with_failures"
+                                                : "completed";
+  if (auto r = save_state(out.dir, state, fingerprint); !r) return r;
+  if (auto r = write_sweep_files(out.dir, plan, state, options.config_file, status); !r) return r;
+  record_sweep(options, out.dir);
+  return {};
+}
+
 Expected<SweepOutcome> run_sweep(const SweepConfig& config, const Plan& plan,
                                  const SweepOptions& options, const SweepDeps& deps) {
+  auto open = open_sweep(config, options);
+  if (!open) return std::unexpected(open.error());
   SweepOutcome out;
-  out.dir = sweep_dir(options.output_dir, config.settings.name);
-  auto lock = SweepLock::acquire(out.dir);
-  if (!lock) return std::unexpected(lock.error());
-  auto loaded = load_state(out.dir);
-  if (!loaded) return std::unexpected(loaded.error());
-  SweepState state = std::move(*loaded);
-  state.name = config.settings.name;
-  state.config_file = options.config_file;
-  const double started = now_unix_s();
-  if (state.first_started_unix_s == 0) state.first_started_unix_s = started;
+  out.dir = open->dir;
+  SweepState& state = open->state;
 
   const size_t n = plan.configs.size();
   double expected_left = 0;
@@ -366,12 +386,9 @@ Expected<SweepOutcome> run_sweep(const SweepConfig& config, const Plan& plan,
     }
     if (auto r = save("running", pc.fingerprint); !r) return std::unexpected(r.error());
   }
-  const std::string status = out.interrupted    ? "interrupted"
-                             : out.n_failed > 0 ? "completed_with_failures"
-                                                : "completed";
-  if (auto r = save(status, *last_run); !r) return std::unexpected(r.error());
-
-  record_sweep(options, out.dir);
+  // The last configuration's conditions file with the state and files of the sweep's ending.
+  if (auto r = close_sweep(plan, options, state, out, last_run); !r)
+    return std::unexpected(r.error());
   return out;
 }
 

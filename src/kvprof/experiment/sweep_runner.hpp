@@ -65,6 +65,23 @@ double sweep_eta_s(const EtaInputs& in);
 // The folder of sweep `name` under `output_dir`.
 std::filesystem::path sweep_dir(const std::filesystem::path& output_dir, const std::string& name);
 
+// A sweep's folder locked against another sweep in it, and its state loaded, named and dated:
+// where every executor starts.
+struct OpenSweep {
+  std::filesystem::path dir;  // <output>/sweeps/<name>
+  std::unique_ptr<SweepLock> lock;
+  SweepState state;
+};
+
+// Opens the folder of `config`'s sweep under options.output_dir. Errors: usage (another sweep
+// runs there), input (a state file that is not one), io.
+Expected<OpenSweep> open_sweep(const SweepConfig& config, const SweepOptions& options);
+
+// Saves the state (the conditions file of `fingerprint` only, when given: the others were saved
+// as they changed) and the sweep's files with `out`'s ending, and records the sweep in the history.
+Expected<void> close_sweep(const Plan& plan, const SweepOptions& options, const SweepState& state,
+                           const SweepOutcome& out, const std::string* fingerprint = nullptr);
+
 // Runs configuration `pc` of `config` in this process as one profile run and fills `rec` (status,
 // reason, its run and figures); a configuration interrupted before runs only what it had left.
 void run_configuration(const SweepConfig& config, const PlannedConfig& pc,
