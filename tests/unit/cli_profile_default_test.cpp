@@ -96,7 +96,8 @@ TEST(ProfileDefault, ARealLlamaCppServerOnADummyModelAgainstThePlan) {
   // validate holds the run against the plan it recorded: llama.cpp's buffers are the plan's.
   const auto v = test::run_kvprof("validate " + run.string());
   EXPECT_EQ(v.rc, 0) << v.out;
-  EXPECT_NE(v.out.find("(profile run, host RSS memory)"), std::string::npos) << v.out;
+  // The run's engine and the release its server reported.
+  EXPECT_NE(v.out.find("(profile run, host RSS memory, llamacpp "), std::string::npos) << v.out;
   // The buffers are the engine's and the plan's to the digit; the total is the server's peak RSS,
   // sampled, within the band the plan is held to.
   EXPECT_NE(v.out.find("largest gap: total"), std::string::npos) << v.out;

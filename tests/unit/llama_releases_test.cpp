@@ -5,6 +5,7 @@
 // own settings is llama.cpp's own report: model, KV and compute buffers to the byte.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -81,15 +82,26 @@ INSTANTIATE_TEST_SUITE_P(Npm, OlderRelease,
                            return std::string(param_info.param.second);
                          });
 
+// A bench run of the tiny model (made once in `dir`) on `lib`, into its own results folder
+// `dir`/`name`; its run folder.
+fs::path bench_run(const fs::path& lib, const fs::path& dir, const std::string& name) {
+  if (!fs::exists(dir / "tiny.gguf")) {
+    EXPECT_TRUE(test::write_dummy_llama(dir / "tiny.gguf", 32000));
+  }
+  const auto r = bench(lib, dir / "tiny.gguf", dir / name);
+  EXPECT_EQ(r.exit_code, 0) << r.stderr_text;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir / name, ec)) {
+    if (fs::exists(e.path() / "summary.json")) return e.path();
+  }
+  return {};
+}
+
 // The plan of bench's own settings against what each release's libllama reports it allocated.
 void expect_plan_is_the_engines_report(const fs::path& lib) {
   test::ScopedTempDir tmp("kvprof_release");
-  ASSERT_TRUE(test::write_dummy_llama(tmp.path / "tiny.gguf", 32000));
-  const auto r = bench(lib, tmp.path / "tiny.gguf", tmp.path / "results");
-  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
-  fs::path run;
-  for (const auto& e : fs::directory_iterator(tmp.path / "results"))
-    if (e.is_directory()) run = e.path();
+  const fs::path run = bench_run(lib, tmp.path, "results");
+  ASSERT_FALSE(run.empty());
   std::ifstream in(run / "summary.json");
   const auto s = nlohmann::json::parse(in);
   uint64_t model_bytes = 0;
@@ -116,6 +128,35 @@ TEST(LlamaReleases, V040IsDrivenAndPlannedToTheByte) {
 TEST(LlamaReleases, TheInstalledV050IsDrivenAndPlannedToTheByte) {
   KVPROF_REQUIRE_LLAMA_OR_SKIP(lib);
   expect_plan_is_the_engines_report(*lib);
+}
+
+// compare and validate say which release each run drove: two runs of the same settings on v0.4.0
+// and v0.5.0 differ in exactly that.
+TEST(LlamaReleases, CompareAndValidateShowEachRunsRelease) {
+  KVPROF_RELEASE_OR_SKIP(old_lib, "3.21.1");
+  KVPROF_REQUIRE_LLAMA_OR_SKIP(new_lib);
+  test::ScopedTempDir tmp("kvprof_release");
+  const fs::path a = bench_run(old_lib, tmp.path, "v040");
+  const fs::path b = bench_run(*new_lib, tmp.path, "v050");
+  ASSERT_FALSE(a.empty() || b.empty());
+  sys::CommandOptions o;
+  o.timeout = 60s;
+  auto r = sys::run_command({KVPROF_BIN, "compare", a.string(), b.string(), "--json"}, o);
+  ASSERT_TRUE(r && r->exit_code == 0) << (r ? r->stderr_text : "");
+  const auto j = nlohmann::json::parse(r->stdout_text);
+  EXPECT_NE(j.at("runs").at(0).at("engine_version").get<std::string>().find("v0.4.0"),
+            std::string::npos);
+  EXPECT_NE(j.at("runs").at(1).at("engine_version").get<std::string>().find("v0.5.0"),
+            std::string::npos);
+  std::vector<std::string> differ;
+  for (const auto& d : j.at("settings_that_differ"))
+    differ.push_back(d.at("name").get<std::string>());
+  EXPECT_NE(std::find(differ.begin(), differ.end(), "engine version"), differ.end())
+      << j.at("settings_that_differ").dump();
+  r = sys::run_command({KVPROF_BIN, "validate", a.string()}, o);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_NE(r->stdout_text.find("llamacpp 0.4.0-dev, ggml-org/llama.cpp v0.4.0"), std::string::npos)
+      << r->stdout_text << r->stderr_text;
 }
 
 }  // namespace

@@ -211,6 +211,30 @@ TEST_F(ServeE2E, ProfileEndpointReadsKvUsageFromSlots) {
     EXPECT_GT(p.peak_bytes.value_or(0), 0.0) << p.label;
 }
 
+// llama-server answers for any model name it is sent: a short name that its /v1/models does not
+// list is used, with a warning, where vLLM's refusal would stop the run (ProfileProbe's test).
+TEST_F(ServeE2E, ProfileEndpointTakesAModelNameTheServerAnswersFor) {
+  KVPROF_REQUIRE_LLAMA_OR_SKIP(lib_dir);
+  ASSERT_TRUE(s_ok);
+  ServeProcess serve(args(*lib_dir, {"-c", "1024", "-np", "1", "--alias", "tiny"}));
+  ASSERT_NE(serve.port(), 0) << serve.first_line();
+  const fs::path out = s_dir / "short-name";
+  const auto r = kvprof::test::run_kvprof(
+      "profile --endpoint " + serve.url() + " --model m_small --output-dir " + out.string() +
+      " --input-lens 32 --output-lens 4 --concurrencies 1 --n-per-condition 1 --baseline-s 0.1 "
+      "--post-warmup-s 0.1 --warmup-requests 0 --prefix-modes low --json -q");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  std::ifstream in(kvprof::test::first_run_folder(out) / "summary.json");
+  const json summary = json::parse(in, nullptr, false);
+  ASSERT_FALSE(summary.is_discarded()) << r.out;
+  EXPECT_EQ(summary["requests"]["n_errors"], 0);
+  bool warned = false;
+  for (const auto& w : summary["warnings"])
+    warned =
+        warned || w.get<std::string>().find("answers for --model 'm_small'") != std::string::npos;
+  EXPECT_TRUE(warned) << summary["warnings"].dump();
+}
+
 TEST_F(ServeE2E, ProfileLaunchPlansTheServerFromItsOwnFlags) {
   KVPROF_REQUIRE_LLAMA_OR_SKIP(lib_dir);
   ASSERT_TRUE(s_ok);

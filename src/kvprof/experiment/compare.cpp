@@ -431,6 +431,7 @@ json comparison_json(const Comparison& c) {
                     {"memory", r.memory},
                     {"model", r.model},
                     {"engine", r.engine},
+                    {"engine_version", r.engine_version},
                     {"simulated", r.simulated},
                     {"launch_command", r.launch_command},
                     {"estimate_flags", r.estimate_flags}});
@@ -466,9 +467,10 @@ std::string comparison_text(const Comparison& c) {
   std::string out;
   for (size_t i = 0; i < c.runs.size(); ++i) {
     const auto& r = c.runs[i];
-    out += fmt::format("{}  {}  ({} run, {}{}{}) {}\n",
+    out += fmt::format("{}  {}  ({} run, {}{}{}{}) {}\n",
                        static_cast<char>('A' + std::min<size_t>(i, 25)), r.id, r.kind,
                        r.model.empty() ? "?" : r.model, r.engine.empty() ? "" : ", " + r.engine,
+                       r.engine_version.empty() ? "" : " " + r.engine_version,
                        r.simulated ? ", SIMULATED" : "", r.dir.string());
   }
   out += "\nsettings that differ:\n";

@@ -168,6 +168,8 @@ json validation_json(const Validation& v) {
           {"run_dir", v.run.dir.string()},
           {"kind", v.run.kind},
           {"memory", v.run.memory},
+          {"engine", v.run.engine},
+          {"engine_version", v.run.engine_version},
           {"simulated", v.run.simulated},
           {"reference", v.reference},
           {"components", rows},
@@ -176,9 +178,12 @@ json validation_json(const Validation& v) {
 }
 
 std::string validation_text(const Validation& v) {
-  std::string out =
-      fmt::format("validate {} ({} run, {} memory{}) against {}\n", v.run.id, v.run.kind,
-                  v.run.memory, v.run.simulated ? ", SIMULATED" : "", v.reference);
+  std::string out = fmt::format(
+      "validate {} ({} run, {} memory{}{}) against {}\n", v.run.id, v.run.kind, v.run.memory,
+      v.run.engine.empty()
+          ? ""
+          : ", " + v.run.engine + (v.run.engine_version.empty() ? "" : " " + v.run.engine_version),
+      v.run.simulated ? ", SIMULATED" : "", v.reference);
   report::text::Table t({"component", "sampled GiB", "confidence", "engine GiB", "reference GiB",
                          "error", "expected", "verdict"});
   for (const auto& r : v.rows) {

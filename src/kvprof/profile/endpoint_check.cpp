@@ -87,16 +87,17 @@ void find_max_context(const client::RunOptions& run, const ServerInfo& server,
 Expected<EndpointCheck> check_endpoint(const client::RunOptions& run, const ServerInfo& server,
                                        const workload::GridOptions& grid, uint32_t timeout_ms) {
   EndpointCheck check;
+  // A name the server does not list: vLLM and SGLang refuse it, llama-server serves any name it
+  // is sent. The probe completion below asks the server, and only its refusal refuses.
+  std::string unlisted, served;
   if (!server.models.empty() && !run.model.empty() &&
       std::find(server.models.begin(), server.models.end(), run.model) == server.models.end()) {
-    std::string served;
     for (const auto& m : server.models)
       served += (served.empty() ? "" : ", ") + m;
     const auto close = closest_matches(run.model, server.models, 1);
-    return fail(ErrorKind::usage,
-                fmt::format("--model '{}' is not served at {} (it serves: {}){}", run.model,
-                            redact_secrets(server_root(run.endpoint)), served,
-                            close.empty() ? "" : "; did you mean '" + close.front() + "'?"));
+    unlisted = fmt::format("--model '{}' is not served at {} (it serves: {}){}", run.model,
+                           redact_secrets(server_root(run.endpoint)), served,
+                           close.empty() ? "" : "; did you mean '" + close.front() + "'?");
   }
 
   find_max_context(run, server, check);
@@ -139,6 +140,17 @@ Expected<EndpointCheck> check_endpoint(const client::RunOptions& run, const Serv
       check.token_prompt_refusal = refusal;
       answer = std::move(text);
     }
+  }
+  if (answer->status / 100 != 2 && !unlisted.empty()) {
+    const std::string message = server_message(answer->body);
+    return fail(ErrorKind::usage, fmt::format("{} (it answered {}{})", unlisted, answer->status,
+                                              message.empty() ? "" : ": " + message));
+  }
+  if (!unlisted.empty()) {
+    check.unlisted_model_note = fmt::format(
+        "the server lists only {} but answers for --model '{}' (as llama-server does for any "
+        "name); the run sends '{}'",
+        served, run.model, run.model);
   }
   if (answer->status / 100 != 2) {
     const std::string message = server_message(answer->body);

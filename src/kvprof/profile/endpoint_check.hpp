@@ -25,10 +25,14 @@ struct EndpointCheck {
   std::optional<uint64_t> max_context_tokens;  // the server's limit on prompt + output tokens
   std::string max_context_source;  // where it came from, e.g. "/v1/models max_model_len"
   double probe_ms = 0;             // how long the accepted probe completion took
+  // Set when --model is not a name the server lists but the server answered for it anyway.
+  std::string unlisted_model_note;
 };
 
 // Probes `run`'s endpoint as the grid `grid` will use it. Errors: usage (exit 2) when --model is
-// not one the server lists, or the grid's longest request (input + output) is longer than the
+// not one the server lists and the server refuses the probe for it (a server that answers for
+// any name, as llama-server does, is used with it: unlisted_model_note says so), or the grid's
+// longest request (input + output) is longer than the
 // server's max context; network (exit 1) when the probe completion gets no answer or a status
 // other than 2xx (404, 401/403, 400, 5xx...), naming the status and the server's message. A 400
 // to token IDs followed by a 2xx to a text prompt is no error: use_text_prompts is set.

@@ -229,6 +229,7 @@ Expected<void> probe_and_prepare(Run& run) {
   if (auto ok = client::validate(config.run, run.requests); !ok) return ok;
   auto check = check_endpoint(config.run, *server, config.grid);
   if (!check) return std::unexpected(check.error());
+  if (!check->unlisted_model_note.empty()) run.warnings.add(check->unlisted_model_note);
   if (check->use_text_prompts) {
     config.grid.prompt_format = workload::PromptFormat::text;
     if (auto ok = run.make_requests(); !ok) return ok;

@@ -163,6 +163,7 @@ void read_profile(const json& s, RunSummary& r) {
   r.memory = "GPU";
   r.model = text(path(s, {"model_info", "name"}));
   r.engine = text(path(s, {"engine_metadata", "engine_type"}));
+  r.engine_version = text(path(s, {"engine_metadata", "engine_version"}));
   const json* mm = member(&s, "memory_measurements");
   std::map<unsigned, GpuMemory> gpus;
   for (const char* point : {"baseline", "post_warmup", "peak"}) {
@@ -252,6 +253,11 @@ void read_bench(const json& s, RunSummary& r) {
   // The engine's name as profile writes it; the first bench layout had only "engine.name".
   r.engine = text(path(s, {"engine_metadata", "engine_type"}));
   if (r.engine.empty()) r.engine = text(path(s, {"engine", "name"}));
+  r.engine_version = text(path(s, {"engine_metadata", "engine_version"}));
+  if (const auto release = text(path(s, {"engine", "library", "llama_cpp_release"}));
+      !release.empty()) {
+    r.engine_version += (r.engine_version.empty() ? "" : ", ") + release;
+  }
   // The capture points as profile writes them (baseline: loaded and idle); the first layout had
   // only the phases, of which before_load stood for the baseline.
   r.baseline_bytes = bytes(path(s, {"memory_measurements", "baseline", "total_bytes"}));
@@ -339,6 +345,8 @@ Expected<RunSummary> read_documents(const json& s, const json& manifest, const f
     read_profile(s, r);
   }
   if (const json* conf = member(&manifest, "configuration")) flatten(*conf, "", 0, r.settings);
+  // Two runs of different releases differ in this setting (compare lists it).
+  if (!r.engine_version.empty()) r.settings["engine version"] = r.engine_version;
   if (r.estimate_flags.empty()) {
     r.estimate_flags = text(path(manifest, {"configuration", "estimate_flags"}));
   }

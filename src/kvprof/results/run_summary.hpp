@@ -61,6 +61,9 @@ struct RunSummary {
   std::string memory;  // what was sampled: "GPU" or "host RSS"
   std::string model;
   std::string engine;
+  // The engine's release as the run saw it: the server's /version, llama.cpp's own version and the
+  // release its package was built from ("0.5.0-dev, ggml-org/llama.cpp v0.5.0"); empty: unknown.
+  std::string engine_version;
   bool simulated = false;
   bool interrupted = false;  // stopped by Ctrl-C or a signal before its grid ended
   // "completed", "partial" (some requests failed), "interrupted", "failed" (nothing answered,
