@@ -1,6 +1,7 @@
 // Black-box tests of `kvprof make-gguf`: a file written and readable, the JSON summary, exit 2 for
 // an unsupported architecture or type, exit 1 and no file at all for an unwritable path.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -94,6 +95,18 @@ TEST_F(CliMakeGguf, UnwritablePathIsOneLineExit1AndNoFile) {
   for ([[maybe_unused]] const auto& e : fs::recursive_directory_iterator(m_dir))
     ++entries;
   EXPECT_EQ(entries, 0U);
+}
+
+// -o naming a device or a pipe (-o /dev/null, as root) is refused: the file is renamed into
+// place, which would replace it with a regular file.
+TEST_F(CliMakeGguf, AnOutputThatIsNotARegularFileIsRefusedAndLeftAsItWas) {
+  const fs::path fifo = m_dir / "pipe";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const auto r = run("make-gguf -m qwen2.5-0.5b -o " + fifo.string());
+  EXPECT_EQ(r.rc, 2) << r.out;
+  EXPECT_NE(r.out.find("is not a regular file"), std::string::npos) << r.out;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
+  EXPECT_TRUE(fs::is_fifo(fifo));
 }
 
 }  // namespace

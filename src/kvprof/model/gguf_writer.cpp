@@ -239,6 +239,15 @@ Expected<void> GgufWriter::write(const std::filesystem::path& path, const GgufFi
   }
   head.resize(align_up(head.size(), m_alignment_bytes), 0);
 
+  // The file is renamed into place: an existing device or pipe (-o /dev/null) would be replaced.
+  std::error_code st_ec;
+  const auto st = std::filesystem::status(path, st_ec);
+  if (!st_ec && std::filesystem::exists(st) && !std::filesystem::is_regular_file(st)) {
+    return fail(ErrorKind::usage,
+                fmt::format("cannot write '{}': it exists and is not a regular file (a GGUF is "
+                            "written to a new file and renamed into place)",
+                            path.string()));
+  }
   const std::filesystem::path tmp = path.string() + fmt::format(".tmp.{}", ::getpid());
   const auto io_error = [&](std::string_view what, int err) {
     std::error_code ignored;
