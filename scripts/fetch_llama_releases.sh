@@ -2,12 +2,13 @@
 # Fetches older prebuilt libllama releases (npm's @node-llama-cpp/linux-x64, one folder per package
 # version under .deps/llama/releases/) for the tests that check which llama.cpp releases kvprof
 # drives and refuses. The packages and the llama.cpp release each was built from:
-#   3.1.1  b3889 (Oct 2024)   3.10.0 b5640 (Jun 2025)   3.16.2 b8121   3.21.1 v0.4.0
+#   3.1.1 b3889 (Oct 2024)  3.6.0 b4753  3.10.0 b5640 (Jun 2025)  3.13.0 b6431  3.16.2 b8121
+#   3.21.1 v0.4.0 (b10809)
 # KVPROF_LLAMA_RELEASES overrides the list. Skipped for a version already there; a warning, not a
 # failure, when npm or the registry is missing (the tests that need them then fail and say so).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-releases=${KVPROF_LLAMA_RELEASES:-"3.1.1 3.10.0 3.16.2 3.21.1"}
+releases=${KVPROF_LLAMA_RELEASES:-"3.1.1 3.6.0 3.10.0 3.13.0 3.16.2 3.21.1"}
 package=@node-llama-cpp/linux-x64
 if ! command -v npm >/dev/null 2>&1; then
   echo "warning: npm is missing, so the older libllama releases were not fetched" >&2

@@ -30,9 +30,12 @@ TEST(CliEstimateVersion, UnknownReleaseIsAUsageError) {
   const auto other = kvprof::test::run_kvprof("estimate --engine sglang --engine-version 0.7");
   EXPECT_EQ(other.rc, 2) << other.out;
   EXPECT_NE(other.out.find("not a modelled SGLang release"), std::string::npos) << other.out;
-  const auto llama = kvprof::test::run_kvprof("estimate --engine llamacpp --engine-version 0.5");
+  const auto llama = kvprof::test::run_kvprof("estimate --engine llamacpp --engine-version master");
   EXPECT_EQ(llama.rc, 2) << llama.out;
-  EXPECT_NE(llama.out.find("without versions"), std::string::npos) << llama.out;
+  EXPECT_NE(llama.out.find("names no llama.cpp release"), std::string::npos) << llama.out;
+  const auto hf = kvprof::test::run_kvprof("estimate --engine hf --engine-version 4.50");
+  EXPECT_EQ(hf.rc, 2) << hf.out;
+  EXPECT_NE(hf.out.find("without versions"), std::string::npos) << hf.out;
 }
 
 TEST(CliEstimateVersion, SglangAndTensorRtLlmReleasesToo) {

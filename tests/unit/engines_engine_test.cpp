@@ -76,17 +76,20 @@ TEST(EngineRegistry, OneRowOfFunctionsPerEngineAgreeingWithItsIdentity) {
 TEST(EngineRegistry, ReleasesGoToTheEnginesOwnTable) {
   EXPECT_EQ(parse_engine_version(Engine::vllm, "v0.10.1").value(), "v0.10");
   EXPECT_EQ(parse_engine_version(Engine::trtllm, "1.1.0rc3").value(), "1.x");
-  EXPECT_EQ(parse_engine_version(Engine::llamacpp, "").value(), "");
+  EXPECT_EQ(parse_engine_version(Engine::llamacpp, "").value(), "v0.5.0 (b11146)");
+  EXPECT_EQ(parse_engine_version(Engine::llamacpp, "b5640").value(), "b5640");
   const auto none = parse_engine_version(Engine::hf, "4.50");
   ASSERT_FALSE(none.has_value());
   EXPECT_EQ(none.error().message,
-            "--engine-version applies to --engine vllm, sglang or trtllm; kvprof models hf "
-            "without versions");
+            "--engine-version applies to --engine vllm, sglang, trtllm or llamacpp; kvprof models "
+            "hf without versions");
   estimate::EngineSettings s;
   s.engine = Engine::sglang;
   s.engine_version = "no such release";
   EXPECT_EQ(modelled_engine_version(s), parse_engine_version(Engine::sglang, "").value());
   s.engine = Engine::llamacpp;
+  EXPECT_EQ(modelled_engine_version(s), "v0.5.0 (b11146)");
+  s.engine = Engine::hf;
   EXPECT_EQ(modelled_engine_version(s), "(no version pinned)");
 }
 

@@ -46,6 +46,32 @@ TEST(LaunchCommand, LlamaServerLeftAtOneSlotRunsFourSharingOneCache) {
   EXPECT_TRUE(kept->settings.flash_attn);  // a bare -fa is on
 }
 
+// The server's release decides its defaults: one slot before b6925, the model's own context from
+// b7407 (said, as --fit is not planned).
+TEST(LaunchCommand, TheServersReleaseDecidesItsSlotsAndItsContext) {
+  estimate::EngineSettings base;
+  base.engine_version = "b5640";
+  const auto old = read_launch_command("llama-server -m m.gguf", base);
+  ASSERT_TRUE(old.has_value());
+  EXPECT_EQ(old->settings.n_parallel, 1U);
+  EXPECT_FALSE(old->settings.kv_unified);
+  base.engine_version = "b7000";
+  const auto late_2025 = read_launch_command("llama-server -m m.gguf", base);
+  ASSERT_TRUE(late_2025.has_value());
+  EXPECT_EQ(late_2025->settings.n_parallel, 4U);
+  EXPECT_NE(late_2025->notes.back().find("from b6925"), std::string::npos);
+  std::string notes;
+  for (const auto& n : late_2025->notes)
+    notes += n + "\n";
+  EXPECT_NE(notes.find("planned with 4096 cells, llama-server's default"), std::string::npos)
+      << notes;
+  base.engine_version = "b8121";
+  const auto newer = read_launch_command("llama-server -m m.gguf", base);
+  ASSERT_TRUE(newer.has_value());
+  EXPECT_NE(newer->notes.front().find("model's own context (from b7407)"), std::string::npos)
+      << newer->notes.front();
+}
+
 TEST(LaunchCommand, KvprofServeSlotsAsLlamaServerGivenNp) {
   const auto r = read_launch_command(
       "cd /tmp && exec ./build/src/kvprof serve -m tiny.gguf --ctx-size 2048 --parallel 3 "

@@ -161,7 +161,8 @@ TEST(EngineVersion, EveryEngineNamesItsModelledRelease) {
   EXPECT_EQ(parse_engine_version(engines::Engine::trtllm, "1.2.1").value(), "1.x");
   EXPECT_EQ(parse_engine_version(engines::Engine::trtllm, "").value(), "1.x");
   EXPECT_FALSE(parse_engine_version(engines::Engine::trtllm, "0.21").has_value());
-  const auto llama = parse_engine_version(engines::Engine::llamacpp, "b5000");
+  EXPECT_EQ(parse_engine_version(engines::Engine::llamacpp, "b5000").value(), "b5000");
+  const auto llama = parse_engine_version(engines::Engine::llamacpp, "master");
   ASSERT_FALSE(llama.has_value());
   EXPECT_EQ(llama.error().kind, ErrorKind::usage);
   EngineSettings s;

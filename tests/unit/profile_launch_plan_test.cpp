@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include "support/serve_process.hpp"
 
@@ -97,6 +98,39 @@ TEST_F(PlanFromProps, NoPlanWithoutALocalModelOrASlotContext) {
   const auto one = plan_from_props(props(1, 1024), grid(), nullptr, 0);
   ASSERT_TRUE(one) << one.error().message;
   EXPECT_EQ(kv_cells(*one), 1024U);
+}
+
+// The server's release, from /props's build_info or what llama-server --version says, is the
+// release the plan follows: b5640 had flash attention off by default and one slot.
+TEST_F(PlanFromProps, TheServersReleaseIsPlanned) {
+  ASSERT_TRUE(s_ok);
+  auto p = props(1, 4096);
+  p.build = "b5640-2e89f76";
+  const auto plan = plan_from_props(p, grid(), nullptr, 0);
+  ASSERT_TRUE(plan) << plan.error().message;
+  EXPECT_EQ(plan->assumptions.at("engine_version_modelled"), "b5640");
+  EXPECT_EQ(plan->assumptions.at("settings").at("flash_attn").at("value"), "off");
+
+  // llama-server --version prints "version: N (commit)" and its compiler on stderr.
+  const fs::path bin = s_dir / "bin";
+  fs::create_directories(bin);
+  {
+    std::ofstream script(bin / "llama-server");
+    script << "#!/bin/sh\necho 'version: 5640 (2e89f76)' >&2\n"
+              "echo 'built with cc (Debian 12.2.0-14) 12.2.0 for x86_64-linux-gnu' >&2\n";
+  }
+  fs::permissions(bin / "llama-server", fs::perms::owner_all);
+  const auto launched = plan_from_launch(
+      (bin / "llama-server").string() + " -m " + (s_dir / "tiny.gguf").string() + " -c 4096",
+      grid(), nullptr, 0);
+  ASSERT_TRUE(launched) << launched.error().message;
+  EXPECT_EQ(launched->assumptions.at("engine_version_modelled"), "b5640");
+  EXPECT_EQ(launched->estimate.settings.n_parallel, 1U);  // no 4 slots before b6925
+  // A server that does not answer --version is planned at the newest release.
+  const auto plain =
+      plan_from_launch("llama-server -m " + (s_dir / "tiny.gguf").string(), grid(), nullptr, 0);
+  ASSERT_TRUE(plain) << plain.error().message;
+  EXPECT_EQ(plain->assumptions.at("engine_version_modelled"), "v0.5.0 (b11146)");
 }
 
 }  // namespace

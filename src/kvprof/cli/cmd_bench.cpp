@@ -96,6 +96,8 @@ bench::EstimateWith estimate_with(const std::string& flags, const std::string& m
       return fail(ErrorKind::usage,
                   "--estimate-with: bench runs llama.cpp; its plan needs --engine llamacpp");
     }
+    // bench keeps libllama's default outputs (every token of the ubatch), not llama-server's.
+    if (input) input->settings.llamacpp_outputs_per_slot = false;
     return input;
   };
   return w;

@@ -141,6 +141,7 @@ estimate::EstimateInput build_estimate_input(const EstimateOptions& o) {
   }
   // auto: llama.cpp turns it on where the backend supports it, as CUDA and the CPU do.
   s.flash_attn = fa != "off" && fa != "0";
+  s.flash_attn_auto = fa == "auto";
   s.n_parallel = std::max<uint32_t>(o.n_parallel, 1);
   s.n_ubatch = std::max<uint32_t>(o.n_ubatch, 1);
   s.n_batch = std::max<uint32_t>(o.n_batch, 1);
@@ -270,7 +271,8 @@ void add_estimate_options(CLI::App* cmd, EstimateOptions& o) {
   eng->add_option("--n-cpu-moe,--ncmoe", o.n_cpu_moe,
                   "llama.cpp --n-cpu-moe N: the experts of the first N layers stay in host memory");
   eng->add_option("--flash-attn,--fa", o.flash_attn,
-                  "llama.cpp -fa: on | off | auto (a bare -fa is on)")
+                  "llama.cpp -fa: on | off | auto (on from b6325, when auto became the default; "
+                  "off before)")
       ->capture_default_str();
   eng->add_option("--parallel,--np", o.n_parallel, "llama.cpp -np: slots")->capture_default_str();
   eng->add_option("--ubatch-size", o.n_ubatch, "llama.cpp -ub")->capture_default_str();

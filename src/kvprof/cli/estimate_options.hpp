@@ -48,7 +48,7 @@ struct EstimateOptions {
   std::vector<std::string> override_tensor;  // -ot PATTERN=BUFT[,...], each flag adding
   bool cpu_moe = false;                      // --cpu-moe
   std::optional<uint32_t> n_cpu_moe;         // --n-cpu-moe N
-  std::string flash_attn = "on";
+  std::string flash_attn = "auto";
   uint32_t n_parallel = 1;
   uint32_t n_ubatch = 512;
   uint32_t n_batch = 2048;

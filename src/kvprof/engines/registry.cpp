@@ -7,6 +7,7 @@
 
 #include "kvprof/engines/hf/hf.hpp"
 #include "kvprof/engines/llamacpp/llamacpp.hpp"
+#include "kvprof/engines/llamacpp/releases.hpp"
 #include "kvprof/engines/sglang/releases.hpp"
 #include "kvprof/engines/sglang/sglang.hpp"
 #include "kvprof/engines/tgi/tgi.hpp"
@@ -31,6 +32,12 @@ Expected<std::string> parse_sglang_release(std::string_view text) {
   return std::string((*rules)->name);
 }
 
+Expected<std::string> parse_llamacpp_release_name(std::string_view text) {
+  auto release = parse_llamacpp_release(text);
+  if (!release) return std::unexpected(release.error());
+  return release->name;
+}
+
 // In the order of the enum.
 constexpr std::array<EngineFunctions, 7> k_rows{{
     {Engine::unknown, nullptr, nullptr, nullptr, nullptr, nullptr},
@@ -39,8 +46,8 @@ constexpr std::array<EngineFunctions, 7> k_rows{{
     {Engine::sglang, &estimate_sglang, &parse_sglang_release, &sglang_log_reader,
      &read_sglang_metrics, &read_sglang_command},
     {Engine::trtllm, &estimate_trtllm, &parse_trtllm_version, &trtllm_log_reader, nullptr, nullptr},
-    {Engine::llamacpp, &estimate_llamacpp, nullptr, &llamacpp_log_reader, &read_llamacpp_metrics,
-     &read_llamacpp_command},
+    {Engine::llamacpp, &estimate_llamacpp, &parse_llamacpp_release_name, &llamacpp_log_reader,
+     &read_llamacpp_metrics, &read_llamacpp_command},
     {Engine::hf, &estimate_hf, nullptr, nullptr, nullptr, nullptr},
     {Engine::tgi, nullptr, nullptr, nullptr, &read_tgi_metrics, nullptr},
 }};
@@ -118,9 +125,9 @@ std::string engine_versions_help() {
   return fmt::format(
       "Release whose memory rules to follow (default: vLLM v0.19, the newest checked against "
       "public startups; SGLang and TensorRT-LLM: the newest modelled). vLLM: {}. SGLang: {}. "
-      "TensorRT-LLM: 1.x. A patch release (v0.7.3, 0.4.7.post1) takes the rules of the row that "
-      "covers it",
-      vllm_supported_versions(), sglang_supported_versions());
+      "TensorRT-LLM: 1.x. llama.cpp: a build (b5640) or version (v0.4.0), rows {}. A patch "
+      "release (v0.7.3, 0.4.7.post1) takes the rules of the row that covers it",
+      vllm_supported_versions(), sglang_supported_versions(), llamacpp_supported_releases());
 }
 
 enginelog::ParseOptions log_parse_options(Engine engine) {

@@ -54,7 +54,11 @@ struct EngineSettings {
   std::vector<double> tensor_split;      // -ts: each GPU's share of the layers (empty: one GPU)
   // -ot, --cpu-moe, --n-cpu-moe: in the order given, the first match wins.
   std::vector<TensorOverride> tensor_overrides;
-  bool flash_attn = true;   // -fa
+  bool flash_attn = true;       // -fa
+  bool flash_attn_auto = true;  // -fa auto or none: the release's default decides
+  // One output per slot in the reserved graph, as llama-server (from b9460) and kvprof serve do;
+  // false: libllama's default of every token (kvprof bench).
+  bool llamacpp_outputs_per_slot = true;
   uint32_t n_parallel = 1;  // -np slots
   uint32_t n_ubatch = 512;
   uint32_t n_batch = 2048;   // -b

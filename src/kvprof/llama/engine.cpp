@@ -139,6 +139,10 @@ Expected<std::unique_ptr<LlamaContext>> LlamaContext::create(LlamaModel& model,
   params.n_threads = threads;
   params.n_threads_batch = threads;
   params.kv_unified = settings.kv_unified;
+  if (settings.n_outputs_max > 0) {
+    params.n_outputs_max = settings.n_outputs_max;
+    params.n_outputs_max_per_seq = 1;
+  }
   params.swa_full = settings.swa_full;
   params.no_perf = false;
   std::unique_ptr<LlamaContext> ctx(new LlamaContext());

@@ -44,6 +44,9 @@ struct LlamaSettings {
   bool kv_unified = true;                   // one KV buffer shared by every sequence
   bool swa_full = false;  // --swa-full: sliding-window layers keep all n_ctx cells (llama-server's
                           // default is off)
+  // Outputs one decode may have (n_outputs_max, one per sequence): llama-server's -np, which
+  // sizes the reserved graph's logits; 0 keeps libllama's default (n_batch).
+  uint32_t n_outputs_max = 0;
 };
 
 // The model as llama.cpp describes it after loading.

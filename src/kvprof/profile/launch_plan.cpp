@@ -3,7 +3,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <set>
 
@@ -11,17 +14,64 @@
 #include "kvprof/engines/registry.hpp"
 #include "kvprof/gpu/gpu_catalog.hpp"
 #include "kvprof/model/resolve.hpp"
+#include "kvprof/sys/host_info.hpp"
+#include "kvprof/sys/subprocess.hpp"
 #include "kvprof/util/redact.hpp"
 #include "kvprof/util/shell.hpp"
 #include "kvprof/util/units.hpp"
 
 namespace kvprof::profile {
 
+namespace {
+
+// What `llama-server --version` says of its build ("version: 7166 (eec1e33a9)"); empty when the
+// program is not there or says nothing in 5 s.
+std::string ask_llama_server_version(std::string_view command) {
+  const auto words = split_shell_words(command);
+  if (!words) return {};
+  const auto it = std::find_if(words->begin(), words->end(), [](const std::string& w) {
+    return std::filesystem::path(w).filename() == "llama-server";
+  });
+  if (it == words->end()) return {};
+  const char* path_env = std::getenv("PATH");
+  const std::string& program = *it;
+  const auto path = program.find('/') != std::string::npos
+                        ? std::optional<std::string>(program)
+                        : sys::find_executable(program, path_env != nullptr ? path_env : "");
+  if (!path) return {};
+  sys::CommandOptions o;
+  o.timeout = std::chrono::seconds(5);
+  o.max_output_bytes = 64 << 10;
+  const auto r = sys::run_command({*path, "--version"}, o);
+  if (!r || r->timed_out) return {};
+  return sys::pick_version_line(r->stdout_text, r->stderr_text).value_or("");
+}
+
+}  // namespace
+
 Expected<LaunchPlan> plan_from_launch(std::string_view command, const workload::GridOptions& grid,
-                                      gpu::MemorySource* memory, unsigned gpu_index) {
+                                      gpu::MemorySource* memory, unsigned gpu_index,
+                                      std::string_view engine_version) {
+  // The server's release: as given, else what llama-server says of itself; the reading of its
+  // flags follows that release's defaults (slots, context).
+  std::string release(engine_version);
+  if (release.empty()) release = ask_llama_server_version(command);
   auto reading = engines::read_launch_command(command);
   if (!reading) {
     return fail(ErrorKind::not_found, "kvprof does not read this server's flags");
+  }
+  if (!release.empty()) {
+    if (auto v = engines::parse_engine_version(reading->settings.engine, release)) {
+      estimate::EngineSettings base;
+      base.engine_version = *v;
+      reading = engines::read_launch_command(command, base);
+      reading->given.insert("engine-version");
+    } else {
+      reading->notes.push_back(
+          fmt::format("the server's release '{}' is not one kvprof reads: planned with the "
+                      "newest rules",
+                      release.substr(0, 80)));
+    }
   }
   std::error_code ec;
   if (reading->model.empty() || !std::filesystem::exists(reading->model, ec)) {
@@ -75,12 +125,27 @@ Expected<LaunchPlan> plan_from_launch(std::string_view command, const workload::
 
 namespace {
 
-// The llama-server command /props describes: its model, `slots` slots of `slot_ctx` tokens, the
+// kvprof serve names itself in /props's build_info: "kvprof 0.1.0 (libllama 0.5.0-dev)".
+bool is_kvprof_serve(const PropsFacts& props) {
+  return props.build.starts_with("kvprof ");
+}
+
+// The release /props states: llama-server's build_info ("b6527-a1b2c3d"), or the libllama
+// behind kvprof serve.
+std::string props_release(const PropsFacts& props) {
+  if (!is_kvprof_serve(props)) return props.build;
+  const size_t at = props.build.find("(libllama ");
+  if (at == std::string::npos) return {};
+  const std::string rest = props.build.substr(at + 10);
+  return rest.substr(0, rest.find(')'));
+}
+
+// The server command /props describes: its model, `slots` slots of `slot_ctx` tokens, the
 // cells shared by the slots (`shared`) or split between them.
-std::string props_command(const std::string& model_path, uint64_t slot_ctx, uint32_t slots,
-                          bool shared) {
-  return fmt::format("llama-server -m {} -c {} -np {} {}", shell_quote(model_path),
-                     shared ? slot_ctx : slot_ctx * slots, slots,
+std::string props_command(const PropsFacts& props, uint64_t slot_ctx, uint32_t slots, bool shared) {
+  return fmt::format("{} -m {} -c {} -np {} {}",
+                     is_kvprof_serve(props) ? "kvprof serve" : "llama-server",
+                     shell_quote(props.model_path), shared ? slot_ctx : slot_ctx * slots, slots,
                      shared ? "--kv-unified" : "--no-kv-unified");
 }
 
@@ -114,8 +179,8 @@ Expected<LaunchPlan> plan_from_props(const PropsFacts& props, const workload::Gr
   const uint64_t slot_ctx = *props.slot_context_tokens;
   const uint32_t slots = props.total_slots.value_or(1);
   const auto plan_of = [&](bool shared) {
-    return plan_from_launch(props_command(props.model_path, slot_ctx, slots, shared), grid, memory,
-                            gpu_index);
+    return plan_from_launch(props_command(props, slot_ctx, slots, shared), grid, memory, gpu_index,
+                            props_release(props));
   };
   std::string how;
   Expected<LaunchPlan> plan = fail(ErrorKind::not_found, "");

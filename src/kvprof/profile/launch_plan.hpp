@@ -29,11 +29,16 @@ struct LaunchPlan {
 // concurrencies of `grid`, when kvprof can make one: an engine's server, its model a local file
 // or folder kvprof reads, a GPU `memory` names that the catalog has (or llama.cpp on the CPU).
 // A not_found error saying why not otherwise ("the launch names no local model file").
+// `engine_version`: the server's release when known (a llama.cpp build from its /props or log);
+// otherwise a llama-server is asked with `--version` (5 s), and other engines are planned at
+// the release --engine-version defaults to.
 Expected<LaunchPlan> plan_from_launch(std::string_view command, const workload::GridOptions& grid,
-                                      gpu::MemorySource* memory, unsigned gpu_index);
+                                      gpu::MemorySource* memory, unsigned gpu_index,
+                                      std::string_view engine_version = {});
 
 // The plan of a llama.cpp server at an endpoint from what its /props states: the model file
-// (model_path, when this host can read it), the slots and each slot's context. A cache the slots
+// (model_path, when this host can read it), the slots and each slot's context, its release
+// (build_info: llama-server's build, or kvprof serve's libllama). A cache the slots
 // share (-kvu) and split slots answer alike; kvprof serve's own figures (its cells, its KV
 // buffer) tell them apart, and without them the plan is of split slots (the larger cache), said
 // in a note with what a shared one would hold. not_found saying why there is no plan otherwise.

@@ -242,7 +242,11 @@ Expected<std::unique_ptr<LlamaBackend>> LlamaBackend::start(const LlamaBackendOp
   auto model = llama::LlamaModel::load(impl->lib, options.engine);
   if (!model) return std::unexpected(model.error());
   impl->model = std::move(*model);
-  auto ctx = llama::LlamaContext::create(*impl->model, options.engine);
+  // One output per slot, as llama-server reserves its graph (a step decodes at most one token
+  // with logits per slot).
+  llama::LlamaSettings engine = options.engine;
+  engine.n_outputs_max = std::max(1U, engine.n_seq_max);
+  auto ctx = llama::LlamaContext::create(*impl->model, engine);
   if (!ctx) return std::unexpected(ctx.error());
   impl->ctx = std::move(*ctx);
   BatcherSettings bs;

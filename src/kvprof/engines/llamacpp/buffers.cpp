@@ -27,7 +27,6 @@ namespace {
 using model::AttentionKind;
 using model::ModelSpec;
 
-constexpr uint32_t k_kv_pad_cells = 256;  // llama_kv_cache pads its size to 256 cells
 constexpr uint32_t k_type_q4_0 = 2;
 constexpr uint32_t k_type_q4_k = 12;
 constexpr uint32_t k_type_iq4_nl = 20;
@@ -213,12 +212,21 @@ uint64_t cell_bytes(const ModelSpec& m, AttentionKind kind, const LlamaCppSettin
   return ggml_row_bytes(s.type_k, width) + ggml_row_bytes(s.type_v, width);
 }
 
+// KV streams: one per sequence unless the cache is unified (or the release has no streams).
+uint32_t kv_streams(const LlamaCppSettings& s) {
+  return s.kv_unified || !s.release->kv_streams ? 1 : std::max(1U, s.n_seq_max);
+}
+
 void place_kv(const ModelSpec& m, const LlamaCppSettings& s, LlamaCppPlan& plan) {
+  const LlamaCppReleaseRules& r = *s.release;
   const uint32_t n_seq = std::max(1U, s.n_seq_max);
-  const uint32_t n_stream = s.kv_unified ? 1 : n_seq;
-  const uint32_t cells_per_stream =
-      static_cast<uint32_t>(pad_to(s.n_ctx / n_stream, k_kv_pad_cells));
-  plan.n_ctx_seq = s.kv_unified ? s.n_ctx : s.n_ctx / n_stream;
+  const uint32_t n_stream = kv_streams(s);
+  const uint32_t pad = s.flash_attn ? r.kv_pad_cells_fa : r.kv_pad_cells_no_fa;
+  // Early releases padded the whole context; later ones each stream's share of it.
+  const uint32_t cells_per_stream = n_stream == 1
+                                        ? static_cast<uint32_t>(pad_to(s.n_ctx, pad))
+                                        : static_cast<uint32_t>(pad_to(s.n_ctx / n_stream, pad));
+  plan.n_ctx_seq = n_stream == 1 ? s.n_ctx : s.n_ctx / n_stream;
   plan.kv_cells = cells_per_stream * n_stream;
   uint32_t window = 0;
   for (const auto& l : m.layers) {
@@ -226,10 +234,12 @@ void place_kv(const ModelSpec& m, const LlamaCppSettings& s, LlamaCppPlan& plan)
       window = std::max(window, l.window_tokens);
   }
   uint32_t swa_per_stream = cells_per_stream;
-  if (!s.swa_full && window > 0) {
-    const uint64_t want = uint64_t{window} * (s.kv_unified ? n_seq : 1) + plan.n_ubatch;
+  if (!s.swa_full && r.swa_cache && window > 0) {
+    const uint64_t want = uint64_t{window} * (n_stream == 1 ? n_seq : 1) + plan.n_ubatch;
+    // Padded like the cache until b6975, to 256 since.
+    const uint32_t swa_pad = r.kv_pad_cells_fa == 1 ? 1 : pad;
     swa_per_stream =
-        static_cast<uint32_t>(std::min<uint64_t>(cells_per_stream, pad_to(want, k_kv_pad_cells)));
+        static_cast<uint32_t>(std::min<uint64_t>(cells_per_stream, pad_to(want, swa_pad)));
   }
   plan.kv_cells_swa = swa_per_stream * n_stream;
   // Recurrent layers keep one state per sequence (f32 conv + ssm state).
@@ -257,6 +267,31 @@ void place_kv(const ModelSpec& m, const LlamaCppSettings& s, LlamaCppPlan& plan)
   }
 }
 
+// The outputs the worst-case graph is reserved for: llama-server's one per slot (releases that
+// limit them), else every token of the ubatch (libllama's default n_outputs_max = n_batch).
+uint32_t reserved_outputs(const LlamaCppSettings& s, uint32_t n_ubatch) {
+  if (s.outputs_per_slot && s.release->server_outputs_per_slot)
+    return std::min(n_ubatch, std::max(1U, s.n_seq_max));
+  return n_ubatch;
+}
+
+// The tokens of the reserved graph: the ubatch, made a multiple of the slots as the release
+// does (llama_context::graph_reserve).
+uint32_t reserved_tokens(const LlamaCppSettings& s, uint32_t n_ubatch) {
+  using Rounding = LlamaCppReleaseRules::Rounding;
+  const uint32_t n_seq = std::max(1U, s.n_seq_max);
+  if (n_ubatch % n_seq == 0) return n_ubatch;
+  switch (s.release->reserve_rounding) {
+    case Rounding::none:
+      return n_ubatch;
+    case Rounding::down:
+      return std::max(n_seq, n_ubatch / n_seq * n_seq);
+    case Rounding::up:
+      return (n_ubatch + n_seq - 1) / n_seq * n_seq;
+  }
+  return n_ubatch;
+}
+
 struct Stage {
   const char* name;
   uint64_t bytes_per_token;
@@ -280,7 +315,7 @@ void place_compute(const ModelSpec& m, const LlamaCppSettings& s, LlamaCppPlan& 
     return (l.attention == AttentionKind::sliding || l.attention == AttentionKind::chunked) &&
            l.window_tokens > 0;
   });
-  const uint32_t n_stream = s.kv_unified ? 1 : std::max(1U, s.n_seq_max);
+  const uint32_t n_stream = kv_streams(s);
   const uint64_t n_kv = (has_full ? plan.kv_cells : plan.kv_cells_swa) / n_stream;
   // A model with both kinds of layer keeps a second mask for the sliding-window cells.
   const uint64_t mask_bytes = s.flash_attn ? 2 : 4;
@@ -321,13 +356,20 @@ void place_compute(const ModelSpec& m, const LlamaCppSettings& s, LlamaCppPlan& 
     plan.compute_stage = st.name;
     // On the CPU the whole graph is one allocation: replay ggml's allocator over it.
     LlamaGraphShape g;
-    g.n_tokens = plan.n_ubatch;
+    g.n_tokens = reserved_tokens(s, plan.n_ubatch);
     g.n_stream = n_stream;
     g.n_kv = plan.kv_cells / n_stream;
     g.n_kv_swa = plan.kv_cells_swa / n_stream;
     g.flash_attn = s.flash_attn;
     g.type_k = s.type_k;
     g.type_v = s.type_v;
+    g.n_outputs = std::min(g.n_tokens, reserved_outputs(s, plan.n_ubatch));
+    if (s.release->outputs_follow_rounding) g.n_outputs = g.n_tokens;
+    g.mask_f16 = s.release->mask_f16;
+    g.mask_pad_tokens = s.release->mask_pad_tokens;
+    g.legacy_graph = !s.release->set_rows;
+    g.glu_op = s.release->glu_op;
+    g.embd_input = s.release->embd_input;
     if (const auto bytes = llamacpp_cpu_compute_bytes(m, g)) {
       plan.compute.host_bytes = *bytes;
       plan.compute_stage = "graph";

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "kvprof/engines/llamacpp/releases.hpp"
 #include "kvprof/estimate/settings.hpp"
 #include "kvprof/model/model_spec.hpp"
 #include "kvprof/util/error.hpp"
@@ -43,6 +44,12 @@ struct LlamaCppSettings {
   std::vector<double> tensor_split;
   // -ot / --cpu-moe / --n-cpu-moe: tensors placed by name before -ngl decides (first match).
   std::vector<estimate::TensorOverride> tensor_overrides;
+  // The release whose rules apply (releases.hpp): padding, streams, the reserved graph.
+  const LlamaCppReleaseRules* release = &llamacpp_latest_release();
+  // The program limits the graph to one output per slot (n_outputs_max = -np), as llama-server
+  // does on releases that have the limit, and kvprof serve; false keeps libllama's default of
+  // every token of the ubatch (kvprof bench, node-llama-cpp).
+  bool outputs_per_slot = false;
 };
 
 // One GPU's buffers when layers are split over several (-ts).

@@ -71,6 +71,7 @@ class Builder {
  public:
   Builder(const ModelSpec& m, const LlamaGraphShape& s, Arch a) : m_m(m), m_s(s), m_a(a) {
     m_t = s.n_tokens;
+    m_out = s.n_outputs == 0 ? m_t : std::min<int64_t>(s.n_outputs, m_t);
     m_streams = std::max<uint32_t>(1, s.n_stream);
     m_ts = m_t / m_streams;
     m_e = m.hidden_size;
@@ -94,17 +95,17 @@ class Builder {
     int32_t inp = m_g.op(GgmlOp::get_rows, k_f32, {m_e, m_t, 1, 1}, {m_weights, m_tokens}, "embd");
     m_g.expand(inp);
     // The input for embeddings given directly sits in every graph, unused by a token batch.
-    m_g.expand(m_g.input(k_f32, {m_e, m_t, 1, 1}, "inp_embd"));
+    if (m_s.embd_input) m_g.expand(m_g.input(k_f32, {m_e, m_t, 1, 1}, "inp_embd"));
     if (m_a.embd_scale) inp = unary(GgmlOp::scale, inp, "inp_scaled");
     m_pos = m_g.input(k_i32, {m_t, 1, 1, 1}, "inp_pos");
-    m_out_ids = m_g.input(k_i32, {m_t, 1, 1, 1}, "out_ids");
+    m_out_ids = m_g.input(k_i32, {m_out, 1, 1, 1}, "out_ids");
     for (uint32_t il = 0; il < m_m.n_layer; ++il) {
       inp = layer(il, inp);
     }
     int32_t cur = norm(inp);
     m_g.set_output(cur);
     const int64_t vocab = m_m.vocab_size;
-    cur = m_g.op(GgmlOp::mul_mat, k_f32, {vocab, m_t, 1, 1}, {m_weights, cur}, "result_output");
+    cur = m_g.op(GgmlOp::mul_mat, k_f32, {vocab, m_out, 1, 1}, {m_weights, cur}, "result_output");
     if (m_a.final_softcap) {
       cur = unary(GgmlOp::scale, cur);
       cur = unary(GgmlOp::unary, cur);
@@ -132,9 +133,9 @@ class Builder {
     return m_g.op(GgmlOp::mul_mat, k_f32, {rows, t.ne[1], t.ne[2], t.ne[3]}, {m_weights, x},
                   std::move(name));
   }
-  int32_t rows(int32_t x) {  // keeps the output rows of the last layer (all, in a reserve)
+  int32_t rows(int32_t x) {  // keeps the output rows of the last layer
     const GgmlTensor& t = m_g.at(x);
-    return m_g.op(GgmlOp::get_rows, k_f32, {t.ne[0], m_t, 1, 1}, {x, m_out_ids});
+    return m_g.op(GgmlOp::get_rows, k_f32, {t.ne[0], m_out, 1, 1}, {x, m_out_ids});
   }
 
   // The cache inputs of one kind of layer (full or sliding-window), made when first used.
@@ -144,16 +145,27 @@ class Builder {
     int32_t mask = -1;
     int32_t k_rot = -1;  // the Hadamard rotations of a quantized cache (-1: none)
     int32_t v_rot = -1;
+    int32_t mask_fa = -1;  // the mask flash attention reads (an f16 copy in early releases)
   };
   KvInputs& kv_inputs(bool local) {
     KvInputs& in = local ? m_swa : m_full;
-    if (in.k_idxs >= 0) return in;
+    if (in.mask >= 0) return in;
     const int64_t n_kv = local ? m_s.n_kv_swa : m_s.n_kv;
     const int64_t v_rows = m_s.flash_attn ? m_t : m_t * m_hkv * m_d;
-    in.k_idxs = m_g.input(k_i64, {m_t, 1, 1, 1}, "attn_inp_k_idxs");
-    in.v_idxs = m_g.input(k_i64, {v_rows, 1, 1, 1}, "attn_inp_v_idxs");
+    // Early releases copied K and V into views of the cache: no index inputs.
+    if (!m_s.legacy_graph) {
+      in.k_idxs = m_g.input(k_i64, {m_t, 1, 1, 1}, "attn_inp_k_idxs");
+      in.v_idxs = m_g.input(k_i64, {v_rows, 1, 1, 1}, "attn_inp_v_idxs");
+    }
+    const int64_t pad = std::max<int64_t>(1, m_s.mask_pad_tokens);
+    const int64_t mask_rows = (m_ts + pad - 1) / pad * pad;
+    const bool f16_mask = m_s.flash_attn && m_s.mask_f16;
     in.mask =
-        m_g.input(m_s.flash_attn ? k_f16 : k_f32, {n_kv, m_ts, 1, m_streams}, "attn_inp_kq_mask");
+        m_g.input(f16_mask ? k_f16 : k_f32, {n_kv, mask_rows, 1, m_streams}, "attn_inp_kq_mask");
+    in.mask_fa = in.mask;
+    if (m_s.flash_attn && !m_s.mask_f16) {
+      in.mask_fa = m_g.op(GgmlOp::cpy, k_f16, m_g.at(in.mask).ne, {in.mask}, "kq_mask (copy)");
+    }
     if (m_rot_k > 0) in.k_rot = m_g.input(k_f32, {m_rot_k, m_rot_k, 1, 1}, "attn_inp_k_rot");
     if (m_rot_v > 0) in.v_rot = m_g.input(k_f32, {m_rot_v, m_rot_v, 1, 1}, "attn_inp_v_rot");
     return in;
@@ -222,8 +234,20 @@ class Builder {
     if (in.v_rot >= 0) v = rotate(v, in.v_rot);
     for (const int32_t t : m_a.order_qkv ? std::array{q, k, v} : std::array{q, v, k})
       m_g.expand(t);
-    // The cache stores: K as rows; V as rows with flash attention, else transposed.
     const int64_t kv_width = m_hkv * m_d;
+    if (m_s.legacy_graph) {
+      // K and V copied into views of the cache (V transposed without flash attention).
+      m_g.expand(m_g.view_op(GgmlOp::cpy, m_cache, {k, m_cache}));
+      m_g.expand(m_g.view_op(GgmlOp::cpy, m_cache, {v, m_cache}));
+    } else {
+      store_kv(k, v, in, kv_width);
+    }
+    return attend(local, q, in);
+  }
+
+  // The cache stores of the set_rows graph: K as rows; V as rows with flash attention, else
+  // transposed.
+  void store_kv(int32_t k, int32_t v, const KvInputs& in, int64_t kv_width) {
     const int32_t k2 = m_g.reshape(k, {kv_width, m_t, 1, 1});
     m_g.expand(m_g.view_op(GgmlOp::set_rows, m_cache, {k2, in.k_idxs, m_cache}));
     int32_t v2 = -1;
@@ -239,14 +263,17 @@ class Builder {
       v2 = m_g.reshape(v2, {kv_width * m_t, 1, 1, 1});
     }
     m_g.expand(m_g.view_op(GgmlOp::set_rows, m_cache, {v2, in.v_idxs, m_cache}));
+  }
 
+  // Attention of q over the cache; returns the output projection's result.
+  int32_t attend(bool local, int32_t q, const KvInputs& in) {
     const int64_t n_kv = local ? m_s.n_kv_swa : m_s.n_kv;
     const int32_t qs = m_g.reshape(q, {m_d, m_h, m_ts, m_streams});
     const int32_t qp = m_g.permute(qs, {0, 2, 1, 3});
     int32_t out = -1;
     if (m_s.flash_attn) {
       const int32_t fa = m_g.op(GgmlOp::flash_attn_ext, k_f32, {m_d, m_h, m_ts, m_streams},
-                                {qp, m_cache, m_cache, in.mask});
+                                {qp, m_cache, m_cache, in.mask_fa});
       out = m_g.reshape(fa, {m_d * m_h, m_t, 1, 1});
       if (in.v_rot >= 0) out = rotate(out, in.v_rot);
     } else {
@@ -268,14 +295,20 @@ class Builder {
 
   int32_t ffn(int32_t cur) {
     const int64_t f = m_m.intermediate_size;
+    const int64_t t = m_g.at(cur).ne[1];
     if (m_a.ffn == Ffn::fused_swiglu) {
       const int32_t up = matmul(2 * f, cur);
-      const int32_t act = m_g.op(GgmlOp::glu, k_f32, {f, m_t, 1, 1}, {up});
+      const int32_t act = m_g.op(GgmlOp::glu, k_f32, {f, t, 1, 1}, {up});
       return matmul(m_e, act);
     }
     const int32_t gate = matmul(f, cur);
+    if (!m_s.glu_op) {  // the activation and the product as two ops, each in place
+      const int32_t act = unary(GgmlOp::unary, gate);
+      const int32_t up = matmul(f, cur);
+      return matmul(m_e, m_g.op(GgmlOp::mul, k_f32, {f, t, 1, 1}, {act, up}));
+    }
     const int32_t up = matmul(f, cur);
-    const int32_t act = m_g.op(GgmlOp::glu, k_f32, {f, m_t, 1, 1}, {gate, up});
+    const int32_t act = m_g.op(GgmlOp::glu, k_f32, {f, t, 1, 1}, {gate, up});
     return matmul(m_e, act);
   }
 
@@ -285,36 +318,42 @@ class Builder {
     const int64_t n_exp = m_m.moe.n_expert;
     const int64_t k = m_m.moe.n_expert_used;
     const int64_t f = m_m.moe.expert_intermediate_size;
+    const int64_t t = m_g.at(cur).ne[1];  // the tokens here (the output rows in the last layer)
     int32_t probs = matmul(n_exp, cur, "ffn_moe_logits");
     probs = unary(GgmlOp::soft_max, probs, "ffn_moe_probs");
-    const int32_t probs3 = m_g.reshape(probs, {1, n_exp, m_t, 1});
-    const int32_t order = m_g.op(GgmlOp::argsort, k_i32, {n_exp, m_t, 1, 1}, {probs});
-    const int32_t topk =
-        m_g.view(order, {k, m_t, 1, 1}, {4, 4 * static_cast<uint64_t>(n_exp), 0, 0});
-    const int32_t w = m_g.op(GgmlOp::get_rows, k_f32, {1, k, m_t, 1}, {probs3, topk});
-    const int32_t w2 = m_g.reshape(w, {k, m_t, 1, 1});
-    int32_t sum = m_g.op(GgmlOp::sum_rows, k_f32, {1, m_t, 1, 1}, {w2});
+    const int32_t probs3 = m_g.reshape(probs, {1, n_exp, t, 1});
+    const int32_t order = m_g.op(GgmlOp::argsort, k_i32, {n_exp, t, 1, 1}, {probs});
+    const int32_t topk = m_g.view(order, {k, t, 1, 1}, {4, 4 * static_cast<uint64_t>(n_exp), 0, 0});
+    const int32_t w = m_g.op(GgmlOp::get_rows, k_f32, {1, k, t, 1}, {probs3, topk});
+    const int32_t w2 = m_g.reshape(w, {k, t, 1, 1});
+    int32_t sum = m_g.op(GgmlOp::sum_rows, k_f32, {1, t, 1, 1}, {w2});
     sum = unary(GgmlOp::clamp, sum);
-    const int32_t wn = m_g.op(GgmlOp::div, k_f32, {k, m_t, 1, 1}, {w2, sum});
-    const int32_t wn3 = m_g.reshape(wn, {1, k, m_t, 1});
+    const int32_t wn = m_g.op(GgmlOp::div, k_f32, {k, t, 1, 1}, {w2, sum});
+    const int32_t wn3 = m_g.reshape(wn, {1, k, t, 1});
     m_g.expand(wn3);
-    const int32_t x = m_g.reshape(cur, {m_e, 1, m_t, 1});
-    const int32_t gate = m_g.op(GgmlOp::mul_mat_id, k_f32, {f, k, m_t, 1}, {m_weights, x, topk});
-    const int32_t up = m_g.op(GgmlOp::mul_mat_id, k_f32, {f, k, m_t, 1}, {m_weights, x, topk});
-    const int32_t act = m_g.op(GgmlOp::glu, k_f32, {f, k, m_t, 1}, {gate, up});
-    const int32_t down =
-        m_g.op(GgmlOp::mul_mat_id, k_f32, {m_e, k, m_t, 1}, {m_weights, act, topk});
-    const int32_t weighted = m_g.op(GgmlOp::mul, k_f32, {m_e, k, m_t, 1}, {down, wn3});
+    const int32_t x = m_g.reshape(cur, {m_e, 1, t, 1});
+    int32_t act = -1;
+    if (!m_s.glu_op) {  // up first, then the gate, SiLU and the product
+      const int32_t up = m_g.op(GgmlOp::mul_mat_id, k_f32, {f, k, t, 1}, {m_weights, x, topk});
+      const int32_t gate = m_g.op(GgmlOp::mul_mat_id, k_f32, {f, k, t, 1}, {m_weights, x, topk});
+      act = m_g.op(GgmlOp::mul, k_f32, {f, k, t, 1}, {unary(GgmlOp::unary, gate), up});
+    } else {
+      const int32_t gate = m_g.op(GgmlOp::mul_mat_id, k_f32, {f, k, t, 1}, {m_weights, x, topk});
+      const int32_t up = m_g.op(GgmlOp::mul_mat_id, k_f32, {f, k, t, 1}, {m_weights, x, topk});
+      act = m_g.op(GgmlOp::glu, k_f32, {f, k, t, 1}, {gate, up});
+    }
+    const int32_t down = m_g.op(GgmlOp::mul_mat_id, k_f32, {m_e, k, t, 1}, {m_weights, act, topk});
+    const int32_t weighted = m_g.op(GgmlOp::mul, k_f32, {m_e, k, t, 1}, {down, wn3});
     const GgmlTensor& wt = m_g.at(weighted);
     std::vector<int32_t> parts;
     for (int64_t i = 0; i < k; ++i) {
-      parts.push_back(m_g.view(weighted, {m_e, m_t, 1, 1}, {4, wt.nb[2], wt.nb[2] * m_t, 0},
+      parts.push_back(m_g.view(weighted, {m_e, t, 1, 1}, {4, wt.nb[2], wt.nb[2] * t, 0},
                                static_cast<uint64_t>(i) * wt.nb[1]));
     }
-    if (k == 1) return m_g.op(GgmlOp::cont, k_f32, {m_e, m_t, 1, 1}, {parts[0]});
-    int32_t out = m_g.op(GgmlOp::add, k_f32, {m_e, m_t, 1, 1}, {parts[0], parts[1]});
+    if (k == 1) return m_g.op(GgmlOp::cont, k_f32, {m_e, t, 1, 1}, {parts[0]});
+    int32_t out = m_g.op(GgmlOp::add, k_f32, {m_e, t, 1, 1}, {parts[0], parts[1]});
     for (int64_t i = 2; i < k; ++i)
-      out = m_g.op(GgmlOp::add, k_f32, {m_e, m_t, 1, 1}, {out, parts[static_cast<size_t>(i)]});
+      out = m_g.op(GgmlOp::add, k_f32, {m_e, t, 1, 1}, {out, parts[static_cast<size_t>(i)]});
     return out;
   }
 
@@ -325,12 +364,13 @@ class Builder {
     if (last) cur = rows(cur);
     if (m_a.post_norms) cur = norm(cur);
     if (last) residual = rows(residual);
-    const int32_t ffn_inp = m_g.op(GgmlOp::add, k_f32, {m_e, m_t, 1, 1}, {cur, residual});
+    const int64_t t = last ? m_out : m_t;
+    const int32_t ffn_inp = m_g.op(GgmlOp::add, k_f32, {m_e, t, 1, 1}, {cur, residual});
     const bool moe_layer = m_m.is_moe() && il < m_m.layers.size() && m_m.layers[il].moe;
     cur = moe_layer ? moe(norm(ffn_inp)) : ffn(norm(ffn_inp));
     if (m_a.post_norms) cur = norm(cur);
-    if (m_a.residual_first_ffn) return m_g.op(GgmlOp::add, k_f32, {m_e, m_t, 1, 1}, {ffn_inp, cur});
-    return m_g.op(GgmlOp::add, k_f32, {m_e, m_t, 1, 1}, {cur, ffn_inp});
+    if (m_a.residual_first_ffn) return m_g.op(GgmlOp::add, k_f32, {m_e, t, 1, 1}, {ffn_inp, cur});
+    return m_g.op(GgmlOp::add, k_f32, {m_e, t, 1, 1}, {cur, ffn_inp});
   }
 
   const ModelSpec& m_m;
@@ -338,6 +378,7 @@ class Builder {
   Arch m_a;
   GgmlGraph m_g;
   int64_t m_t = 0;
+  int64_t m_out = 0;  // output rows
   int64_t m_streams = 1;
   int64_t m_ts = 0;
   int64_t m_e = 0;

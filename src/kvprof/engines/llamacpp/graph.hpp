@@ -22,6 +22,15 @@ struct LlamaGraphShape {
   bool flash_attn = true;
   uint32_t type_k = 1;  // ggml types of the cache
   uint32_t type_v = 1;
+  uint32_t n_outputs = 0;  // rows the last layer keeps and the logits have (0: every token)
+  // What differs between releases (releases.hpp): an f16 mask for flash attention (else an
+  // f32 mask and its f16 copy), the mask's token rows padded to a multiple, the FFN's gate as
+  // one op, the embeddings input, the early graph (K and V copied into the cache).
+  bool mask_f16 = true;
+  uint32_t mask_pad_tokens = 1;
+  bool glu_op = true;
+  bool embd_input = true;
+  bool legacy_graph = false;
 };
 
 // True when `m`'s architecture has a node-by-node graph (llama and mistral, qwen2, qwen3,

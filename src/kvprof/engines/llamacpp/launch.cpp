@@ -1,7 +1,7 @@
 // llama-server's flags, and `kvprof serve`'s (the same names), read into a plan's settings (see
-// launch_reading.hpp). The slot rule is llama-server's: since late 2025 a server left at one slot
-// (no -np, or -np 1) without -kvu runs 4 slots over one shared KV cache; given -np N, each slot
-// holds -c / N cells unless -kvu shares them.
+// launch_reading.hpp). The slot rule is llama-server's, by release (releases.hpp): from b6925 a
+// server left at one slot (no -np, or -np 1) without -kvu runs 4 slots over one shared KV cache;
+// given -np N, each slot holds -c / N cells unless -kvu shares them.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -73,6 +73,7 @@ void read_flags(std::span<const std::string> args, estimate::LaunchReading& out,
     } else if (w.is({"-fa", "--flash-attn"})) {
       const std::string v = to_lower(w.optional_value().value_or("on"));
       s.flash_attn = v != "off" && v != "0" && v != "false";
+      s.flash_attn_auto = v == "auto";
       if (v != "auto") out.given.insert("flash-attn");
     } else if (w.is({"-ctk", "--cache-type-k"})) {
       s.cache_type_k = w.value().value_or("");
@@ -163,25 +164,34 @@ bool read_llamacpp_command(std::span<const std::string> words, estimate::LaunchR
   ReadFlags f;
   read_flags(words.subspan(kvprof_serve ? 2 : 1), out, f);
   auto& s = out.settings;
+  // The release the server is (when known: its --version, its /props) decides its defaults.
+  const auto release = parse_llamacpp_release(s.engine_version);
+  const LlamaCppReleaseRules& rules = release ? *release->rules : llamacpp_latest_release();
   if (!s.max_model_len) {
     s.max_model_len = k_default_ctx;
-    out.notes.push_back(
-        f.ctx_of_model
-            ? fmt::format("-c 0 (the model's own context): planned with {} cells; give -c",
-                          k_default_ctx)
-            : fmt::format("no -c: planned with {} cells, {}'s default", k_default_ctx,
-                          out.program));
+    if (f.ctx_of_model) {
+      out.notes.push_back(fmt::format(
+          "-c 0 (the model's own context): planned with {} cells; give -c", k_default_ctx));
+    } else if (!kvprof_serve && rules.server_default_ctx == 0) {
+      out.notes.push_back(fmt::format(
+          "no -c: this llama-server starts with the model's own context ({}), which --fit may "
+          "lower to what fits; planned with {} cells, give -c",
+          rules.first_build >= 7407 ? "from b7407" : "before b4014", k_default_ctx));
+    } else {
+      out.notes.push_back(
+          fmt::format("no -c: planned with {} cells, {}'s default", k_default_ctx, out.program));
+    }
   }
-  if (kvprof_serve) {
-    // kvprof serve: llama-server's slots without its one-slot default (-np 1 stays one).
+  if (kvprof_serve || !rules.server_auto_slots) {
+    // kvprof serve, and llama-server before b6925: one slot unless -np says more.
     s.n_parallel = static_cast<uint32_t>(f.n_parallel.value_or(1));
     s.kv_unified = f.kv_unified;
   } else if (f.n_parallel.value_or(1) == 1 && !f.kv_unified && !f.draft) {
     s.n_parallel = 4;
     s.kv_unified = true;
     out.notes.push_back(
-        "llama-server runs 4 slots sharing one KV cache when left at one slot (releases from "
-        "late 2025; add -kvu to keep one slot, -np N for N slots)");
+        "llama-server runs 4 slots sharing one KV cache when left at one slot (from b6925; add "
+        "-kvu to keep one slot, -np N for N slots)");
   } else {
     s.n_parallel = static_cast<uint32_t>(f.n_parallel.value_or(1));
     s.kv_unified = f.kv_unified;

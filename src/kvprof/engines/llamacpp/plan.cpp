@@ -107,10 +107,26 @@ std::vector<std::string> log_lines(const LlamaCppPlan& p, const LlamaCppSettings
       fmt::format("llama_kv_cache: size = {:8.2f} MiB ({:6} cells, {:3} layers, {}/{} "
                   "seqs)",
                   mib(p.kv.host_bytes + p.kv.gpu_bytes), p.kv_cells, n_layer, s.n_seq_max,
-                  s.kv_unified ? 1 : s.n_seq_max));
+                  s.kv_unified || !s.release->kv_streams ? 1 : s.n_seq_max));
   per_gpu("sched_reserve", "compute", &LlamaCppDevice::compute_bytes);
   buffer("sched_reserve", "CPU", "compute", p.compute.host_bytes);
   return out;
+}
+
+// Why flash attention is off on a release from before -fa auto, and what it costs: the compute
+// buffer with it on.
+std::string flash_attn_default_note(const model::ModelSpec& m, const LlamaCppSettings& ps,
+                                    const LlamaCppPlan& p, std::string_view release) {
+  LlamaCppSettings on = ps;
+  on.flash_attn = true;
+  const auto with_fa = plan_llamacpp(m, on);
+  const uint64_t off_bytes = p.compute.host_bytes + p.compute.gpu_bytes;
+  const uint64_t on_bytes = with_fa ? with_fa->compute.host_bytes + with_fa->compute.gpu_bytes : 0;
+  return fmt::format(
+      "flash attention off: llama.cpp {}'s default (-fa auto, on for the CPU and CUDA, is the "
+      "default from b6325); the compute buffer holds every head's attention scores: {:.2f} MiB, "
+      "{:.2f} MiB with -fa on (give -fa on if the backend runs it)",
+      release, mib(off_bytes), mib(on_bytes));
 }
 
 // `m` as its GGUF in llama-quantize's `mix` would be: the tensors llama.cpp's converter writes,
@@ -148,10 +164,15 @@ Expected<LlamaCppSettings> llamacpp_settings(const EngineSettings& s) {
     if (*s.max_model_len > UINT32_MAX) return fail(ErrorKind::usage, "--ctx-size over 2^32");
     ps.n_ctx = static_cast<uint32_t>(*s.max_model_len);
   }
+  auto release = parse_llamacpp_release(s.engine_version);
+  if (!release) return std::unexpected(release.error());
+  ps.release = release->rules;
+  ps.outputs_per_slot = s.llamacpp_outputs_per_slot;
   ps.n_seq_max = std::max(1U, s.n_parallel);
   ps.n_batch = s.n_batch;
   ps.n_ubatch = s.n_ubatch;
-  ps.flash_attn = s.flash_attn;
+  // -fa auto (or none): on where the release defaults to auto, off before.
+  ps.flash_attn = s.flash_attn_auto ? ps.release->flash_attn_auto : s.flash_attn;
   auto tk = cache_type(s.cache_type_k, s.kv_cache_dtype);
   if (!tk) return std::unexpected(tk.error());
   auto tv =
@@ -212,6 +233,11 @@ Expected<Estimate> estimate_llamacpp(const EstimateInput& in) {
   auto plan = plan_llamacpp(m, ps);
   if (!plan) return std::unexpected(plan.error());
   const LlamaCppPlan& p = *plan;
+  if (auto release = parse_llamacpp_release(s.engine_version)) {
+    if (!release->warning.empty()) est.warnings.push_back(release->warning);
+    if (s.flash_attn_auto && !ps.release->flash_attn_auto)
+      est.warnings.push_back(flash_attn_default_note(m, ps, p, release->name));
+  }
 
   Budget budget;
   budget.host_bytes = s.host_memory_bytes.value_or(sys::read_mem_info().total_bytes.value_or(0));

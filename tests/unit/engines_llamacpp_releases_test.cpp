@@ -1,0 +1,306 @@
+// The llama.cpp plan of each release against that release's own report, on seven real prebuilt
+// builds (npm's @node-llama-cpp/linux-x64 3.1.1 = b3889, 3.6.0 = b4753, 3.10.0 = b5640, 3.13.0 =
+// b6431, 3.16.2 = b8121, 3.21.1 = v0.4.0, fetched by scripts/fetch_llama_releases.sh, and the
+// installed 3.22.1 = v0.5.0). Each release is asked through the Node.js addon its package ships
+// (tests/support/llama_addon_report.cjs): kvprof's own loader speaks only v0.4.0's C API and
+// later. A matrix of models (dense GQA, MHA, q8_0 weights, Gemma 2's sliding window with the 26
+// layers early releases want of a Gemma 2, Qwen3-MoE) and settings (-c, -np with a cache per slot,
+// -fa on/off, -b = -ub): model and KV buffers equal to the log's 0.01 MiB, the context size equal,
+// the compute buffer within 2%.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "kvprof/engines/llamacpp/buffers.hpp"
+#include "kvprof/engines/llamacpp/releases.hpp"
+#include "kvprof/model/dummy_gguf.hpp"
+#include "kvprof/model/resolve.hpp"
+#include "kvprof/sys/subprocess.hpp"
+#include "support/run_kvprof.hpp"
+#include "support/serve_process.hpp"
+#include "support/temp_dir.hpp"
+#include "support/tiny_llama.hpp"
+
+namespace kvprof {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+using namespace std::chrono_literals;
+
+constexpr double k_mib = 1024.0 * 1024.0;
+constexpr uint32_t k_qwen3moe_build = 5092;  // llama.cpp #12828 added the qwen3moe architecture
+
+struct Release {
+  const char* package;  // npm version; "" = the installed one
+  const char* build;    // what kvprof plans it as
+};
+
+struct Setting {
+  uint32_t n_ctx;
+  uint32_t n_seq_max;
+  bool flash_attn;
+  uint32_t n_batch;
+};
+
+constexpr Setting k_settings[] = {
+    {4096, 1, false, 512}, {4096, 4, false, 512},  {4096, 1, true, 512},
+    {32768, 4, true, 512}, {16384, 4, false, 512}, {8192, 2, false, 2048},
+    {8192, 2, true, 128},  {1000, 3, true, 100},   {1000, 3, false, 100},
+};
+
+// The tiny models of the matrix, as HF configs.
+const std::pair<const char*, const char*> k_models[] = {
+    {"gqa",
+     R"({"architectures":["LlamaForCausalLM"],"model_type":"llama","hidden_size":256,
+        "intermediate_size":512,"num_attention_heads":8,"num_key_value_heads":2,
+        "num_hidden_layers":4,"vocab_size":32000,"max_position_embeddings":131072,
+        "tie_word_embeddings":false,"torch_dtype":"bfloat16"})"},
+    {"mha",
+     R"({"architectures":["LlamaForCausalLM"],"model_type":"llama","hidden_size":256,
+        "intermediate_size":512,"num_attention_heads":8,"num_key_value_heads":8,
+        "num_hidden_layers":4,"vocab_size":32000,"max_position_embeddings":131072,
+        "tie_word_embeddings":false,"torch_dtype":"bfloat16"})"},
+    {"q8_0",
+     R"({"architectures":["Qwen2ForCausalLM"],"model_type":"qwen2","hidden_size":256,
+        "intermediate_size":512,"num_attention_heads":8,"num_key_value_heads":2,
+        "num_hidden_layers":4,"vocab_size":32000,"max_position_embeddings":131072,
+        "tie_word_embeddings":true,"torch_dtype":"bfloat16"})"},
+    {"swa",
+     R"({"architectures":["Gemma2ForCausalLM"],"model_type":"gemma2","hidden_size":256,
+        "intermediate_size":512,"num_attention_heads":8,"num_key_value_heads":4,"head_dim":32,
+        "num_hidden_layers":26,"vocab_size":32000,"max_position_embeddings":131072,
+        "sliding_window":512,"query_pre_attn_scalar":32,"attn_logit_softcapping":50.0,
+        "final_logit_softcapping":30.0,"torch_dtype":"bfloat16"})"},
+    {"moe",
+     R"({"architectures":["Qwen3MoeForCausalLM"],"model_type":"qwen3_moe","hidden_size":256,
+        "intermediate_size":512,"moe_intermediate_size":128,"num_experts":8,
+        "num_experts_per_tok":2,"num_attention_heads":8,"num_key_value_heads":2,"head_dim":32,
+        "num_hidden_layers":4,"vocab_size":32000,"max_position_embeddings":131072,
+        "tie_word_embeddings":false,"torch_dtype":"bfloat16"})"},
+};
+
+class ReleasePlan : public ::testing::TestWithParam<Release> {
+ protected:
+  static void SetUpTestSuite() {
+    s_dir = std::make_unique<test::ScopedTempDir>("kvprof_release_plan");
+    for (const auto& [name, config] : k_models) {
+      const fs::path folder = s_dir->path / name;
+      fs::create_directories(folder);
+      std::ofstream(folder / "config.json") << config;
+      auto spec = model::load_model((folder / "config.json").string());
+      ASSERT_TRUE(spec) << spec.error().message;
+      const model::DummyGgufOptions options{std::string(name) == "q8_0" ? 8U : 1U, 7};
+      auto plan = model::plan_dummy_gguf(*spec, options);
+      ASSERT_TRUE(plan) << plan.error().message;
+      ASSERT_TRUE(model::write_dummy_gguf(*plan, options, folder.string() + ".gguf"));
+    }
+  }
+  static void TearDownTestSuite() { s_dir.reset(); }
+  static inline std::unique_ptr<test::ScopedTempDir> s_dir;
+};
+
+// The release's report of each setting, one JSON object per setting; `error` holds why the
+// model did not load (nothing returned then).
+std::vector<json> reports(const fs::path& release_dir, const fs::path& gguf, std::string& error) {
+  json settings = json::array();
+  for (const auto& s : k_settings) {
+    settings.push_back({{"n_ctx", s.n_ctx},
+                        {"n_seq_max", s.n_seq_max},
+                        {"flash_attn", s.flash_attn},
+                        {"n_batch", s.n_batch}});
+  }
+  sys::CommandOptions o;
+  o.timeout = 300s;
+  auto r = sys::run_command({"node", KVPROF_SOURCE_DIR "/tests/support/llama_addon_report.cjs",
+                             release_dir.string(), gguf.string(), settings.dump()},
+                            o);
+  std::vector<json> out;
+  if (!r || r->exit_code != 0) {
+    error = r ? r->stderr_text : r.error().message;
+    return out;
+  }
+  std::istringstream lines(r->stdout_text);
+  for (std::string line; std::getline(lines, line);)
+    out.push_back(json::parse(line));
+  return out;
+}
+
+TEST_P(ReleasePlan, BuffersAreTheReleasesOwnReport) {
+  const Release rel = GetParam();
+  fs::path dir;
+  if (std::string(rel.package).empty()) {
+    KVPROF_REQUIRE_LLAMA_OR_SKIP(installed);
+    dir = *installed;
+  } else {
+    dir = fs::path(KVPROF_SOURCE_DIR) / ".deps/llama/releases" / rel.package;
+    if (!fs::exists(dir / ".complete")) {
+      if (test::llama_required())
+        FAIL() << rel.package << " missing: run scripts/fetch_llama_releases.sh";
+      GTEST_SKIP() << rel.package << " not fetched";
+    }
+  }
+  auto release = engines::parse_llamacpp_release(rel.build);
+  ASSERT_TRUE(release);
+  EXPECT_TRUE(release->warning.empty()) << release->warning;
+  double worst_compute = 0;
+  for (const auto& [name, config] : k_models) {
+    const fs::path gguf = s_dir->path / (std::string(name) + ".gguf");
+    auto spec = model::load_model(gguf.string());
+    ASSERT_TRUE(spec) << spec.error().message;
+    std::string error;
+    const auto got = reports(dir, gguf, error);
+    if (std::string(name) == "moe" && release->build < k_qwen3moe_build) {
+      // Qwen3-MoE came to llama.cpp after this release: it refuses the file, as it should.
+      EXPECT_NE(error.find("unknown model architecture: 'qwen3moe'"), std::string::npos) << error;
+      continue;
+    }
+    ASSERT_EQ(got.size(), std::size(k_settings)) << name << ": " << error;
+    for (size_t i = 0; i < got.size(); ++i) {
+      const Setting& s = k_settings[i];
+      const json& r = got[i];
+      const std::string what =
+          fmt::format("{} {} -c {} -np {} -fa {} -b {}", rel.build, name, s.n_ctx, s.n_seq_max,
+                      s.flash_attn ? "on" : "off", s.n_batch);
+      ASSERT_FALSE(r.contains("error")) << what << ": " << r.dump();
+      engines::LlamaCppSettings ps;
+      ps.release = release->rules;
+      ps.outputs_per_slot = false;  // the addon keeps libllama's default
+      ps.n_ctx = s.n_ctx;
+      ps.n_seq_max = s.n_seq_max;
+      ps.flash_attn = s.flash_attn;
+      ps.n_batch = ps.n_ubatch = s.n_batch;
+      ps.kv_unified = false;
+      ps.n_gpu_layers = 0;
+      auto plan = engines::plan_llamacpp(*spec, ps);
+      ASSERT_TRUE(plan) << what << ": " << plan.error().message;
+      const double model_mib =
+          static_cast<double>(plan->model_mapped_bytes + plan->model_host_bytes) / k_mib;
+      const double kv_mib = static_cast<double>(plan->kv.host_bytes) / k_mib;
+      const double compute_mib = static_cast<double>(plan->compute.host_bytes) / k_mib;
+      EXPECT_NEAR(model_mib, r.at("model_mib").get<double>(), 0.0051) << what;
+      // Each KV buffer (two with a sliding-window cache) is printed rounded to 0.01 MiB.
+      EXPECT_NEAR(kv_mib, r.at("kv_mib").get<double>(), 0.0051 * r.at("kv_lines").get<double>())
+          << what;
+      EXPECT_EQ(plan->kv_cells, r.at("n_ctx").get<uint32_t>()) << what;
+      const double reported = r.at("compute_mib").get<double>();
+      const double err = (compute_mib - reported) / reported;
+      worst_compute = std::max(worst_compute, std::abs(err));
+      EXPECT_LT(std::abs(err), 0.02)
+          << what << ": compute planned " << compute_mib << " MiB, reported " << reported << " MiB";
+      std::printf(
+          "| %s | %s | -c %u -np %u -fa %s -b %u | %.2f / %.2f | %.2f / %.2f | %.2f / %.2f "
+          "(%+.1f%%) |\n",
+          rel.build, name, s.n_ctx, s.n_seq_max, s.flash_attn ? "on" : "off", s.n_batch, model_mib,
+          r.at("model_mib").get<double>(), kv_mib, r.at("kv_mib").get<double>(), compute_mib,
+          reported, 100 * err);
+    }
+  }
+  std::printf("%s: worst compute buffer error %.2f%%\n", rel.build, 100 * worst_compute);
+}
+
+TEST(LlamaCppRelease, EveryFormLlamaCppPrintsNamesItsBuild) {
+  const auto build = [](std::string_view text) {
+    auto r = engines::parse_llamacpp_release(text);
+    return r ? r->build : 0U;
+  };
+  EXPECT_EQ(build("b5640"), 5640U);
+  EXPECT_EQ(build("5640"), 5640U);
+  EXPECT_EQ(build("version: 7166 (eec1e33a9)"), 7166U);   // llama-server --version
+  EXPECT_EQ(build("build: 6527 (a1b2c3d)"), 6527U);       // the startup log
+  EXPECT_EQ(build("b6527-a1b2c3d"), 6527U);               // /props build_info
+  EXPECT_EQ(build("ggml-org/llama.cpp v0.4.0"), 10809U);  // npm's _nlcBuildMetadata.json
+  EXPECT_EQ(build("0.5.0-dev"), 11146U);                  // llama_version()
+  EXPECT_EQ(build("v0.4.2"), 10809U);
+  EXPECT_EQ(build("latest"), 0U);
+  EXPECT_EQ(&*engines::parse_llamacpp_release("")->rules, &engines::llamacpp_latest_release());
+  for (const char* bad : {"master", "b", "v1.0", "unknown", "build: 0 (unknown)"}) {
+    const auto r = engines::parse_llamacpp_release(bad);
+    ASSERT_FALSE(r) << bad;
+    EXPECT_EQ(r.error().kind, ErrorKind::usage) << bad;
+  }
+}
+
+TEST(LlamaCppRelease, EachBuildTakesTheRowThatCoversItAndOutsideTheRangeSaysSo) {
+  const auto row = [](std::string_view text) {
+    return std::string(engines::parse_llamacpp_release(text)->rules->name);
+  };
+  EXPECT_EQ(row("b3889"), "b3889");
+  EXPECT_EQ(row("b5640"), "b5550");
+  EXPECT_EQ(row("b6324"), "b6071");
+  EXPECT_EQ(row("b6325"), "b6325");
+  EXPECT_EQ(row("b8121"), "b7774");
+  EXPECT_EQ(row("v0.4.0"), "b9460");
+  const auto older = engines::parse_llamacpp_release("b1000");
+  EXPECT_EQ(older->rules->name, "b3889");
+  EXPECT_NE(older->warning.find("older than kvprof models"), std::string::npos);
+  const auto newer = engines::parse_llamacpp_release("v0.9.0");
+  EXPECT_EQ(newer->rules, &engines::llamacpp_latest_release());
+  EXPECT_NE(newer->warning.find("newer than kvprof models"), std::string::npos);
+  EXPECT_TRUE(engines::parse_llamacpp_release("b5640")->warning.empty());
+  // Rows are ordered and each starts where its change landed.
+  uint32_t last = 0;
+  for (const auto& r : engines::llamacpp_releases()) {
+    EXPECT_GE(r.first_build, last) << r.name;
+    last = r.first_build;
+    EXPECT_FALSE(r.change.empty()) << r.name;
+  }
+}
+
+// The flash-attention default of a release decides the compute buffer, and the plan says why.
+TEST(LlamaCppRelease, EstimateOfAnOldAndANewReleaseShowsTheFlashAttentionDefault) {
+  test::ScopedTempDir tmp("kvprof_release_estimate");
+  ASSERT_TRUE(test::write_dummy_llama(tmp.path / "tiny.gguf", 32000));
+  const auto estimate = [&](const std::string& release) {
+    return test::run_kvprof("estimate --engine llamacpp --gpu cpu -c 16384 -m " +
+                            (tmp.path / "tiny.gguf").string() + " --engine-version " + release +
+                            " --json");
+  };
+  const auto old_run = estimate("b5640");
+  const auto new_run = estimate("b6325");
+  ASSERT_EQ(old_run.rc, 0) << old_run.out;
+  ASSERT_EQ(new_run.rc, 0) << new_run.out;
+  const json old_plan = test::json_in(old_run.out);
+  const json new_plan = test::json_in(new_run.out);
+  const auto compute = [](const json& j) {
+    return j.at("llamacpp").at("host").at("compute_reserved_bytes").get<uint64_t>();
+  };
+  // Without flash attention the scores of every head over 16384 cells (beside the logits of 512
+  // tokens, which both reserve): 161 MiB against 63 MiB here.
+  EXPECT_GT(compute(old_plan), 2 * compute(new_plan));
+  EXPECT_EQ(old_plan.at("assumptions").at("settings").at("flash_attn").at("value"), "off");
+  EXPECT_EQ(new_plan.at("assumptions").at("settings").at("flash_attn").at("value"), "on");
+  const std::string warnings = old_plan.at("warnings").dump();
+  EXPECT_NE(warnings.find("flash attention off: llama.cpp b5640's default"), std::string::npos)
+      << warnings;
+  EXPECT_EQ(new_plan.at("warnings").dump().find("flash attention off"), std::string::npos);
+  EXPECT_EQ(old_plan.at("assumptions").at("engine_version_modelled"), "b5640");
+  // -fa on given: the release's default does not matter.
+  const auto given =
+      test::run_kvprof("estimate --engine llamacpp --gpu cpu -c 16384 -m " +
+                       (tmp.path / "tiny.gguf").string() + " --engine-version b5640 -fa on --json");
+  ASSERT_EQ(given.rc, 0) << given.out;
+  EXPECT_EQ(compute(test::json_in(given.out)), compute(new_plan));
+}
+
+INSTANTIATE_TEST_SUITE_P(Npm, ReleasePlan,
+                         ::testing::Values(Release{"3.1.1", "b3889"}, Release{"3.6.0", "b4753"},
+                                           Release{"3.10.0", "b5640"}, Release{"3.13.0", "b6431"},
+                                           Release{"3.16.2", "b8121"}, Release{"3.21.1", "v0.4.0"},
+                                           Release{"", "v0.5.0"}),
+                         [](const ::testing::TestParamInfo<Release>& p) {
+                           std::string name = p.param.build;
+                           std::replace(name.begin(), name.end(), '.', '_');
+                           return name;
+                         });
+
+}  // namespace
+}  // namespace kvprof
