@@ -211,6 +211,59 @@ TEST_F(ServeE2E, ProfileEndpointReadsKvUsageFromSlots) {
     EXPECT_GT(p.peak_bytes.value_or(0), 0.0) << p.label;
 }
 
+// KV usage from whatever each release exposes, with kvprof serve answering /slots and /metrics as
+// three llama-server releases wrote them (their sources: b3889 examples/server/server.cpp, the
+// slot's integer "state" and the kv_cache_usage_ratio / kv_cache_tokens gauges; b5640
+// tools/server/server.cpp slot to_json: is_processing, no token counts, no KV gauge; v0.4.0
+// tools/server/server-context.cpp: n_prompt_tokens and next_token[0].n_decoded). The table says
+// where each came from; b5640's is derived from kvprof's own records of the in-flight requests.
+TEST_F(ServeE2E, KvUsageComesFromWhatEachReleaseExposes) {
+  KVPROF_REQUIRE_LLAMA_OR_SKIP(lib_dir);
+  ASSERT_TRUE(s_ok);
+  struct Case {
+    const char* release;
+    const char* source;  // summary.json's server_metrics.kv_cache_usage_source
+    const char* footnote;
+  };
+  for (const Case& c : {Case{"b3889", "/metrics", "KV peak: the server's KV gauge in /metrics"},
+                        Case{"b5640", "", "~ KV peak derived: the in-flight requests'"},
+                        Case{"v0.4.0", "/slots", "KV peak: /slots, the busy slots' tokens"}}) {
+    ServeProcess serve(args(*lib_dir, {"-c", "2048", "-np", "4", "--metrics", "--alias", "tiny",
+                                       "--api-release", c.release}));
+    ASSERT_NE(serve.port(), 0) << serve.first_line();
+    const json slots = json::parse(http_request(serve.port(), "GET", "/slots").body);
+    ASSERT_TRUE(slots.is_array() && !slots.empty()) << c.release;
+    EXPECT_EQ(slots[0].contains("state"), std::string(c.release) == "b3889") << slots.dump();
+    EXPECT_FALSE(slots[0].contains("n_past")) << slots.dump();
+    const fs::path out = s_dir / (std::string("results-") + c.release);
+    const auto r = kvprof::test::run_kvprof(
+        "profile --endpoint " + serve.url() + " --output-dir " + out.string() +
+        " --input-lens 64,200 --output-lens 32 --concurrencies 4 --n-per-condition 4 "
+        "--baseline-s 0.2 --post-warmup-s 0.2 --warmup-requests 1 --metrics-interval-ms 20 "
+        "--prefix-modes low");
+    ASSERT_EQ(r.rc, 0) << c.release << ": " << r.out;
+    EXPECT_NE(r.out.find(c.footnote), std::string::npos) << c.release << ": " << r.out;
+    std::ifstream in(kvprof::test::first_run_folder(out) / "summary.json");
+    const json summary = json::parse(in, nullptr, false);
+    ASSERT_FALSE(summary.is_discarded()) << r.out;
+    const json& source = summary["server_metrics"]["kv_cache_usage_source"];
+    if (*c.source == '\0') {
+      EXPECT_TRUE(source.is_null()) << source;
+      // Derived: the requests' tokens over the 2048 cells of the slots.
+      double usage = 0;
+      for (const auto& cond : summary["conditions"]) {
+        const json& pr = cond["kv_usage"]["per_request"];
+        EXPECT_EQ(pr["capacity_tokens"], 2048) << pr.dump();
+        usage = std::max(usage, pr["peak_usage"].get<double>());
+      }
+      EXPECT_GT(usage, 0.0);
+      EXPECT_NE(r.out.find("~"), std::string::npos) << r.out;
+    } else {
+      EXPECT_EQ(source, c.source) << summary["server_metrics"].dump(1);
+    }
+  }
+}
+
 // llama-server answers for any model name it is sent: a short name that its /v1/models does not
 // list is used, with a warning, where vLLM's refusal would stop the run (ProfileProbe's test).
 TEST_F(ServeE2E, ProfileEndpointTakesAModelNameTheServerAnswersFor) {

@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "kvprof/cli/commands.hpp"
+#include "kvprof/engines/llamacpp/releases.hpp"
 #include "kvprof/serve/llama_backend.hpp"
 #include "kvprof/serve/server.hpp"
 #include "kvprof/sys/signals.hpp"
@@ -24,6 +25,7 @@ struct ServeOptions {
   bool kv_unified = false;
   bool quiet = false;
   double duration_s = 0;
+  std::string api_release;
 };
 
 void run_serve(ServeOptions& o) {
@@ -33,6 +35,10 @@ void run_serve(ServeOptions& o) {
   e.use_mmap = !o.no_mmap;
   e.kv_unified = o.kv_unified;  // -kvu: every slot may use all -c cells, as llama-server
   o.backend.slots = !o.no_slots;
+  if (!o.api_release.empty()) {
+    const auto release = value_or_fatal(engines::parse_llamacpp_release(o.api_release));
+    o.backend.api_build = release.build;
+  }
   if (o.duration_s < 0) throw Fatal(Error{ErrorKind::usage, "--duration must be >= 0"});
   if (e.n_seq_max == 0 || e.n_ctx < e.n_seq_max) {
     throw Fatal(Error{ErrorKind::usage, "-c must be at least -np (one cell per slot)"});
@@ -137,6 +143,12 @@ void register_serve_command(CLI::App& app) {
   cmd->add_flag("--metrics", o->backend.metrics,
                 "Serve /metrics (llamacpp: names); off by default, as in llama-server");
   cmd->add_flag("--no-slots", o->no_slots, "Answer 501 for /slots, as llama-server --no-slots");
+  cmd->add_option("--api-release", o->api_release,
+                  "Answer /slots and /metrics as llama-server of this build does (b3889: an "
+                  "integer state and KV gauges; b5640: no KV gauges nor per-slot token counts; "
+                  "b8121: next_token as an array; v0.4.0 on: n_prompt_tokens), to try a tool "
+                  "against older servers (default: the newest, with kvprof's n_past)")
+      ->type_name("BUILD");
   cmd->add_flag("-q,--quiet", o->quiet, "Only warnings and errors of llama.cpp's log on stderr");
   cmd->add_option("--duration", o->duration_s, "Stop after this many seconds (0 = until a signal)");
   cmd->callback([o] { run_serve(*o); });

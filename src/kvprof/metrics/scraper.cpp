@@ -311,6 +311,10 @@ bool MetricsScraper::poll_slots(MetricsSnapshot& snapshot) {
   }
   snapshot.slots_total = static_cast<double>(slots->slots_total);
   snapshot.slots_busy = static_cast<double>(slots->slots_busy);
+  // The cells of the slots where /metrics does not say: what the in-flight requests' tokens are
+  // measured against when /slots has no per-slot token count either (b5441 - b9275).
+  if (!snapshot.kv_cache_capacity_tokens && slots->n_ctx_total_tokens > 0)
+    snapshot.kv_cache_capacity_tokens = slots->n_ctx_total_tokens;
   // KV usage from /slots where /metrics has no KV gauge (llama.cpp dropped them).
   if (!snapshot.kv_cache_usage && slots->kv_used_tokens && slots->n_ctx_total_tokens > 0) {
     snapshot.kv_cache_used_tokens = static_cast<double>(*slots->kv_used_tokens);

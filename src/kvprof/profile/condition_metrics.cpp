@@ -280,10 +280,42 @@ json condition_metrics_json(const ConditionReport& c) {
             {"server_per_request", server_per_request}}}};
 }
 
+std::optional<double> derived_kv_usage(const ConditionReport& c) {
+  if (c.server.peak_kv_cache_usage || !c.kv.per_request_peak_tokens || !c.kv.capacity_tokens ||
+      *c.kv.capacity_tokens == 0) {
+    return std::nullopt;
+  }
+  return static_cast<double>(*c.kv.per_request_peak_tokens) /
+         static_cast<double>(*c.kv.capacity_tokens);
+}
+
 std::string kv_peak_cell(const ConditionReport& c) {
   const std::string mark = has(c.kv.low_sample_figures, "kv_cache_usage") ? "*" : "";
-  if (!c.server.peak_kv_cache_usage) return "-" + mark;
-  return fmt::format("{:.1f}%{}", *c.server.peak_kv_cache_usage * 100, mark);
+  if (c.server.peak_kv_cache_usage)
+    return fmt::format("{:.1f}%{}", *c.server.peak_kv_cache_usage * 100, mark);
+  if (const auto derived = derived_kv_usage(c)) return fmt::format("~{:.1f}%", *derived * 100);
+  return "-" + mark;
+}
+
+std::string kv_source_footnote(const ProfileReport& r) {
+  bool from_metrics = false;
+  bool from_slots = false;
+  bool derived = false;
+  for (const auto& c : r.conditions) {
+    from_metrics |= c.server.kv_cache_source == metrics::KvSource::metrics;
+    from_slots |= c.server.kv_cache_source == metrics::KvSource::slots;
+    derived |= derived_kv_usage(c).has_value();
+  }
+  std::string out;
+  if (from_metrics) out += "KV peak: the server's KV gauge in /metrics\n";
+  if (from_slots) out += "KV peak: /slots, the busy slots' tokens over their n_ctx\n";
+  if (derived) {
+    out +=
+        "~ KV peak derived: the in-flight requests' prompt and generated tokens (kvprof's "
+        "records) over the slots' n_ctx; the server reports neither a KV gauge nor per-slot token "
+        "counts\n";
+  }
+  return out;
 }
 
 std::string peak_gib_cell(const ConditionReport& c, const std::string& plain) {

@@ -142,4 +142,11 @@ std::string sampled_cell(const ConditionReport& condition, std::string_view figu
 // The footnote line under the condition table ("" when no figure is marked).
 std::string low_sample_footnote(const ProfileReport& report);
 
+// A condition's KV peak derived from kvprof's own records (the in-flight requests' tokens over
+// the slots' cells) when the server gives neither a gauge nor per-slot counts; else nullopt.
+std::optional<double> derived_kv_usage(const ConditionReport& condition);
+
+// Where the table's KV peaks came from: the server's gauge, /slots, or derived ("~"), a line each.
+std::string kv_source_footnote(const ProfileReport& report);
+
 }  // namespace kvprof::profile

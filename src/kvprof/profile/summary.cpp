@@ -408,6 +408,7 @@ std::string summary_text(const ProfileReport& r) {
   out += condition_table(r);
   out += interrupted_text(r);
   out += low_sample_footnote(r);
+  out += kv_source_footnote(r);
   out += derived_text(r.derived);
   if (!r.baseline.empty()) {
     out += fmt::format(

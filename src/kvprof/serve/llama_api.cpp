@@ -42,24 +42,40 @@ nlohmann::ordered_json llama_exceed_context_json(std::string_view message, uint3
             {"n_ctx", n_ctx}}}};
 }
 
-nlohmann::ordered_json slots_json(const std::vector<SlotView>& slots) {
+ApiShape api_shape(uint32_t build) {
+  ApiShape a;
+  if (build == 0) return a;
+  a.n_past = false;
+  a.state_field = build < 4283;           // #10704 (b4283): is_processing
+  a.kv_gauges = build < 5441;             // #13660 (b5441) dropped the KV gauges
+  a.next_token_array = build >= 6723;     // #16391 (b6723)
+  a.prompt_token_counts = build >= 9276;  // #23454 (b9276)
+  return a;
+}
+
+nlohmann::ordered_json slots_json(const std::vector<SlotView>& slots, const ApiShape& shape) {
   auto out = nlohmann::ordered_json::array();
   for (const auto& s : slots) {
-    nlohmann::ordered_json j{{"id", s.id},
-                             {"n_ctx", s.n_ctx},
-                             {"speculative", false},
-                             {"is_processing", s.is_processing},
-                             {"n_past", s.n_past}};
+    nlohmann::ordered_json j{{"id", s.id}, {"n_ctx", s.n_ctx}, {"speculative", false}};
+    if (shape.state_field) {
+      j["state"] = s.is_processing ? 1 : 0;
+    } else {
+      j["is_processing"] = s.is_processing;
+    }
+    if (shape.n_past) j["n_past"] = s.n_past;
     if (s.id_task >= 0) {
       j["id_task"] = s.id_task;
-      j["n_prompt_tokens"] = s.n_prompt_tokens;
-      j["n_prompt_tokens_processed"] = s.n_prompt_tokens_processed;
-      j["n_prompt_tokens_cache"] = 0;
+      if (shape.prompt_token_counts) {
+        j["n_prompt_tokens"] = s.n_prompt_tokens;
+        j["n_prompt_tokens_processed"] = s.n_prompt_tokens_processed;
+        j["n_prompt_tokens_cache"] = 0;
+      }
       j["params"] = {{"temperature", 0.0}, {"top_k", 1}, {"n_predict", -1}};
-      j["next_token"] = nlohmann::ordered_json::array({{{"has_next_token", s.has_next_token},
-                                                        {"has_new_line", false},
-                                                        {"n_remain", s.n_remain},
-                                                        {"n_decoded", s.n_decoded}}});
+      const nlohmann::ordered_json next{{"has_next_token", s.has_next_token},
+                                        {"has_new_line", false},
+                                        {"n_remain", s.n_remain},
+                                        {"n_decoded", s.n_decoded}};
+      j["next_token"] = shape.next_token_array ? nlohmann::ordered_json::array({next}) : next;
     }
     out.push_back(std::move(j));
   }
@@ -106,7 +122,7 @@ std::string take_utf8(std::string& pending, bool flush) {
   return out;
 }
 
-std::string llama_metrics_text(const BatcherStats& s) {
+std::string llama_metrics_text(const BatcherStats& s, const ApiShape& shape, uint64_t kv_cells) {
   std::string out;
   auto emit = [&out](std::string_view name, std::string_view help, std::string_view type,
                      double value) {
@@ -138,6 +154,11 @@ std::string llama_metrics_text(const BatcherStats& s) {
   emit("prompt_tokens_seconds", "Average prompt throughput in tokens/s.", "gauge", prompt_tps);
   emit("predicted_tokens_seconds", "Average generation throughput in tokens/s.", "gauge",
        predicted_tps);
+  if (shape.kv_gauges) {
+    emit("kv_cache_usage_ratio", "KV-cache usage. 1 means 100 percent usage.", "gauge",
+         kv_cells > 0 ? static_cast<double>(s.kv_cells_used) / static_cast<double>(kv_cells) : 0);
+    emit("kv_cache_tokens", "KV-cache tokens.", "gauge", static_cast<double>(s.kv_cells_used));
+  }
   emit("requests_processing", "Number of requests processing.", "gauge",
        static_cast<double>(s.requests_processing));
   emit("requests_deferred", "Number of requests deferred.", "gauge",

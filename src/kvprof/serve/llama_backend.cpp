@@ -388,7 +388,8 @@ std::optional<HttpReply> LlamaBackend::get(std::string_view path) const {
           llama_error_json(501, "This server does not support slots endpoint.").dump()};
     }
     std::lock_guard lock(d.snap_mu);
-    return HttpReply{200, ContentType::json, slots_json(d.slots).dump()};
+    return HttpReply{200, ContentType::json,
+                     slots_json(d.slots, api_shape(d.options.api_build)).dump()};
   }
   if (path == "/metrics") {
     if (!d.options.metrics) {
@@ -399,7 +400,8 @@ std::optional<HttpReply> LlamaBackend::get(std::string_view path) const {
                            .dump()};
     }
     std::lock_guard lock(d.snap_mu);
-    return HttpReply{200, ContentType::prometheus_text, llama_metrics_text(d.stats)};
+    return HttpReply{200, ContentType::prometheus_text,
+                     llama_metrics_text(d.stats, api_shape(d.options.api_build), d.ctx->n_ctx())};
   }
   return std::nullopt;
 }

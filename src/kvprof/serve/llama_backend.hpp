@@ -22,6 +22,9 @@ struct LlamaBackendOptions {
   std::string alias;               // --alias: the served model id (default: the file name)
   bool metrics = false;            // --metrics: serve /metrics (llama-server's default is off)
   bool slots = true;               // /slots (llama-server: on unless --no-slots)
+  // --api-release: /slots and /metrics shaped as this llama-server build writes them (0: the
+  // newest, with kvprof serve's n_past).
+  uint32_t api_build = 0;
   std::string chat_template;  // --chat-template: a built-in name or a template; "" = the model's
 };
 
