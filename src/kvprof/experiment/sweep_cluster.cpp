@@ -84,8 +84,7 @@ class ClusterSweep {
   // The state, the conditions files of the configurations whose runs were taken since the last
   // save (only those: a big sweep is not rewritten whole at every job), and the sweep's files.
   Expected<void> save() {
-    static const std::string k_none;
-    if (m_changed.empty()) m_changed.insert(k_none);
+    if (m_changed.empty()) m_changed.insert(k_no_configuration);
     for (const auto& fp : m_changed) {
       if (auto r = save_state(m_out.dir, m_state, &fp); !r) return r;
     }
@@ -202,23 +201,8 @@ Expected<void> ClusterSweep::submit_all() {
   for (size_t i = 0; i < n; ++i) {
     const PlannedConfig& pc = m_plan.configs[i];
     ConfigRecord& rec = m_state.records[pc.fingerprint];
-    rec.fingerprint = pc.fingerprint;
-    rec.id = pc.id;
-    rec.label = pc.label;
-    rec.expected_s = pc.expected_s;
     Tracked t{&pc, fmt::format("[{}/{}] {}", i + 1, n, pc.label), "", {}, ""};
-    if (rec.finished()) {
-      ++m_out.n_already;
-      say(m_deps, fmt::format("{}: already {} (run {}), skipped", t.head, rec.status, rec.run_id));
-      continue;
-    }
-    if (!pc.fits && !m_options.run_unfit) {
-      rec.status = "skipped";
-      rec.reason = "will not fit: " + pc.reason;
-      ++m_out.n_skipped;
-      say(m_deps, fmt::format("{}: skipped, {}", t.head, rec.reason));
-      continue;
-    }
+    if (take_configuration(pc, t.head, m_options, m_deps, m_state, m_out) != Take::run) continue;
     // Its job from an earlier run of the sweep, still queued or running: followed again.
     if (const auto it = by_name.find(job_name(name(), pc.fingerprint)); it != by_name.end()) {
       rec.job_id = t.job_id = it->second.id;
@@ -368,8 +352,8 @@ Expected<SweepOutcome> run_sweep_on_cluster(const SweepConfig& config, const Pla
   ClusterSweep sweep(config, plan, options, cluster, scheduler, deps, state, out);
   if (auto r = sweep.submit_all(); !r) return std::unexpected(r.error());
   if (auto r = sweep.follow(cluster_deps); !r) return std::unexpected(r.error());
-  static const std::string k_none;  // each configuration's conditions were saved as it ended
-  if (auto r = close_sweep(plan, options, state, out, &k_none); !r)
+  // Each configuration's conditions were saved as it ended.
+  if (auto r = close_sweep(plan, options, state, out, &k_no_configuration); !r)
     return std::unexpected(r.error());
   return out;
 }

@@ -219,6 +219,31 @@ void say(const SweepDeps& deps, const std::string& line) {
 
 }  // namespace
 
+const std::string k_no_configuration;
+
+Take take_configuration(const PlannedConfig& pc, const std::string& head,
+                        const SweepOptions& options, const SweepDeps& deps, SweepState& state,
+                        SweepOutcome& out) {
+  ConfigRecord& rec = state.records[pc.fingerprint];
+  rec.fingerprint = pc.fingerprint;
+  rec.id = pc.id;
+  rec.label = pc.label;
+  rec.expected_s = pc.expected_s;
+  if (rec.finished()) {
+    ++out.n_already;
+    say(deps, fmt::format("{}: already {} (run {}), skipped", head, rec.status, rec.run_id));
+    return Take::already_finished;
+  }
+  if (!pc.fits && !options.run_unfit) {
+    rec.status = "skipped";
+    rec.reason = "will not fit: " + pc.reason;
+    ++out.n_skipped;
+    say(deps, fmt::format("{}: skipped, {}", head, rec.reason));
+    return Take::skipped_unfit;
+  }
+  return Take::run;
+}
+
 void run_configuration(const SweepConfig& config, const PlannedConfig& pc,
                        const SweepOptions& options, const SweepDeps& deps, ConfigRecord& rec) {
   run_one(RunContext{config, options, deps, nullptr, nullptr}, pc, rec);
@@ -296,7 +321,6 @@ Expected<SweepOutcome> run_sweep(const SweepConfig& config, const Plan& plan,
   double expected_ran = 0, actual_ran = 0;
   // The state with the conditions file of `fingerprint`'s configuration only: the others are as
   // loaded or as saved when they ended (none matches the empty one).
-  static const std::string k_no_configuration;
   const auto save = [&](const std::string& status,
                         const std::string& fingerprint) -> Expected<void> {
     if (auto r = save_state(out.dir, state, &fingerprint); !r) return r;
@@ -307,23 +331,13 @@ Expected<SweepOutcome> run_sweep(const SweepConfig& config, const Plan& plan,
 
   for (size_t i = 0; i < n; ++i) {
     const PlannedConfig& pc = plan.configs[i];
-    ConfigRecord& rec = state.records[pc.fingerprint];
-    rec.fingerprint = pc.fingerprint;
-    rec.id = pc.id;
-    rec.label = pc.label;
-    rec.expected_s = pc.expected_s;
     const std::string head = fmt::format("[{}/{}] {}", i + 1, n, pc.label);
-    if (rec.finished()) {
-      ++out.n_already;
-      say(deps, fmt::format("{}: already {} (run {}), skipped", head, rec.status, rec.run_id));
-      continue;
-    }
-    if (!pc.fits && !options.run_unfit) {
-      rec.status = "skipped";
-      rec.reason = "will not fit: " + pc.reason;
-      ++out.n_skipped;
-      say(deps, fmt::format("{}: skipped, {}", head, rec.reason));
-      if (auto r = save("running", pc.fingerprint); !r) return std::unexpected(r.error());
+    ConfigRecord& rec = state.records[pc.fingerprint];
+    if (const Take take = take_configuration(pc, head, options, deps, state, out);
+        take != Take::run) {
+      if (take == Take::skipped_unfit) {
+        if (auto r = save("running", pc.fingerprint); !r) return std::unexpected(r.error());
+      }
       continue;
     }
     if (deps.should_stop && deps.should_stop()) {

@@ -82,6 +82,19 @@ Expected<OpenSweep> open_sweep(const SweepConfig& config, const SweepOptions& op
 Expected<void> close_sweep(const Plan& plan, const SweepOptions& options, const SweepState& state,
                            const SweepOutcome& out, const std::string* fingerprint = nullptr);
 
+// The fingerprint of no configuration: with it save_state writes the state and no conditions file.
+extern const std::string k_no_configuration;
+
+// What an executor does with a configuration.
+enum class Take : uint8_t { run, already_finished, skipped_unfit };
+
+// Makes configuration `pc`'s record current (id, label, expected time) and says whether an
+// executor runs it; one that already finished, or will not fit (without --run-unfit), is counted
+// in `out` and said under `head`.
+Take take_configuration(const PlannedConfig& pc, const std::string& head,
+                        const SweepOptions& options, const SweepDeps& deps, SweepState& state,
+                        SweepOutcome& out);
+
 // Runs configuration `pc` of `config` in this process as one profile run and fills `rec` (status,
 // reason, its run and figures); a configuration interrupted before runs only what it had left.
 void run_configuration(const SweepConfig& config, const PlannedConfig& pc,
