@@ -52,6 +52,9 @@ async function settled() {
   }
   await settled();
   const modelMib = mib(log, /(?:model buffer size|CPU buffer size) =\s+([\d.]+) MiB/g);
+  const bufferLines = (text) =>
+    text.split('\n').filter((l) => /buffer size =|: size = /.test(l)).map((l) => l.trim());
+  const modelLines = bufferLines(log);
   for (const s of JSON.parse(settingsJson)) {
     log = '';
     const ctx = new addon.AddonContext(model, {
@@ -70,6 +73,7 @@ async function settled() {
       kv_mib: mib(log, /KV buffer size =\s+([\d.]+) MiB/g),
       kv_lines: [...log.matchAll(/KV buffer size =/g)].length,
       compute_mib: mib(log, /compute buffer size =\s+([\d.]+) MiB/g),
+      lines: modelLines.concat(bufferLines(log)),
       n_ctx: ctx.getContextSize(),
     }));
     await ctx.dispose();

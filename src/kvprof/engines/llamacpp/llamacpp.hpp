@@ -6,6 +6,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "kvprof/enginelog/line_reader.hpp"
 #include "kvprof/engines/llamacpp/buffers.hpp"
@@ -23,6 +24,11 @@ Expected<estimate::Estimate> estimate_llamacpp(const estimate::EstimateInput& in
 // The llama.cpp settings `settings` name (-c 4096 when no context is given), as
 // estimate_llamacpp plans them; usage error for a cache type llama.cpp lacks (fp8).
 Expected<LlamaCppSettings> llamacpp_settings(const estimate::EngineSettings& settings);
+
+// The buffer lines llama.cpp logs at startup for plan `p` of `s` (its weights, output, KV and
+// compute buffers per device, the KV cache's size line), in the words of s.release.
+std::vector<std::string> llamacpp_log_lines(const LlamaCppPlan& p, const LlamaCppSettings& s,
+                                            uint32_t n_layer);
 
 // The reader of llama.cpp's startup lines: model, KV, compute and output buffers per device,
 // settings, model facts, the build and the memory breakdown table.

@@ -80,39 +80,6 @@ bool fits(const LlamaCppPlan& p, const Budget& b) {
   return p.host_total_bytes <= b.host_bytes && (b.gpu_bytes == 0 || gpu_need(p) <= b.gpu_bytes);
 }
 
-std::vector<std::string> log_lines(const LlamaCppPlan& p, const LlamaCppSettings& s,
-                                   uint32_t n_layer) {
-  std::vector<std::string> out;
-  if (s.has_gpu) {
-    out.push_back(fmt::format("load_tensors: offloaded {}/{} layers to GPU",
-                              p.gpu_layers + (p.output_on_gpu ? 1 : 0), n_layer + 1));
-  }
-  const auto buffer = [&](const char* who, const char* dev, const char* what, uint64_t bytes) {
-    if (bytes > 0)
-      out.push_back(
-          fmt::format("{}: {:>12} {} buffer size = {:8.2f} MiB", who, dev, what, mib(bytes)));
-  };
-  buffer("load_tensors", "CPU_Mapped", "model", p.model_mapped_bytes);
-  buffer("load_tensors", "CPU", "model", p.model_host_bytes);
-  buffer("load_tensors", "CPU_REPACK", "model", p.model_repack_bytes);
-  const auto per_gpu = [&](const char* who, const char* what, uint64_t LlamaCppDevice::*bytes) {
-    for (size_t i = 0; i < p.gpus.size(); ++i)
-      buffer(who, fmt::format("CUDA{}", i).c_str(), what, p.gpus[i].*bytes);
-  };
-  per_gpu("load_tensors", "model", &LlamaCppDevice::model_bytes);
-  buffer("llama_context", "CPU", "output", p.output_bytes);
-  buffer("llama_kv_cache", "CPU", "KV", p.kv.host_bytes);
-  per_gpu("llama_kv_cache", "KV", &LlamaCppDevice::kv_bytes);
-  out.push_back(
-      fmt::format("llama_kv_cache: size = {:8.2f} MiB ({:6} cells, {:3} layers, {}/{} "
-                  "seqs)",
-                  mib(p.kv.host_bytes + p.kv.gpu_bytes), p.kv_cells, n_layer, s.n_seq_max,
-                  s.kv_unified || !s.release->kv_streams ? 1 : s.n_seq_max));
-  per_gpu("sched_reserve", "compute", &LlamaCppDevice::compute_bytes);
-  buffer("sched_reserve", "CPU", "compute", p.compute.host_bytes);
-  return out;
-}
-
 // Why flash attention is off on a release from before -fa auto, and what it costs: the compute
 // buffer with it on.
 std::string flash_attn_default_note(const model::ModelSpec& m, const LlamaCppSettings& ps,
@@ -156,6 +123,46 @@ Expected<model::ModelSpec> as_gguf_mix(const model::ModelSpec& m, const model::G
 }
 
 }  // namespace
+
+std::vector<std::string> llamacpp_log_lines(const LlamaCppPlan& p, const LlamaCppSettings& s,
+                                            uint32_t n_layer) {
+  const LlamaCppReleaseRules& r = *s.release;
+  std::vector<std::string> out;
+  if (s.has_gpu) {
+    out.push_back(fmt::format("{}: offloaded {}/{} layers to GPU", r.log_weights,
+                              p.gpu_layers + (p.output_on_gpu ? 1 : 0), n_layer + 1));
+  }
+  const auto buffer = [&](std::string_view who, std::string_view dev, std::string_view what,
+                          uint64_t bytes) {
+    if (bytes > 0)
+      out.push_back(fmt::format("{}: {:>12} {}{}buffer size = {:8.2f} MiB", who, dev, what,
+                                what.empty() ? "" : " ", mib(bytes)));
+  };
+  // Early releases named the weights' buffers by device only ("CPU buffer size").
+  const std::string_view model = r.log_model_buffers ? "model" : "";
+  buffer(r.log_weights, r.log_model_buffers ? "CPU_Mapped" : "CPU", model, p.model_mapped_bytes);
+  buffer(r.log_weights, "CPU", model, p.model_host_bytes);
+  buffer(r.log_weights, "CPU_REPACK", model, p.model_repack_bytes);
+  const auto per_gpu = [&](std::string_view who, std::string_view what,
+                           uint64_t LlamaCppDevice::*bytes) {
+    for (size_t i = 0; i < p.gpus.size(); ++i)
+      buffer(who, fmt::format("CUDA{}", i), what, p.gpus[i].*bytes);
+  };
+  per_gpu(r.log_weights, model, &LlamaCppDevice::model_bytes);
+  buffer(r.log_context, "CPU", "output", p.output_bytes);
+  buffer(r.log_kv, "CPU", "KV", p.kv.host_bytes);
+  per_gpu(r.log_kv, "KV", &LlamaCppDevice::kv_bytes);
+  if (r.log_kv_size_line) {
+    const uint32_t streams = s.kv_unified || !r.kv_streams ? 1 : s.n_seq_max;
+    out.push_back(fmt::format("{}: size = {:8.2f} MiB ({:6} cells, {:3} layers, {} seqs)", r.log_kv,
+                              mib(p.kv.host_bytes + p.kv.gpu_bytes), p.kv_cells, n_layer,
+                              r.log_kv_streams ? fmt::format("{}/{}", s.n_seq_max, streams)
+                                               : std::to_string(s.n_seq_max)));
+  }
+  per_gpu(r.log_compute, "compute", &LlamaCppDevice::compute_bytes);
+  buffer(r.log_compute, "CPU", "compute", p.compute.host_bytes);
+  return out;
+}
 
 Expected<LlamaCppSettings> llamacpp_settings(const EngineSettings& s) {
   LlamaCppSettings ps;
@@ -340,7 +347,7 @@ Expected<Estimate> estimate_llamacpp(const EstimateInput& in) {
   rep.max_concurrency = ps.n_seq_max;
   rep.max_num_batched_tokens = p.n_ubatch;
   rep.block_size = 1;
-  rep.log_lines = log_lines(p, ps, m.n_layer);
+  rep.log_lines = llamacpp_log_lines(p, ps, m.n_layer);
   // A slot holds at most n_ctx_seq tokens; all slots share the cells of the cache.
   const Workload wl = default_workload(in.workload, p.n_ctx_seq);
   const uint64_t per_cell = p.kv_cells == 0 ? 0 : kv_device / p.kv_cells;

@@ -23,7 +23,7 @@ struct VersionTag {
 };
 constexpr std::array<VersionTag, 2> k_version_tags{{{4, 10809}, {5, 11146}}};
 
-constexpr size_t k_rows = 18;
+constexpr size_t k_rows = 25;
 
 constexpr std::array<LlamaCppReleaseRules, k_rows> k_releases = [] {
   std::array<LlamaCppReleaseRules, k_rows> r{};
@@ -44,6 +44,13 @@ constexpr std::array<LlamaCppReleaseRules, k_rows> k_releases = [] {
   x.server_auto_slots = false;
   x.server_default_ctx = 0;
   x.reserve_rounding = LlamaCppReleaseRules::Rounding::none;
+  x.log_weights = "llm_load_tensors";
+  x.log_context = "llama_new_context_with_model";
+  x.log_kv = "llama_kv_cache_init";
+  x.log_compute = "llama_new_context_with_model";
+  x.log_model_buffers = false;
+  x.log_kv_size_line = false;
+  x.log_kv_streams = false;
   x.checked = "b3889 (node-llama-cpp 3.1.1)";
   size_t i = 0;
   const auto row = [&](std::string_view name, uint32_t build, std::string_view change) {
@@ -53,14 +60,30 @@ constexpr std::array<LlamaCppReleaseRules, k_rows> k_releases = [] {
     x.checked = {};
   };
   r[i++] = x;
+  row("b3990", 3990, "#10026: the weights logged per buffer type, as CPU_Mapped model buffers");
+  x.log_model_buffers = true;
+  r[i++] = x;
   row("b4014", 4014, "#10136: llama-server's default -c becomes 4096");
   x.server_default_ctx = 4096;
   r[i++] = x;
+  row("b4463", 4463, "#11110: the lines of load_tensors and llama_init_from_model");
+  x.log_weights = "load_tensors";
+  x.log_context = x.log_compute = "llama_init_from_model";
+  r[i++] = x;
   row("b4617", 4617, "#11583: the KQ mask's rows padded to 64");
   x.mask_pad_tokens = 64;
+  x.checked = "b4753 (node-llama-cpp 3.6.0)";
+  r[i++] = x;
+  row("b4881", 4881, "#12181: llama_context's lines, the KV cache's from its init");
+  x.log_context = x.log_compute = "llama_context";
+  x.log_kv = "init";
   r[i++] = x;
   row("b5429", 5429, "#13194: sliding-window layers cache their window only");
   x.swa_cache = true;
+  r[i++] = x;
+  row("b5441", 5441, "#13660: the KV cache's lines from llama_kv_cache_unified, with its size");
+  x.log_kv = "llama_kv_cache_unified";
+  x.log_kv_size_line = true;
   r[i++] = x;
   row("b5550", 5550, "#13746: the reserved graph's tokens rounded down to a multiple of -np");
   x.reserve_rounding = LlamaCppReleaseRules::Rounding::down;
@@ -72,12 +95,19 @@ constexpr std::array<LlamaCppReleaseRules, k_rows> k_releases = [] {
   row("b5776", 5776, "#14158: the FFN's gate as one SWIGLU/GEGLU op");
   x.glu_op = true;
   r[i++] = x;
+  row("b5913", 5913, "#14363: the KV cache's size line counts sequences per stream");
+  x.log_kv_streams = true;
+  r[i++] = x;
   row("b6071", 6071, "#14959: set_rows stores K and V; a KV stream per slot without -kvu");
   x.set_rows = true;
   x.kv_streams = true;
   r[i++] = x;
+  row("b6233", 6233, "#15467: the KV cache's lines from llama_kv_cache");
+  x.log_kv = "llama_kv_cache";
+  r[i++] = x;
   row("b6325", 6325, "#15434: -fa defaults to auto (on for the CPU and CUDA)");
   x.flash_attn_auto = true;
+  x.checked = "b6431 (node-llama-cpp 3.13.0)";
   r[i++] = x;
   row("b6868", 6868, "#16812: the KV cache's size is not padded");
   x.kv_pad_cells_fa = 1;
@@ -98,6 +128,9 @@ constexpr std::array<LlamaCppReleaseRules, k_rows> k_releases = [] {
   r[i++] = x;
   row("b7620", 7620, "#18536: the rounded-up reserved graph has an output per token");
   x.outputs_follow_rounding = true;
+  r[i++] = x;
+  row("b7746", 7746, "#18547: the compute buffers' lines from sched_reserve");
+  x.log_compute = "sched_reserve";
   r[i++] = x;
   row("b7774", 7774, "#18550: an embeddings input in every graph");
   x.embd_input = true;

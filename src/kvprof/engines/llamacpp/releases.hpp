@@ -58,7 +58,19 @@ struct LlamaCppReleaseRules {
   // llama-server's -c when none is given: 4096 from b4014 (#10136) to b7406; 0 (the model's
   // own context, which --fit may lower) before and from b7407 (#16653).
   uint32_t server_default_ctx = 0;
-  std::string_view checked;  // the real builds of the row kvprof checked the plan on
+  // The words of its startup lines (each is the logging function's name): the weights'
+  // (llm_load_tensors before b4463, #11110), the output buffer's (llama_new_context_with_model,
+  // then llama_init_from_model, then llama_context from b4881, #12181), the KV cache's
+  // (llama_kv_cache_init, init from b4881, llama_kv_cache_unified from b5441, llama_kv_cache from
+  // b6233, #15467) and the compute buffer's (the output's, sched_reserve from b7746, #18547).
+  std::string_view log_weights = "load_tensors";
+  std::string_view log_context = "llama_context";
+  std::string_view log_kv = "llama_kv_cache";
+  std::string_view log_compute = "sched_reserve";
+  bool log_model_buffers = true;  // "CPU_Mapped model buffer" (#10026, b3990); before "CPU buffer"
+  bool log_kv_size_line = true;   // the KV cache's "size = ... (cells, layers, seqs)" (b5441)
+  bool log_kv_streams = true;     // its "n/n seqs": sequences per stream (b5913, #14363)
+  std::string_view checked;       // the real builds of the row kvprof checked the plan on
 };
 
 // Every modelled release, oldest first; the last is the newest.
