@@ -16,6 +16,9 @@
 #include "kvprof/gpu/gpu_catalog.hpp"
 #include "kvprof/model/dummy_gguf.hpp"
 #include "kvprof/model/resolve.hpp"
+#include "support/run_kvprof.hpp"
+#include "support/temp_dir.hpp"
+#include "support/tiny_llama.hpp"
 
 namespace kvprof::engines {
 namespace {
@@ -182,6 +185,69 @@ TEST(TensorOverrides, TheFewestExpertLayersOnTheHostThatFit) {
   };
   EXPECT_TRUE(fits(n));
   EXPECT_FALSE(fits(n - 1));
+}
+
+// On the real libllama (its CPU build), the tensors -ot and --n-cpu-moe place are the ones kvprof
+// places: llama.cpp's own debug line for each ("tensor blk.0.ffn_up_exps.weight (0 MiB f16)
+// buffer type overridden to CPU", in the bench's engine.log) is the plan's, in the same order,
+// and the buffers stay the plan's. A buffer type the library lacks is one line, exit 2.
+TEST(TensorOverrides, TheRealLibllamaPlacesTheTensorsThePlanPlaces) {
+  KVPROF_REQUIRE_LLAMA_OR_SKIP(lib_dir);
+  test::ScopedTempDir tmp("kvprof_ot_real");
+  std::ofstream(tmp.path / "config.json")
+      << R"({"architectures":["Qwen3MoeForCausalLM"],"model_type":"qwen3_moe","hidden_size":256,
+        "intermediate_size":512,"moe_intermediate_size":128,"num_experts":8,
+        "num_experts_per_tok":2,"num_attention_heads":8,"num_key_value_heads":2,"head_dim":32,
+        "num_hidden_layers":4,"vocab_size":32000,"max_position_embeddings":4096,
+        "tie_word_embeddings":false,"torch_dtype":"bfloat16"})";
+  const fs::path gguf = tmp.path / "moe.gguf";
+  const auto made = test::run_kvprof("make-gguf -m " + (tmp.path / "config.json").string() +
+                                     " -o " + gguf.string());
+  ASSERT_EQ(made.rc, 0) << made.out;
+  const std::string flags = "-ot 'blk\\.(2|3)\\.ffn_(up|gate)_exps=CPU' --n-cpu-moe 1";
+  const auto bench = test::run_kvprof(
+      "bench -m " + gguf.string() + " --llama-lib " + lib_dir->string() + " " + flags +
+      " --concurrency 1 --prompt-toks 16 --gen-toks 2 -c 1024 -t 1 -q --no-report --json "
+      "--output-dir " +
+      (tmp.path / "results").string());
+  ASSERT_EQ(bench.rc, 0) << bench.out;
+  std::vector<std::string> logged;
+  for (const auto& run : fs::directory_iterator(tmp.path / "results")) {
+    std::ifstream log(run.path() / "engine.log");
+    for (std::string line; std::getline(log, line);)
+      if (line.find("buffer type overridden") != std::string::npos) logged.push_back(line);
+  }
+  const auto plan = test::run_kvprof("estimate --engine llamacpp --gpu cpu -c 1024 -m " +
+                                     gguf.string() + " " + flags + " --json");
+  ASSERT_EQ(plan.rc, 0) << plan.out;
+  const auto planned = test::json_in(plan.out)
+                           .at("llamacpp")
+                           .at("override_log_lines")
+                           .get<std::vector<std::string>>();
+  // Layers 2 and 3 by the regex (up and gate), then layer 0's three experts by --n-cpu-moe.
+  EXPECT_EQ(planned.size(), 7U);
+  EXPECT_EQ(logged, planned);
+  // The bench's plan of its own settings (the overrides included) is llama.cpp's report.
+  const auto summary = test::json_in(bench.out);
+  uint64_t model_bytes = 0;
+  for (const auto& b : summary.at("engine_reported"))
+    model_bytes += b.at("model_bytes").get<uint64_t>();
+  ASSERT_FALSE(summary.at("conditions").empty());
+  for (const auto& c : summary.at("conditions")) {
+    const auto& est = c.at("estimate");
+    EXPECT_EQ(est.at("weights_bytes").get<uint64_t>(), model_bytes) << c.dump();
+    EXPECT_EQ(est.at("compute_bytes").get<uint64_t>(),
+              c.at("compute_buffer_bytes").get<uint64_t>());
+  }
+  // A buffer type this CPU build does not have.
+  const auto cuda =
+      test::run_kvprof("bench -m " + gguf.string() + " --llama-lib " + lib_dir->string() +
+                       " -ot 'ffn_up_exps=CUDA0' --concurrency 1 --prompt-toks 16 "
+                       "--gen-toks 2 -c 1024 -q --no-report --output-dir " +
+                       (tmp.path / "r2").string());
+  EXPECT_NE(cuda.rc, 0) << cuda.out;
+  EXPECT_NE(cuda.out.find("has no buffer type 'CUDA0' (its devices: CPU)"), std::string::npos)
+      << cuda.out;
 }
 
 }  // namespace

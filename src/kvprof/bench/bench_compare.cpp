@@ -112,6 +112,8 @@ estimate::EstimateInput own_input(const BenchConfig& config, const model::ModelS
   s.swa_full = e.swa_full;
   s.kv_unified = e.kv_unified;
   s.llamacpp_outputs_per_slot = false;  // bench keeps libllama's default
+  for (const auto& [pattern, buffer] : e.tensor_overrides)
+    s.tensor_overrides.push_back({pattern, buffer});
   sources.given = {"max-model-len", "parallel",     "batch-size",   "ubatch-size",
                    "flash-attn",    "cache-type-k", "cache-type-v", "n-gpu-layers",
                    "no-mmap",       "swa-full",     "no-kv-unified"};

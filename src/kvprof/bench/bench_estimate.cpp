@@ -33,6 +33,8 @@ std::optional<engines::LlamaCppSettings> run_planner_settings(const BenchConfig&
   s.use_mmap = e.use_mmap;
   s.swa_full = e.swa_full;
   s.kv_unified = e.kv_unified;
+  for (const auto& [pattern, buffer] : e.tensor_overrides)
+    s.tensor_overrides.push_back({pattern, buffer});
   return s;
 }
 

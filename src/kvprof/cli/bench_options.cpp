@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "kvprof/engines/llamacpp/tensor_overrides.hpp"
 #include "kvprof/gpu/nvml.hpp"
 
 namespace kvprof::cli {
@@ -41,6 +42,14 @@ CLI::App* add_bench_engine_options(CLI::App* cmd, bench::BenchConfig& c, BenchEn
                 "libllama.so or its folder (default: KVPROF_LLAMA_LIB, then .deps/llama/); "
                 "llama.cpp v0.4.0 and later (npm's @node-llama-cpp/linux-x64 3.21.1 on), an "
                 "older release is refused");
+  g->add_option(
+       "--override-tensor,--ot", flags.override_tensor,
+       "PATTERN=BUFFER_TYPE[,...]: tensors whose name matches the regular expression go to "
+       "that buffer type (CPU, CUDA0), the first match deciding; as llama.cpp's -ot")
+      ->type_name("PATTERN=BUFT");
+  g->add_flag("--cpu-moe,--cmoe", flags.cpu_moe, "Every MoE layer's experts in host memory");
+  g->add_option("--n-cpu-moe,--ncmoe", flags.n_cpu_moe,
+                "The experts of the first N layers in host memory");
   g->add_option("--gpu-source", flags.gpu_source, "auto | nvml | none")
       ->check(CLI::IsMember({"auto", "nvml", "none"}))
       ->capture_default_str();
@@ -60,6 +69,21 @@ void apply_bench_engine_flags(const BenchEngineFlags& flags, bench::BenchConfig&
       value_or_fatal(llama::parse_flash_attn(flags.flash_attn.empty() ? "on" : flags.flash_attn));
   e.use_mmap = !flags.no_mmap;
   e.swa_full = flags.swa_full;
+  // -ot, --cpu-moe, --n-cpu-moe in llama.cpp's order (common/arg.cpp): each -ot as given, then
+  // --cpu-moe, then --n-cpu-moe.
+  std::vector<estimate::TensorOverride> overrides;
+  for (const auto& value : flags.override_tensor) {
+    auto parts = value_or_fatal(engines::parse_override_tensor(value));
+    overrides.insert(overrides.end(), parts.begin(), parts.end());
+  }
+  if (flags.cpu_moe) overrides.push_back(engines::cpu_moe_override());
+  if (flags.n_cpu_moe) {
+    auto parts = value_or_fatal(engines::n_cpu_moe_overrides(*flags.n_cpu_moe));
+    overrides.insert(overrides.end(), parts.begin(), parts.end());
+  }
+  e.tensor_overrides.clear();
+  for (const auto& o : overrides)
+    e.tensor_overrides.emplace_back(o.pattern, o.buffer_type);
   value_or_fatal(llama::kv_cache_type_id(e.cache_type_k));
   value_or_fatal(llama::kv_cache_type_id(e.cache_type_v));
   std::error_code ec;

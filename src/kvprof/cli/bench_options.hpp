@@ -4,6 +4,10 @@
 // --seed, --llama-lib and --gpu-source.
 #pragma once
 
+#include <vector>
+
+#include <optional>
+
 #include <CLI/CLI.hpp>
 #include <memory>
 #include <string>
@@ -18,7 +22,10 @@ struct BenchEngineFlags {
   std::string flash_attn = "auto";
   bool no_mmap = false;
   bool swa_full = false;
-  std::string gpu_source = "auto";  // auto | nvml | none
+  std::string gpu_source = "auto";           // auto | nvml | none
+  std::vector<std::string> override_tensor;  // -ot PATTERN=BUFT[,...], each flag adding
+  bool cpu_moe = false;                      // --cpu-moe
+  std::optional<uint32_t> n_cpu_moe;         // --n-cpu-moe N
 };
 
 // Adds the engine flags to `cmd`, writing into `config` (its engine and library) and `flags`;

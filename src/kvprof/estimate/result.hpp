@@ -106,6 +106,8 @@ struct LlamaCppSummary {
   // A MoE model on a GPU: the fewest --n-cpu-moe layers that make it fit (none: even all do not).
   std::optional<uint32_t> min_n_cpu_moe;
   uint64_t max_ctx_size = 0;  // largest -c (multiple of 256) that fits; 0 = none
+  // llama.cpp's debug line for each tensor an override (-ot, --cpu-moe) placed.
+  std::vector<std::string> override_lines;
 };
 
 struct Estimate {

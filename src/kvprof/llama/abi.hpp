@@ -82,6 +82,13 @@ static_assert(offsetof(ContextParams, flash_attn_type) == 52);
 static_assert(offsetof(ContextParams, type_k) == 104);
 static_assert(offsetof(ContextParams, embeddings) == 128);
 
+// llama_model_tensor_buft_override: tensors whose name matches `pattern` (std::regex_search) go
+// to buffer type `buft`; the list ends with a null pattern.
+struct TensorBuftOverride {
+  const char* pattern;
+  void* buft;  // ggml_backend_buffer_type_t
+};
+
 // llama_batch (stable across versions).
 struct Batch {
   int32_t n_tokens;
@@ -185,6 +192,7 @@ struct Functions {
   const char* (*backend_dev_description)(BackendDevice* device);
   void (*backend_dev_memory)(BackendDevice* device, size_t* free, size_t* total);
   int32_t (*backend_dev_type)(BackendDevice* device);  // 0 CPU, 1 GPU, others: iGPU/accelerator
+  void* (*backend_dev_buffer_type)(BackendDevice* device);  // the device's ggml buffer type
 };
 
 }  // namespace kvprof::llama::abi

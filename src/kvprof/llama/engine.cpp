@@ -52,6 +52,28 @@ Expected<std::unique_ptr<LlamaModel>> LlamaModel::load(std::shared_ptr<LlamaLib>
   abi::ModelParams params = model->m_lib->default_model_params();
   params.n_gpu_layers = settings.n_gpu_layers;
   params.load_mode = settings.use_mmap ? 1 : 0;  // mmap, or read into memory
+  // -ot: each override's buffer type is a device's ("CPU", "CUDA0"), named as llama.cpp names it.
+  std::vector<abi::TensorBuftOverride> overrides;
+  for (const auto& [pattern, buffer] : settings.tensor_overrides) {
+    void* buft = nullptr;
+    std::string names;
+    for (size_t i = 0; i < f.backend_dev_count() && buft == nullptr; ++i) {
+      abi::BackendDevice* dev = f.backend_dev_get(i);
+      const std::string name = f.backend_dev_name(dev);
+      names += (names.empty() ? "" : ", ") + name;
+      if (name == buffer) buft = f.backend_dev_buffer_type(dev);
+    }
+    if (buft == nullptr) {
+      return fail(ErrorKind::usage, fmt::format("-ot {}={}: this libllama has no buffer type '{}' "
+                                                "(its devices: {})",
+                                                pattern, buffer, buffer, names));
+    }
+    overrides.push_back({pattern.c_str(), buft});
+  }
+  if (!overrides.empty()) {
+    overrides.push_back({nullptr, nullptr});
+    params.tensor_buft_overrides = overrides.data();
+  }
   model->m_model = f.model_load_from_file(settings.model_path.c_str(), params);
   if (model->m_model == nullptr) {
     return fail(ErrorKind::input, fmt::format("llama.cpp could not load {} ({})",

@@ -10,6 +10,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "kvprof/llama/library.hpp"
@@ -44,6 +45,9 @@ struct LlamaSettings {
   bool kv_unified = true;                   // one KV buffer shared by every sequence
   bool swa_full = false;  // --swa-full: sliding-window layers keep all n_ctx cells (llama-server's
                           // default is off)
+  // -ot/--cpu-moe: tensors whose GGUF name matches a pattern go to that buffer type ("CPU",
+  // "CUDA0"), the first match deciding, before -ngl places the rest.
+  std::vector<std::pair<std::string, std::string>> tensor_overrides;
   // Outputs one decode may have (n_outputs_max, one per sequence): llama-server's -np, which
   // sizes the reserved graph's logits; 0 keeps libllama's default (n_batch).
   uint32_t n_outputs_max = 0;

@@ -133,6 +133,7 @@ std::optional<std::string> resolve(void* handle, abi::Functions& f) {
   get(f.backend_dev_description, "ggml_backend_dev_description");
   get(f.backend_dev_memory, "ggml_backend_dev_memory");
   get(f.backend_dev_type, "ggml_backend_dev_type");
+  get(f.backend_dev_buffer_type, "ggml_backend_dev_buffer_type");
   return missing;
 }
 

@@ -169,6 +169,15 @@ void place_weights(const ModelSpec& m, const LlamaCppSettings& s, LlamaCppPlan& 
     if (const auto over = overrides.device_of(t.name)) {
       gpu = *over >= 0 && static_cast<size_t>(*over) < plan.gpus.size() ? *over : -1;
       if (gpu < 0) plan.overridden_host_bytes += t.bytes;
+      // An override to the CPU takes the CPU's extra buffer types too (the repacked one).
+      std::string type = model::ggml_type_name(t.type).value_or("?");
+      std::transform(type.begin(), type.end(), type.begin(),
+                     [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+      plan.override_lines.push_back(fmt::format(
+          "tensor {} ({} MiB {}) buffer type overridden to {}", t.name, t.bytes >> 20, type,
+          gpu >= 0         ? fmt::format("CUDA{}", gpu)
+          : repacked(t, s) ? "CPU_REPACK"
+                           : "CPU"));
     }
     if (gpu >= 0) {
       plan.model_gpu_bytes += t.bytes;

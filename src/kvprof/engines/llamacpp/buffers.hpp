@@ -70,6 +70,9 @@ struct LlamaCppBuffer {
 
 struct LlamaCppPlan {
   uint64_t overridden_host_bytes = 0;  // weights an override put on the host (-ot =CPU, --cpu-moe)
+  // What llama.cpp logs (at debug level, llama-server -v) for each tensor an override placed:
+  // "tensor blk.0.ffn_up_exps.weight (6 MiB f16) buffer type overridden to CPU".
+  std::vector<std::string> override_lines;
   // Weights as llama.cpp's memory breakdown names them: CPU_Mapped (the span of the file the
   // host tensors lie in), CPU (read into memory with --no-mmap), CPU_REPACK, and the GPU's.
   uint64_t model_mapped_bytes = 0;

@@ -313,6 +313,7 @@ Expected<Estimate> estimate_llamacpp(const EstimateInput& in) {
     }
   }
   sum.max_ctx_size = lo * k_ctx_step;
+  sum.override_lines = p.override_lines;
 
   MemoryBreakdown& mb = est.per_gpu;
   if (ps.has_gpu) {

@@ -64,7 +64,8 @@ nlohmann::json llamacpp_json(const estimate::LlamaCppSummary& l) {
            l.max_gpu_layers ? nlohmann::json(*l.max_gpu_layers) : nlohmann::json(nullptr)},
           {"min_n_cpu_moe",
            l.min_n_cpu_moe ? nlohmann::json(*l.min_n_cpu_moe) : nlohmann::json(nullptr)},
-          {"max_ctx_size", l.max_ctx_size}};
+          {"max_ctx_size", l.max_ctx_size},
+          {"override_log_lines", l.override_lines}};
 }
 
 std::string llamacpp_text(const estimate::LlamaCppSummary& l) {
@@ -92,6 +93,10 @@ std::string llamacpp_text(const estimate::LlamaCppSummary& l) {
   }
   out += l.max_ctx_size > 0 ? fmt::format("\nlargest -c that fits: {}\n", l.max_ctx_size)
                             : std::string("\nno -c fits\n");
+  if (!l.override_lines.empty()) {
+    out += fmt::format("{} tensors placed by -ot/--cpu-moe (llama-server -v logs each), e.g.: {}\n",
+                       l.override_lines.size(), l.override_lines.front());
+  }
   return out;
 }
 
