@@ -229,6 +229,9 @@ TEST(TensorOverrides, TheRealLibllamaPlacesTheTensorsThePlanPlaces) {
   EXPECT_EQ(logged, planned);
   // The bench's plan of its own settings (the overrides included) is llama.cpp's report.
   const auto summary = test::json_in(bench.out);
+  EXPECT_EQ(summary.at("settings").at("tensor_overrides"),
+            nlohmann::json(
+                {"blk\\.(2|3)\\.ffn_(up|gate)_exps=CPU", "blk\\.0\\.ffn_(up|down|gate)_exps=CPU"}));
   uint64_t model_bytes = 0;
   for (const auto& b : summary.at("engine_reported"))
     model_bytes += b.at("model_bytes").get<uint64_t>();

@@ -137,6 +137,8 @@ estimate::EstimateInput own_input(const BenchConfig& config, const model::ModelS
                   c.n_seq_max, e.n_batch, e.n_ubatch, s.flash_attn ? "on" : "off", e.cache_type_k,
                   e.cache_type_v, e.n_gpu_layers, e.use_mmap ? "" : " --no-mmap",
                   e.swa_full ? " --swa-full" : "", e.kv_unified ? "" : " --no-kv-unified");
+  for (const auto& [pattern, buffer] : e.tensor_overrides)
+    flags += fmt::format(" -ot {}={}", pattern, buffer);
   flags += " (the run's own settings)";
   return in;
 }

@@ -19,6 +19,14 @@ namespace kvprof::bench {
 using nlohmann::json;
 namespace {
 
+// -ot/--cpu-moe/--n-cpu-moe as llama.cpp takes them: "PATTERN=BUFFER_TYPE", in order.
+json override_texts(const llama::LlamaSettings& e) {
+  json out = json::array();
+  for (const auto& [pattern, buffer] : e.tensor_overrides)
+    out.push_back(pattern + "=" + buffer);
+  return out;
+}
+
 constexpr double k_mib = 1024.0 * 1024.0;
 
 std::string mib(const std::optional<uint64_t>& v) {
@@ -282,6 +290,7 @@ json summary_json(const BenchConfig& config, const BenchReport& r) {
         {"cache_type_v", e.cache_type_v},
         {"mmap", e.use_mmap},
         {"swa_full", e.swa_full},
+        {"tensor_overrides", override_texts(e)},
         {"gen_tokens", config.gen_tokens},
         {"seed", config.seed}}},
       {"memory_source", r.memory_source},
