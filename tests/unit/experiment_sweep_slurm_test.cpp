@@ -439,6 +439,19 @@ TEST_F(SweepSlurm, CtrlCLeavesTheJobsRunningOrCancelsThemAndTheSweepResumes) {
   // Left running: the same jobs are followed again, not submitted twice.
   const std::string queued = slurm({"squeue", "-h", "--me", "-o", "%i"}).stdout_text;
   ASSERT_FALSE(queued.empty());
+  // --status says where each stands without starting anything: its job, queued or running.
+  const auto status = sweep(config, {"--status", "--json"});
+  ASSERT_EQ(status.exit_code, 0) << status.stderr_text;
+  const json statuses = json::parse(status.stdout_text);
+  ASSERT_EQ(statuses.size(), 2U) << statuses.dump();
+  for (const auto& c : statuses) {
+    ASSERT_TRUE(c.at("job").is_object()) << c.dump();
+    EXPECT_NE(queued.find(c.at("job").at("id").get<std::string>()), std::string::npos) << c.dump();
+    EXPECT_TRUE(c.at("job").at("state") == "RUNNING" || c.at("job").at("state") == "PENDING")
+        << c.dump();
+  }
+  const auto text = sweep(config, {"--status"});
+  EXPECT_NE(text.stdout_text.find("(job "), std::string::npos) << text.stdout_text;
   r = sweep(config, {});
   ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
   EXPECT_NE(r.stderr_text.find("from before is"), std::string::npos) << r.stderr_text;
@@ -466,6 +479,14 @@ TEST_F(SweepSlurm, CtrlCLeavesTheJobsRunningOrCancelsThemAndTheSweepResumes) {
   ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
   for (const auto& [id, c] : configurations("cancelled"))
     EXPECT_EQ(c.at("status"), "done") << id;
+  // Once every job ended, --status reads the state file: each configuration done, with its run.
+  const auto done = sweep(config2, {"--status", "--json"});
+  ASSERT_EQ(done.exit_code, 0) << done.stderr_text;
+  for (const auto& c : json::parse(done.stdout_text)) {
+    EXPECT_EQ(c.at("status"), "done") << c.dump();
+    EXPECT_FALSE(c.at("run_id").get<std::string>().empty()) << c.dump();
+    EXPECT_TRUE(c.at("job").is_null()) << c.dump();
+  }
 }
 
 }  // namespace

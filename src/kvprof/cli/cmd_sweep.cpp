@@ -15,8 +15,10 @@
 #include "kvprof/cli/run_report.hpp"
 #include "kvprof/experiment/sweep_cluster.hpp"
 #include "kvprof/experiment/sweep_config.hpp"
+#include "kvprof/experiment/sweep_job.hpp"
 #include "kvprof/experiment/sweep_plan.hpp"
 #include "kvprof/experiment/sweep_runner.hpp"
+#include "kvprof/experiment/sweep_status.hpp"
 #include "kvprof/experiment/sweep_summary.hpp"
 #include "kvprof/gpu/gpu_catalog.hpp"
 #include "kvprof/gpu/nvml.hpp"
@@ -36,6 +38,7 @@ namespace fs = std::filesystem;
 struct SweepCliState {
   std::string config;
   bool dry_run = false;
+  bool status = false;
   bool json = false;
   bool quiet = false;
   bool no_color = false;
@@ -221,6 +224,21 @@ void run_sweep_command(const SweepCliState& st) {
   const fs::path dir = experiment::sweep_dir(st.output_dir, config.settings.name);
   const auto state = value_or_fatal(experiment::load_state(dir));
   auto scheduler = open_scheduler(st);
+  if (st.status) {
+    // Where each configuration stands; on a cluster, with what the scheduler says of its job.
+    std::vector<scheduler::JobStatus> jobs;
+    if (scheduler) {
+      jobs = value_or_fatal(scheduler->list(experiment::job_name(config.settings.name, "")));
+    }
+    const auto statuses = experiment::sweep_status(plan, state, config.settings.name, jobs);
+    if (st.json) {
+      std::printf("%s\n", json_text(experiment::sweep_status_json(statuses), 2).c_str());
+    } else {
+      std::printf("sweep '%s' (%s):\n%s", config.settings.name.c_str(), dir.c_str(),
+                  experiment::sweep_status_text(statuses).c_str());
+    }
+    return;
+  }
   if (st.dry_run) {
     if (st.json) {
       std::printf("%s\n", json_text(experiment::plan_json(plan, state), 2).c_str());
@@ -328,6 +346,10 @@ void register_sweep_command(CLI::App& app) {
       ->required()
       ->check(CLI::ExistingFile);
   cmd->add_flag("--dry-run", st->dry_run, "Check the file and print the plan; start nothing");
+  cmd->add_flag("--status", st->status,
+                "Where each configuration stands: done, failed, not run, and on a cluster its "
+                "job queued or running (with --executor slurm); start nothing")
+      ->excludes("--dry-run");
   cmd->add_flag("--json", st->json, "Print the plan (--dry-run) or sweep.json as JSON");
   cmd->add_option("--output-dir", st->output_dir, "Where the run folders and sweeps/ go")
       ->envname("KVPROF_OUTPUT_DIR")

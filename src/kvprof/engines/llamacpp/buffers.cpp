@@ -231,7 +231,7 @@ void place_kv(const ModelSpec& m, const LlamaCppSettings& s, LlamaCppPlan& plan)
   const uint32_t n_seq = std::max(1U, s.n_seq_max);
   const uint32_t n_stream = kv_streams(s);
   const uint32_t pad = s.flash_attn ? r.kv_pad_cells_fa : r.kv_pad_cells_no_fa;
-  // Early releases padded the whole context; later ones each stream's share of it.
+  // One stream: the whole context padded; a stream per slot: each slot's share.
   const uint32_t cells_per_stream = n_stream == 1
                                         ? static_cast<uint32_t>(pad_to(s.n_ctx, pad))
                                         : static_cast<uint32_t>(pad_to(s.n_ctx / n_stream, pad));
