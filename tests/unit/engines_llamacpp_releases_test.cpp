@@ -54,9 +54,9 @@ struct Setting {
 };
 
 constexpr Setting k_settings[] = {
-    {4096, 1, false, 512}, {4096, 4, false, 512},  {4096, 1, true, 512},
-    {32768, 4, true, 512}, {16384, 4, false, 512}, {8192, 2, false, 2048},
-    {8192, 2, true, 128},  {1000, 3, true, 100},   {1000, 3, false, 100},
+    {4096, 1, false, 512}, {4096, 4, false, 512}, {4096, 1, true, 512},
+    {32768, 4, true, 512}, {8192, 2, false, 2048}, {8192, 2, true, 128},
+    {1000, 3, true, 100},  {1000, 3, false, 100},
 };
 
 // The tiny models of the matrix, as HF configs.
