@@ -64,7 +64,7 @@ Expected<LaunchPlan> plan_from_launch(std::string_view command, const workload::
     if (auto v = engines::parse_engine_version(reading->settings.engine, release)) {
       estimate::EngineSettings base;
       base.engine_version = *v;
-      reading = engines::read_launch_command(command, base);
+      if (auto again = engines::read_launch_command(command, base)) reading = std::move(again);
       reading->given.insert("engine-version");
     } else {
       reading->notes.push_back(
