@@ -9,6 +9,7 @@
 
 #include "kvprof/client/http_response_parser.hpp"
 #include "kvprof/client/request_record.hpp"
+#include "kvprof/util/clock.hpp"
 
 namespace {
 
@@ -46,7 +47,7 @@ struct SinkHandler final : HttpResponseHandler {
   ResponseSink* sink = nullptr;
   void on_response_status(int status) override { sink->on_status(status); }
   bool on_response_body(std::string_view bytes) override {
-    return sink->on_data(bytes, kvprof::client::monotonic_now_ns());
+    return sink->on_data(bytes, kvprof::monotonic_now_ns());
   }
 };
 

@@ -25,10 +25,7 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 using kvprof::test::Run;
-
-Run run(const std::string& args) {
-  return kvprof::test::run_kvprof(args);
-}
+using kvprof::test::run_kvprof;
 
 fs::path fresh_dir(const std::string& name) {
   const fs::path dir =
@@ -66,9 +63,9 @@ TEST(BenchE2e, GridOnRealEngineWritesEveryFileAndKvGrowsWithConcurrency) {
   const fs::path dir = fresh_dir("grid");
   const kvprof::test::TinyLlama shape;
   kvprof::test::write_tiny_llama(dir / "tiny.gguf", shape);
-  const auto r = run("bench -m " + (dir / "tiny.gguf").string() +
-                     " --concurrency 1,2,4 --prompt-toks 100 --gen-toks 12 --llama-lib " +
-                     lib_dir->string() + " --output-dir " + (dir / "out").string());
+  const auto r = run_kvprof("bench -m " + (dir / "tiny.gguf").string() +
+                            " --concurrency 1,2,4 --prompt-toks 100 --gen-toks 12 --llama-lib " +
+                            lib_dir->string() + " --output-dir " + (dir / "out").string());
   ASSERT_EQ(r.rc, 0) << r.out;
   EXPECT_NE(r.out.find("c4 p100"), std::string::npos) << r.out;
   // The model by its own name (general.name), llama.cpp's size class beside it.
@@ -275,8 +272,8 @@ TEST(BenchE2e, FileTheEngineRefusesExits2AndSaysWhy) {
   KVPROF_REQUIRE_LLAMA_OR_SKIP(lib_dir);
   const fs::path dir = fresh_dir("refused");
   std::ofstream(dir / "bad.gguf") << "this is not a GGUF model";
-  const auto r = run("bench -m " + (dir / "bad.gguf").string() + " --llama-lib " +
-                     lib_dir->string() + " --output-dir " + (dir / "out").string());
+  const auto r = run_kvprof("bench -m " + (dir / "bad.gguf").string() + " --llama-lib " +
+                            lib_dir->string() + " --output-dir " + (dir / "out").string());
   EXPECT_EQ(r.rc, 2) << r.out;
   EXPECT_NE(r.out.find("could not load"), std::string::npos) << r.out;
   const json s = read_json(run_dir(dir / "out") / "summary.json");
@@ -292,8 +289,8 @@ TEST(BenchE2e, MissingLibraryIsOneLineAndExit1) {
   const fs::path dir = fresh_dir("nolib");
   kvprof::test::write_tiny_llama(dir / "tiny.gguf");
   fs::create_directories(dir / "empty");
-  const auto r = run("bench -m " + (dir / "tiny.gguf").string() + " --llama-lib " +
-                     (dir / "empty").string() + " --output-dir " + (dir / "out").string());
+  const auto r = run_kvprof("bench -m " + (dir / "tiny.gguf").string() + " --llama-lib " +
+                            (dir / "empty").string() + " --output-dir " + (dir / "out").string());
   EXPECT_EQ(r.rc, 1) << r.out;
   EXPECT_NE(r.out.find("no libllama found"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("fetch_llama.sh"), std::string::npos) << r.out;
@@ -306,9 +303,9 @@ TEST(BenchE2e, CheckOomAnswersFromThePlanWithoutLoadingTheModel) {
   const fs::path dir = fresh_dir("checkoom");
   kvprof::test::write_tiny_llama(dir / "tiny.gguf");
   fs::create_directories(dir / "empty");
-  auto r = run("bench -m " + (dir / "tiny.gguf").string() +
-               " --check-oom --concurrency 1,4 --llama-lib " + (dir / "empty").string() +
-               " --output-dir " + (dir / "out").string() + " --json");
+  auto r = run_kvprof("bench -m " + (dir / "tiny.gguf").string() +
+                      " --check-oom --concurrency 1,4 --llama-lib " + (dir / "empty").string() +
+                      " --output-dir " + (dir / "out").string() + " --json");
   EXPECT_EQ(r.rc, 0) << r.out;
   auto j = kvprof::test::json_in(r.out);
   ASSERT_FALSE(j.is_discarded()) << r.out;
@@ -322,8 +319,9 @@ TEST(BenchE2e, CheckOomAnswersFromThePlanWithoutLoadingTheModel) {
   big.n_layer = 64;
   big.n_head_kv = 4;
   kvprof::test::write_tiny_llama(dir / "big.gguf", big);
-  r = run("bench -m " + (dir / "big.gguf").string() + " --check-oom -c 2097152 --llama-lib " +
-          (dir / "empty").string() + " --output-dir " + (dir / "out").string());
+  r = run_kvprof("bench -m " + (dir / "big.gguf").string() +
+                 " --check-oom -c 2097152 --llama-lib " + (dir / "empty").string() +
+                 " --output-dir " + (dir / "out").string());
   EXPECT_EQ(r.rc, 4) << r.out;
   EXPECT_NE(r.out.find("NO"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("kvprof: error: does not fit: "), std::string::npos) << r.out;
@@ -333,9 +331,9 @@ TEST(BenchE2e, CheckOomAnswersFromThePlanWithoutLoadingTheModel) {
 TEST(BenchE2e, ContextTooSmallForTheGridIsAUsageError) {
   const fs::path dir = fresh_dir("small");
   kvprof::test::write_tiny_llama(dir / "tiny.gguf");
-  const auto r =
-      run("bench -m " + (dir / "tiny.gguf").string() +
-          " --concurrency 4 --prompt-toks 100 -c 256 --output-dir " + (dir / "out").string());
+  const auto r = run_kvprof("bench -m " + (dir / "tiny.gguf").string() +
+                            " --concurrency 4 --prompt-toks 100 -c 256 --output-dir " +
+                            (dir / "out").string());
   EXPECT_EQ(r.rc, 2) << r.out;
   EXPECT_NE(r.out.find("raise -c"), std::string::npos) << r.out;
 }

@@ -20,10 +20,7 @@ namespace {
 namespace fs = std::filesystem;
 
 using kvprof::test::Run;
-
-Run run(const std::string& args) {
-  return kvprof::test::run_kvprof(args);
-}
+using kvprof::test::run_kvprof;
 
 class CliMakeGguf : public testing::Test {
  protected:
@@ -50,8 +47,8 @@ TEST_F(CliMakeGguf, WritesAFileAndAJsonSummary) {
       f);
   std::fclose(f);
   const fs::path out = m_dir / "tiny.gguf";
-  const auto r = run("make-gguf -m " + config.string() + " -o " + out.string() +
-                     " --type q8_0 --seed 3 --json");
+  const auto r = run_kvprof("make-gguf -m " + config.string() + " -o " + out.string() +
+                            " --type q8_0 --seed 3 --json");
   ASSERT_EQ(r.rc, 0) << r.out;
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j.at("arch"), "qwen3");
@@ -69,25 +66,26 @@ TEST_F(CliMakeGguf, WritesAFileAndAJsonSummary) {
   // Matrices Q8_0: 34 bytes per 32 weights; embedding 256 x 2000.
   EXPECT_EQ(gguf->tensors.front().bytes, 256U * 2000 / 32 * 34);
 
-  const auto text = run("make-gguf -m " + config.string() + " -o " + out.string());
+  const auto text = run_kvprof("make-gguf -m " + config.string() + " -o " + out.string());
   EXPECT_EQ(text.rc, 0) << text.out;
   EXPECT_NE(text.out.find("wrote " + out.string()), std::string::npos) << text.out;
   EXPECT_EQ(text.out.find('\r'), std::string::npos);  // no progress line when not a TTY
 }
 
 TEST_F(CliMakeGguf, UnsupportedArchitectureExits2) {
-  const auto r = run("make-gguf -m deepseek-v3 -o " + (m_dir / "x.gguf").string());
+  const auto r = run_kvprof("make-gguf -m deepseek-v3 -o " + (m_dir / "x.gguf").string());
   EXPECT_EQ(r.rc, 2) << r.out;
   EXPECT_NE(r.out.find("deepseek_v3"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("supported: llama"), std::string::npos) << r.out;
   EXPECT_FALSE(fs::exists(m_dir / "x.gguf"));
-  const auto t = run("make-gguf -m qwen2.5-0.5b --type q5_k -o " + (m_dir / "x.gguf").string());
+  const auto t =
+      run_kvprof("make-gguf -m qwen2.5-0.5b --type q5_k -o " + (m_dir / "x.gguf").string());
   EXPECT_EQ(t.rc, 2) << t.out;
 }
 
 TEST_F(CliMakeGguf, UnwritablePathIsOneLineExit1AndNoFile) {
   const fs::path out = m_dir / "no-such-dir" / "x.gguf";
-  const auto r = run("make-gguf -m qwen2.5-0.5b -o " + out.string());
+  const auto r = run_kvprof("make-gguf -m qwen2.5-0.5b -o " + out.string());
   EXPECT_EQ(r.rc, 1) << r.out;
   EXPECT_EQ(r.out.rfind("kvprof: error: cannot write", 0), 0U) << r.out;
   EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
@@ -102,7 +100,7 @@ TEST_F(CliMakeGguf, UnwritablePathIsOneLineExit1AndNoFile) {
 TEST_F(CliMakeGguf, AnOutputThatIsNotARegularFileIsRefusedAndLeftAsItWas) {
   const fs::path fifo = m_dir / "pipe";
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
-  const auto r = run("make-gguf -m qwen2.5-0.5b -o " + fifo.string());
+  const auto r = run_kvprof("make-gguf -m qwen2.5-0.5b -o " + fifo.string());
   EXPECT_EQ(r.rc, 2) << r.out;
   EXPECT_NE(r.out.find("is not a regular file"), std::string::npos) << r.out;
   EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;

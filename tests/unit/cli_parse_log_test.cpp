@@ -11,34 +11,19 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "support/run_kvprof.hpp"
+
 namespace {
 
-struct Run {
-  int rc = -1;
-  std::string out;  // stdout and stderr
-};
-
-Run run(const std::string& args, bool with_stderr = true) {
-  const std::string cmd =
-      std::string(KVPROF_BIN) + " " + args + (with_stderr ? " 2>&1" : " 2>/dev/null");
-  Run r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) return r;
-  std::array<char, 4096> buf{};
-  size_t n = 0;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0)
-    r.out.append(buf.data(), n);
-  const int status = pclose(p);
-  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+using kvprof::test::Run;
+using kvprof::test::run_kvprof;
 
 std::string fixture(const std::string& name) {
   return std::string(KVPROF_FIXTURES_DIR) + "/" + name;
 }
 
 TEST(CliParseLog, LlamaCppTableShowsFiguresDevicesAndLines) {
-  const auto r = run("parse-log " + fixture("llama_cpp_logs/startup_f16_np4.log"));
+  const auto r = run_kvprof("parse-log " + fixture("llama_cpp_logs/startup_f16_np4.log"));
   ASSERT_EQ(r.rc, 0) << r.out;
   EXPECT_NE(r.out.find("engine: llamacpp"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("CPU_Mapped"), std::string::npos);
@@ -48,7 +33,8 @@ TEST(CliParseLog, LlamaCppTableShowsFiguresDevicesAndLines) {
 }
 
 TEST(CliParseLog, JsonHasBytesLinesAndSettings) {
-  const auto r = run("parse-log --json " + fixture("llama_cpp_logs/startup_q8kv_fa_np4.log"));
+  const auto r =
+      run_kvprof("parse-log --json " + fixture("llama_cpp_logs/startup_q8kv_fa_np4.log"));
   ASSERT_EQ(r.rc, 0) << r.out;
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j.at("schema_version"), 1);
@@ -78,18 +64,18 @@ TEST(CliParseLog, VllmQuoteIsDetected) {
     std::ofstream out(path);
     out << nlohmann::json::parse(line).at("quote").get<std::string>() << "\n";
   }
-  const auto r = run("parse-log --json " + path.string());
+  const auto r = run_kvprof("parse-log --json " + path.string());
   ASSERT_EQ(r.rc, 0) << r.out;
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j.at("engine"), "vllm");
   EXPECT_EQ(j.at("settings").at("num_gpu_blocks").at("value"), 7891);
-  const auto forced = run("parse-log --engine llamacpp " + path.string());
+  const auto forced = run_kvprof("parse-log --engine llamacpp " + path.string());
   EXPECT_EQ(forced.rc, 1) << forced.out;
   std::filesystem::remove(path);
 }
 
 TEST(CliParseLog, MissingFileIsOneLineExitTwo) {
-  const auto r = run("parse-log /no/such/engine.log");
+  const auto r = run_kvprof("parse-log /no/such/engine.log");
   EXPECT_EQ(r.rc, 2);
   EXPECT_EQ(r.out, "kvprof: error: no such file: /no/such/engine.log\n");
 }
@@ -100,7 +86,7 @@ TEST(CliParseLog, AFifoIsRefusedAtOnceAndStandardInputIsRead) {
                     ("kvprof_parse_log_fifo_" + std::to_string(::getpid()));
   std::filesystem::remove(fifo);
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
-  auto r = run("parse-log " + fifo.string());
+  auto r = run_kvprof("parse-log " + fifo.string());
   EXPECT_EQ(r.rc, 2);
   EXPECT_EQ(r.out, "kvprof: error: '" + fifo.string() +
                        "' is not a regular file (a folder, FIFO, socket or device)\n");
@@ -111,7 +97,7 @@ TEST(CliParseLog, AFifoIsRefusedAtOnceAndStandardInputIsRead) {
   ASSERT_EQ(::mkfifo((run_dir / "summary.json").c_str(), 0600), 0);
   for (const std::string& cmd :
        {"validate " + run_dir.string(), "compare " + run_dir.string() + " " + run_dir.string()}) {
-    r = run(cmd);
+    r = run_kvprof(cmd);
     EXPECT_EQ(r.rc, 2) << cmd << ": " << r.out;
     EXPECT_NE(r.out.find("is not a regular file"), std::string::npos) << cmd << ": " << r.out;
   }
@@ -119,7 +105,7 @@ TEST(CliParseLog, AFifoIsRefusedAtOnceAndStandardInputIsRead) {
   std::filesystem::remove_all(run_dir);
 
   // "-" reads standard input to its end.
-  r = run("parse-log - < " + fixture("llama_cpp_logs/startup_f16_np4.log"));
+  r = run_kvprof("parse-log - < " + fixture("llama_cpp_logs/startup_f16_np4.log"));
   EXPECT_EQ(r.rc, 0) << r.out;
 }
 
@@ -129,14 +115,15 @@ TEST(CliParseLog, NothingRecognisedExitsOne) {
     std::ofstream out(path);
     out << "hello\nnothing here\n";
   }
-  const auto r = run("parse-log " + path.string());
+  const auto r = run_kvprof("parse-log " + path.string());
   EXPECT_EQ(r.rc, 1);
   EXPECT_NE(r.out.find("no memory lines recognised"), std::string::npos) << r.out;
   std::filesystem::remove(path);
 }
 
 TEST(CliParseLog, BadEngineIsUsageError) {
-  const auto r = run("parse-log --engine ollama " + fixture("llama_cpp_logs/startup_f16_np4.log"));
+  const auto r =
+      run_kvprof("parse-log --engine ollama " + fixture("llama_cpp_logs/startup_f16_np4.log"));
   EXPECT_EQ(r.rc, 2);
 }
 

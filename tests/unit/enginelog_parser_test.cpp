@@ -10,11 +10,10 @@
 #include "kvprof/enginelog/scan.hpp"
 #include "kvprof/engines/registry.hpp"
 #include "kvprof/report/text/engine_log_report.hpp"
+#include "kvprof/util/units.hpp"
 
 namespace kvprof::enginelog {
 namespace {
-
-constexpr uint64_t k_mib = 1ULL << 20;
 
 TEST(EngineLogScan, PrintedSizeBytesAndTolerance) {
   Cursor c("  110.53 MiB (16.00 BPW)");

@@ -8,11 +8,13 @@
 
 #include "kvprof/enginelog/parser.hpp"
 #include "kvprof/engines/registry.hpp"
+#include "kvprof/util/units.hpp"
+#include "support/printed_sizes.hpp"
 
 namespace kvprof::enginelog {
 namespace {
 
-constexpr uint64_t k_mib = 1ULL << 20;
+using kvprof::test::mib_x100;
 
 std::string fixture(const std::string& name) {
   return std::string(KVPROF_FIXTURES_DIR) + "/llama_cpp_logs/" + name;
@@ -29,10 +31,6 @@ const MemoryFigure* find(const EngineLogReport& r, Component c, std::string_view
     if (f.component == c && (device == "*" || f.device == device)) return &f;
   }
   return nullptr;
-}
-
-uint64_t mib_x100(uint64_t hundredths) {  // 110.53 MiB -> mib_x100(11053)
-  return (hundredths * k_mib + 50) / 100;
 }
 
 TEST(EngineLogLlamaCpp, F16LogEveryFigure) {

@@ -26,6 +26,7 @@
 #include "kvprof/model/dummy_gguf.hpp"
 #include "kvprof/model/resolve.hpp"
 #include "kvprof/sys/subprocess.hpp"
+#include "kvprof/util/units.hpp"
 #include "support/run_kvprof.hpp"
 #include "support/serve_process.hpp"
 #include "support/temp_dir.hpp"
@@ -38,7 +39,6 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 using namespace std::chrono_literals;
 
-constexpr double k_mib = 1024.0 * 1024.0;
 constexpr uint32_t k_qwen3moe_build = 5092;  // llama.cpp #12828 added the qwen3moe architecture
 
 struct Release {
@@ -54,9 +54,8 @@ struct Setting {
 };
 
 constexpr Setting k_settings[] = {
-    {4096, 1, false, 512}, {4096, 4, false, 512}, {4096, 1, true, 512},
-    {32768, 4, true, 512}, {8192, 2, false, 2048}, {8192, 2, true, 128},
-    {1000, 3, true, 100},  {1000, 3, false, 100},
+    {4096, 1, false, 512},  {4096, 4, false, 512}, {4096, 1, true, 512}, {32768, 4, true, 512},
+    {8192, 2, false, 2048}, {8192, 2, true, 128},  {1000, 3, true, 100}, {1000, 3, false, 100},
 };
 
 // The tiny models of the matrix, as HF configs.

@@ -5,13 +5,12 @@
 
 #include "kvprof/enginelog/parser.hpp"
 #include "kvprof/engines/registry.hpp"
+#include "support/printed_sizes.hpp"
 
 namespace kvprof::enginelog {
 namespace {
 
-uint64_t gib_x100(uint64_t hundredths) {
-  return ((hundredths << 30) + 50) / 100;
-}
+using kvprof::test::gib_x100;
 
 TEST(EngineLogSglang, WeightsKvAndGraphsPerRank) {
   const std::string log =

@@ -7,18 +7,14 @@
 
 #include "kvprof/enginelog/parser.hpp"
 #include "kvprof/engines/registry.hpp"
+#include "support/printed_sizes.hpp"
 #include "support/run_kvprof.hpp"
 
 namespace kvprof::enginelog {
 namespace {
 
-uint64_t gib_x100(uint64_t hundredths) {
-  return ((hundredths << 30) + 50) / 100;
-}
-
-uint64_t mib_x100(uint64_t hundredths) {
-  return ((hundredths << 20) + 50) / 100;
-}
+using kvprof::test::gib_x100;
+using kvprof::test::mib_x100;
 
 // trtllm-serve 1.1.0rc3 starting GPT-OSS 120B on a DGX Spark: a public README holding the whole
 // console log (search-index file id 2263047771), lines as printed. The estimation pass runs the

@@ -3,6 +3,7 @@
 // for its band; and `kvprof validate` end to end on a simulated profile run, against another
 // calculator's figures given by hand, against kvprof's own estimate, and without either.
 #include "kvprof/experiment/validate.hpp"
+#include "kvprof/util/units.hpp"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -18,8 +19,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-
-constexpr double k_gib = 1024.0 * 1024.0 * 1024.0;
 
 results::RunSummary run_with(double weights_gib, double kv_gib, double act_gib,
                              double overhead_gib) {

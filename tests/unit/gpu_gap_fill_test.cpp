@@ -13,12 +13,12 @@
 #include "kvprof/gpu/remote_source.hpp"
 #include "kvprof/profile/timeline.hpp"
 #include "kvprof/util/strings.hpp"
+#include "kvprof/util/units.hpp"
 #include "support/temp_dir.hpp"
 
 namespace kvprof::gpu {
 namespace {
 
-constexpr uint64_t k_mib = 1ULL << 20;
 constexpr int64_t k_ms = 1'000'000;  // ns
 
 // A query_range answer: FB_USED and FB_FREE of GPUs 0 and 1 of node-a at t = 100 s and 101 s.

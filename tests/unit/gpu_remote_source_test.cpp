@@ -15,11 +15,10 @@
 #include "kvprof/gpu/source_select.hpp"
 #include "kvprof/util/net.hpp"
 #include "kvprof/util/strings.hpp"
+#include "kvprof/util/units.hpp"
 
 namespace kvprof::gpu {
 namespace {
-
-constexpr uint64_t k_mib = 1ULL << 20;
 
 std::string read_file(const std::string& path) {
   std::ifstream in(path);
@@ -58,8 +57,8 @@ TEST(LabelSelector, RejectsMalformedSelectorsWithTheReason) {
 TEST(LabelSelector, RefusesRepetitionCountsPrometheusRefuses) {
   // std::regex expands a{n} into n copies (and overflows on a huge n); Prometheus's RE2 caps n
   // at 1000, and so does kvprof.
-  for (const char* bad : {R"({gpu=~"0{1111111111111111111}"})", R"({gpu=~"a{2,1001}"})",
-                          R"({gpu!~"(ab){1001}"})"}) {
+  for (const char* bad :
+       {R"({gpu=~"0{1111111111111111111}"})", R"({gpu=~"a{2,1001}"})", R"({gpu!~"(ab){1001}"})"}) {
     auto m = parse_label_selector(bad);
     ASSERT_FALSE(m) << bad;
     EXPECT_EQ(m.error().kind, ErrorKind::input);

@@ -16,6 +16,7 @@
 
 #include "kvprof/gpu/nvml.hpp"
 #include "kvprof/sys/subprocess.hpp"
+#include "kvprof/util/clock.hpp"
 #include "kvprof/util/strings.hpp"
 #include "support/fake_nvml_fixture.hpp"
 
@@ -58,7 +59,7 @@ TEST_F(SamplerTest, SteadyScheduleRowCountAndMonotonicTimestamps) {
   options.gpu_trace_path = (m_dir / "trace.csv").string();
   Sampler sampler(&source, options);
   const auto t0 = std::chrono::steady_clock::now();
-  const int64_t t0_ns = now_mono_ns();
+  const int64_t t0_ns = monotonic_now_ns();
   ASSERT_TRUE(sampler.start().has_value());
   std::this_thread::sleep_for(500ms);
   ASSERT_TRUE(sampler.stop().has_value());

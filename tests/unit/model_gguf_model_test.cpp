@@ -4,6 +4,7 @@
 
 #include "kvprof/model/gguf.hpp"
 #include "support/gguf_writer.hpp"
+#include "support/hf_fixture.hpp"
 
 namespace kvprof::model {
 namespace {
@@ -16,13 +17,6 @@ Expected<ModelSpec> model_of(const GgufWriter& w) {
   auto f = parse_gguf(bytes, bytes.size());
   if (!f) return std::unexpected(f.error());
   return model_from_gguf(*f, "test.gguf");
-}
-
-bool has_warning(const ModelSpec& m, const std::string& needle) {
-  for (const auto& w : m.warnings) {
-    if (w.find(needle) != std::string::npos) return true;
-  }
-  return false;
 }
 
 // Standard keys of a dense model; `skip` leaves one key out.
@@ -136,7 +130,7 @@ TEST(GgufModel, PerLayerHeadCountKvArrays) {
   auto m = model_of(w);
   ASSERT_TRUE(m.has_value()) << m.error().message;
   EXPECT_EQ(m->n_head_kv, 2U);
-  EXPECT_TRUE(has_warning(*m, "differs between layers"));
+  EXPECT_TRUE(test::has_warning(*m, "differs between layers"));
 
   GgufWriter wrong = dense_keys("llama", 3, "attention.head_count_kv");
   wrong.arr_u32("llama.attention.head_count_kv", {2, 2});
@@ -236,7 +230,7 @@ TEST(GgufModel, SlidingWindowPatternKeyAndIgnoredWindows) {
   m = model_of(q);
   ASSERT_TRUE(m.has_value());
   EXPECT_EQ(m->count_layers(AttentionKind::full), 2U);
-  EXPECT_TRUE(has_warning(*m, "sliding window"));
+  EXPECT_TRUE(test::has_warning(*m, "sliding window"));
 }
 
 TEST(GgufModel, GptOssSlidingEvenLayersMxfp4Experts) {
@@ -359,7 +353,7 @@ TEST(GgufModel, UnknownArchitectureReadsCommonKeysWithWarning) {
   const auto m = model_of(dense_keys("starcoder9", 2));
   ASSERT_TRUE(m.has_value()) << m.error().message;
   EXPECT_EQ(m->n_layer, 2U);
-  EXPECT_TRUE(has_warning(*m, "starcoder9"));
+  EXPECT_TRUE(test::has_warning(*m, "starcoder9"));
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // load_model: config.json paths, model folders with safetensors headers (and the dtype/quant
 // cross-checks), .gguf paths, catalog names, and paths that do not exist.
 #include "kvprof/model/resolve.hpp"
+#include "support/hf_fixture.hpp"
 
 #include <gtest/gtest.h>
 
@@ -14,18 +15,18 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-const fs::path k_fixtures = fs::path(KVPROF_FIXTURES_DIR) / "hf";
+const fs::path k_hf_fixtures = fs::path(KVPROF_FIXTURES_DIR) / "hf";
 
-class TempDir {
+class ResolveTempDir {
  public:
-  TempDir() {
+  ResolveTempDir() {
     m_path = fs::temp_directory_path() /
              ("kvprof_resolve_" +
               std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
     fs::remove_all(m_path);
     fs::create_directories(m_path);
   }
-  ~TempDir() { fs::remove_all(m_path); }
+  ~ResolveTempDir() { fs::remove_all(m_path); }
   [[nodiscard]] const fs::path& path() const { return m_path; }
 
  private:
@@ -58,15 +59,8 @@ void write_safetensors(
   out << std::string(offset, '\0');
 }
 
-bool has_warning(const ModelSpec& m, std::string_view text) {
-  for (const auto& w : m.warnings) {
-    if (w.find(text) != std::string::npos) return true;
-  }
-  return false;
-}
-
 TEST(Resolve, ConfigJsonPath) {
-  const auto path = (k_fixtures / "qwen2.5-7b.json").string();
+  const auto path = (k_hf_fixtures / "qwen2.5-7b.json").string();
   const auto m = load_model(path);
   ASSERT_TRUE(m) << m.error().message;
   EXPECT_EQ(m->origin, ModelSpec::Origin::hf_config);
@@ -76,8 +70,8 @@ TEST(Resolve, ConfigJsonPath) {
 }
 
 TEST(Resolve, FolderWithSafetensorsReadsTensorsAndCrossChecks) {
-  TempDir dir;
-  fs::copy_file(k_fixtures / "llama-3.1-8b.json", dir.path() / "config.json");
+  ResolveTempDir dir;
+  fs::copy_file(k_hf_fixtures / "llama-3.1-8b.json", dir.path() / "config.json");
   // Two layers' worth of names while the config says 32; F16 while the config says bf16.
   write_safetensors(dir.path() / "model.safetensors",
                     {{"model.embed_tokens.weight", "F16", {16, 8}},
@@ -90,24 +84,24 @@ TEST(Resolve, FolderWithSafetensorsReadsTensorsAndCrossChecks) {
   ASSERT_EQ(m->tensors.size(), 4U);
   EXPECT_EQ(m->tensors.front().name, "model.embed_tokens.weight");
   EXPECT_EQ(m->tensors.front().bytes, 256U);
-  EXPECT_TRUE(has_warning(*m, "torch_dtype bf16"));
-  EXPECT_TRUE(has_warning(*m, "fp8 tensors"));
-  EXPECT_TRUE(has_warning(*m, "2 decoder layers"));
+  EXPECT_TRUE(test::has_warning(*m, "torch_dtype bf16"));
+  EXPECT_TRUE(test::has_warning(*m, "fp8 tensors"));
+  EXPECT_TRUE(test::has_warning(*m, "2 decoder layers"));
 }
 
 TEST(Resolve, QuantizedFolderWithoutQuantTensorsWarns) {
-  TempDir dir;
-  fs::copy_file(k_fixtures / "qwen2.5-7b-awq.json", dir.path() / "config.json");
+  ResolveTempDir dir;
+  fs::copy_file(k_hf_fixtures / "qwen2.5-7b-awq.json", dir.path() / "config.json");
   write_safetensors(dir.path() / "model.safetensors",
                     {{"model.layers.0.mlp.up_proj.weight", "F16", {4, 4}}});
   const auto m = load_model(dir.path().string());
   ASSERT_TRUE(m) << m.error().message;
-  EXPECT_TRUE(has_warning(*m, "no qweight"));
+  EXPECT_TRUE(test::has_warning(*m, "no qweight"));
 }
 
 TEST(Resolve, FolderWithBrokenShardFails) {
-  TempDir dir;
-  fs::copy_file(k_fixtures / "llama-3.1-8b.json", dir.path() / "config.json");
+  ResolveTempDir dir;
+  fs::copy_file(k_hf_fixtures / "llama-3.1-8b.json", dir.path() / "config.json");
   std::ofstream(dir.path() / "model.safetensors") << "garbage!";
   const auto m = load_model(dir.path().string());
   ASSERT_FALSE(m);
@@ -116,14 +110,14 @@ TEST(Resolve, FolderWithBrokenShardFails) {
 }
 
 TEST(Resolve, EmptyFolderIsNotFound) {
-  TempDir dir;
+  ResolveTempDir dir;
   const auto m = load_model(dir.path().string());
   ASSERT_FALSE(m);
   EXPECT_EQ(m.error().kind, ErrorKind::not_found);
 }
 
 TEST(Resolve, GgufPathGoesToTheGgufReader) {
-  TempDir dir;
+  ResolveTempDir dir;
   const auto file = dir.path() / "model.gguf";
   std::ofstream(file) << "not a gguf file at all";
   auto m = load_model(file.string());
@@ -136,7 +130,7 @@ TEST(Resolve, GgufPathGoesToTheGgufReader) {
 }
 
 TEST(Resolve, SafetensorsFileAloneIsRefused) {
-  TempDir dir;
+  ResolveTempDir dir;
   write_safetensors(dir.path() / "model.safetensors", {{"w", "F16", {2}}});
   const auto m = load_model((dir.path() / "model.safetensors").string());
   ASSERT_FALSE(m);

@@ -10,11 +10,10 @@
 #include "kvprof/model/resolve.hpp"
 #include "kvprof/profile/breakdown.hpp"
 #include "kvprof/profile/timeline.hpp"
+#include "kvprof/util/units.hpp"
 
 namespace kvprof::profile {
 namespace {
-
-constexpr uint64_t k_gib = 1ULL << 30;
 
 MetricsPoint scrape(int64_t t, double usage, std::optional<double> preemptions = std::nullopt) {
   MetricsPoint p;

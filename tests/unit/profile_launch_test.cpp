@@ -22,6 +22,7 @@
 #include "kvprof/sim/sim_server.hpp"
 #include "kvprof/sys/proc.hpp"
 #include "kvprof/sys/subprocess.hpp"
+#include "kvprof/util/units.hpp"
 #include "support/loopback_port.hpp"
 #include "support/run_folders.hpp"
 #include "support/temp_dir.hpp"
@@ -32,8 +33,6 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 using namespace std::chrono_literals;
-
-constexpr double k_gib = 1024.0 * 1024.0 * 1024.0;
 
 class ProfileLaunch : public test::TempDirTest {
  protected:

@@ -25,6 +25,7 @@
 #include "kvprof/sim/sim_server.hpp"
 #include "kvprof/sys/subprocess.hpp"
 #include "kvprof/util/strings.hpp"
+#include "kvprof/util/units.hpp"
 #include "support/run_folders.hpp"
 #include "support/run_kvprof.hpp"
 #include "support/scripted_http_server.hpp"
@@ -36,8 +37,6 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 using namespace std::chrono_literals;
-
-constexpr uint64_t k_mib = 1ULL << 20;
 
 // Skips (or fails, where the test command requires it) without Debian's prometheus.
 std::optional<std::string> find_prometheus() {

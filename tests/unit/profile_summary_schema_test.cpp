@@ -22,6 +22,7 @@
 #include "kvprof/results/history_db.hpp"
 #include "kvprof/results/history_entries.hpp"
 #include "kvprof/sys/subprocess.hpp"
+#include "kvprof/util/units.hpp"
 
 namespace kvprof {
 namespace {
@@ -29,8 +30,6 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 using namespace std::chrono_literals;
-
-constexpr double k_gib = 1024.0 * 1024.0 * 1024.0;
 
 // The limits serve-sim is launched with, and the grid run against it.
 constexpr uint32_t k_max_num_seqs = 4;

@@ -73,12 +73,12 @@ TEST_F(PlanFigure, PngDecodesAtTwiceTheSizeAndIsNotBlank) {
 
 TEST_F(PlanFigure, SvgLabelsShowTheNumbersOfEstimateJson) {
   const fs::path svg = m_dir / "plan.SVG";
-  const fs::path json = m_dir / "plan.json";
+  const fs::path plan_json = m_dir / "plan.json";
   const auto r = run_kvprof(fmt::format("{} --context 16K --concurrency 4 --json -o {} --plot {}",
-                                        k_plan, json.string(), svg.string()));
+                                        k_plan, plan_json.string(), svg.string()));
   ASSERT_EQ(r.rc, 0) << r.out;
   EXPECT_EQ(r.out, "plot: " + svg.string() + "\n");  // on stderr; the JSON went to -o
-  const auto j = nlohmann::json::parse(slurp(json));
+  const auto j = nlohmann::json::parse(slurp(plan_json));
   const auto& row = j.at("rows").at(0);
   ASSERT_EQ(row.at("context_tokens"), 16384);
   const auto max_concurrency = row.at("max_concurrency_at_context").get<uint64_t>();

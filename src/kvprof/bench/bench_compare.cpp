@@ -11,6 +11,7 @@
 #include "kvprof/engines/llamacpp/llamacpp.hpp"
 #include "kvprof/engines/registry.hpp"
 #include "kvprof/report/text/table.hpp"
+#include "kvprof/util/units.hpp"
 
 namespace kvprof::bench {
 namespace {
@@ -18,7 +19,6 @@ namespace {
 using nlohmann::json;
 
 constexpr double k_cause_threshold_pct = 10.0;
-constexpr double k_mib = 1024.0 * 1024.0;
 
 // What a setting decides, as bits.
 enum Affects : unsigned {

@@ -30,10 +30,6 @@ namespace {
 constexpr size_t k_max_event_bytes = 4 << 20;        // one event line
 constexpr int64_t k_stop_grace_ns = 10'000'000'000;  // after Ctrl-C, before SIGKILL
 
-double unix_now_s() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
 std::optional<uint64_t> opt_u64(const json& j, const char* key) {
   if (j.contains(key) && j[key].is_number_unsigned()) return j[key].get<uint64_t>();
   return std::nullopt;
@@ -207,9 +203,9 @@ Expected<BenchReport> run_bench(const BenchConfig& config, gpu::MemorySource* gp
     if (sys::stop_requested() && !forwarded) {
       ::kill(pid, SIGINT);
       forwarded = true;
-      kill_at = client::monotonic_now_ns() + k_stop_grace_ns;
+      kill_at = monotonic_now_ns() + k_stop_grace_ns;
     }
-    if (forwarded && client::monotonic_now_ns() > kill_at) ::kill(pid, SIGKILL);
+    if (forwarded && monotonic_now_ns() > kill_at) ::kill(pid, SIGKILL);
     if (ready <= 0) continue;
     const ssize_t n = ::read(fds[0], chunk, sizeof chunk);
     if (n < 0 && errno == EINTR) continue;

@@ -14,6 +14,7 @@
 #include "kvprof/sys/host_info.hpp"
 #include "kvprof/util/json_text.hpp"
 #include "kvprof/util/time_text.hpp"
+#include "kvprof/util/units.hpp"
 
 namespace kvprof::bench {
 using nlohmann::json;
@@ -26,8 +27,6 @@ json override_texts(const llama::LlamaSettings& e) {
     out.push_back(pattern + "=" + buffer);
   return out;
 }
-
-constexpr double k_mib = 1024.0 * 1024.0;
 
 std::string mib(const std::optional<uint64_t>& v) {
   return v ? fmt::format("{:.1f}", static_cast<double>(*v) / k_mib) : "-";

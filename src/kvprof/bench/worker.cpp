@@ -28,7 +28,7 @@ class Events {
   explicit Events(int fd) : m_fd(fd) {}
   // Writes one event line; a broken pipe (the parent died) ends the worker.
   void emit(json event) {
-    event["t_mono_ns"] = client::monotonic_now_ns();
+    event["t_mono_ns"] = monotonic_now_ns();
     std::string line = json_text(event);
     line.push_back('\n');
     const char* p = line.data();
@@ -71,7 +71,7 @@ int failed(Events& ev, const Error& error) {
   return error.kind == ErrorKind::interrupted ? 130 : 1;
 }
 
-json breakdown_json(const llama::LlamaLib& lib, const llama::LlamaContext& ctx) {
+json llama_breakdown_json(const llama::LlamaLib& lib, const llama::LlamaContext& ctx) {
   json out = json::array();
   for (const auto& b : llama::memory_breakdown(lib, ctx)) {
     out.push_back({{"buffer_type", b.buffer_type},
@@ -153,7 +153,7 @@ int run_worker(const BenchConfig& config, int event_fd, const std::filesystem::p
              {"n_batch", ctx->n_batch()},
              {"n_ubatch", ctx->n_ubatch()},
              {"n_seq_max", ctx->n_seq_max()},
-             {"breakdown", breakdown_json(**lib, *ctx)}});
+             {"breakdown", llama_breakdown_json(**lib, *ctx)}});
     return {};
   };
   const auto conditions = make_conditions(config);
@@ -182,9 +182,10 @@ int run_worker(const BenchConfig& config, int event_fd, const std::filesystem::p
     auto& c = *ctx;
     c.clear();
     c.reset_perf();
-    json start_event = {{"ev", "condition_start"},    {"index", cond.index},
-                        {"label", cond.label},        {"n_ctx", c.n_ctx()},
-                        {"n_seq_max", c.n_seq_max()}, {"breakdown", breakdown_json(**lib, c)}};
+    json start_event = {
+        {"ev", "condition_start"},    {"index", cond.index},
+        {"label", cond.label},        {"n_ctx", c.n_ctx()},
+        {"n_seq_max", c.n_seq_max()}, {"breakdown", llama_breakdown_json(**lib, c)}};
     start_event.update(self_memory());
     ev.emit(std::move(start_event));
     std::vector<std::vector<int32_t>> prompts;
@@ -194,7 +195,7 @@ int run_worker(const BenchConfig& config, int event_fd, const std::filesystem::p
         t = token(rng);
       prompts.push_back(std::move(p));
     }
-    const int64_t start = client::monotonic_now_ns();
+    const int64_t start = monotonic_now_ns();
     auto first = c.prefill(prompts, stop);
     if (!first) return failed(ev, first.error());
     const size_t n = prompts.size();
@@ -210,15 +211,15 @@ int run_worker(const BenchConfig& config, int event_fd, const std::filesystem::p
         interrupted = true;
         break;
       }
-      const int64_t t0 = client::monotonic_now_ns();
+      const int64_t t0 = monotonic_now_ns();
       auto out = c.step(ids, next, pos);
       if (!out) return failed(ev, out.error());
-      step_ns.push_back(client::monotonic_now_ns() - t0);
+      step_ns.push_back(monotonic_now_ns() - t0);
       next = std::move(*out);
       for (auto& p : pos)
         ++p;
     }
-    const int64_t end = client::monotonic_now_ns();
+    const int64_t end = monotonic_now_ns();
     for (size_t i = 0; i < n; ++i) {
       ev.emit({{"ev", "request"},
                {"condition", cond.index},
@@ -244,7 +245,7 @@ int run_worker(const BenchConfig& config, int event_fd, const std::filesystem::p
     ev.emit(std::move(e));
     if (interrupted) return failed(ev, Error{ErrorKind::interrupted, "interrupted"});
   }
-  ev.emit({{"ev", "memory_breakdown"}, {"breakdown", breakdown_json(**lib, *ctx)}});
+  ev.emit({{"ev", "memory_breakdown"}, {"breakdown", llama_breakdown_json(**lib, *ctx)}});
   ctx.reset();
   model->reset();
   phase(ev, "after_free");

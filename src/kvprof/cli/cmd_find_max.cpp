@@ -29,6 +29,7 @@
 #include "kvprof/sim/sim_sizing.hpp"
 #include "kvprof/sys/host_info.hpp"
 #include "kvprof/sys/signals.hpp"
+#include "kvprof/util/clock.hpp"
 #include "kvprof/util/redact.hpp"
 #include "kvprof/util/strings.hpp"
 
@@ -146,9 +147,7 @@ void run_find_max(FindMaxState& st) {
   std::unique_ptr<run::Target> target;
   if (in_process) bench_trial = in_process_settings(st, limits, target);
   // Where the steps go: results/<run_id>/ holds each step's run folder and find_max.json.
-  std::string run_id = profile::make_run_id(
-      "find-max",
-      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
+  std::string run_id = profile::make_run_id("find-max", unix_now_s());
   const auto dir = value_or_fatal(profile::create_run_dir(st.output_dir, run_id));
 
   profile::ProfileDeps deps;

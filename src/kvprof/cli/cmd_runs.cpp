@@ -14,6 +14,7 @@
 #include "kvprof/cli/commands.hpp"
 #include "kvprof/results/history_db.hpp"
 #include "kvprof/results/history_entries.hpp"
+#include "kvprof/util/clock.hpp"
 #include "kvprof/util/json_text.hpp"
 #include "kvprof/util/time_text.hpp"
 #include "kvprof/util/units.hpp"
@@ -34,8 +35,7 @@ struct RunsCliState {
 
 // --since: "2025-01-31", "2025-01-31T14:05[:09]" (UTC) or "30m", "12h", "7d" ago.
 double parse_since(const std::string& text) {
-  const double now =
-      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  const double now = unix_now_s();
   if (!text.empty() && std::string_view("smhdw").find(text.back()) != std::string_view::npos) {
     double n = 0;
     const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size() - 1, n);

@@ -11,6 +11,7 @@
 
 #include "kvprof/client/raw_request.hpp"
 #include "kvprof/sys/open_files.hpp"
+#include "kvprof/util/clock.hpp"
 #include "kvprof/workload/repeat.hpp"
 
 namespace kvprof::client {
@@ -181,8 +182,7 @@ void RequestRunner::set_on_record(std::function<Expected<void>(const RequestReco
 double RequestRunner::start_clock() {
   if (!m_impl->clock_started) {
     m_impl->t0 = std::chrono::steady_clock::now();
-    m_impl->run_start_unix_s =
-        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    m_impl->run_start_unix_s = unix_now_s();
     m_impl->clock_started = true;
   }
   return m_impl->run_start_unix_s;

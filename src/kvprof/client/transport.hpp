@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "kvprof/util/clock.hpp"
 #include "kvprof/util/error.hpp"
 
 namespace kvprof::client {
@@ -33,14 +34,6 @@ struct TransportResult {
   // the transport does not know (the sink then takes the time of on_done).
   int64_t arrival_ns = 0;
 };
-
-// CLOCK_MONOTONIC now in ns (std::chrono::steady_clock's clock on Linux): the clock transports
-// stamp arrivals with.
-inline int64_t monotonic_now_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
 
 // What a transport has done so far.
 struct TransportCounters {

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -22,6 +23,14 @@ struct LineInput {
 // Returns the LineRef of `in` (copies the text).
 inline LineRef ref(const LineInput& in) {
   return LineRef{in.line_no, std::string(in.text)};
+}
+
+// Keeps `value`, printed in line `in`, in `slot` unless an earlier line filled it; returns true
+// (the line was read either way).
+template <class T>
+bool keep_first(std::optional<Printed<T>>& slot, T value, const LineInput& in) {
+  if (!slot) slot = Printed<T>{std::move(value), ref(in)};
+  return true;
 }
 
 // Adds a figure of `component` on `device`, printed in line `in`.

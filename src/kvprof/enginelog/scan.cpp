@@ -176,14 +176,6 @@ std::string_view Cursor::read_token(std::string_view stops) {
   return m_text.substr(start, m_pos - start);
 }
 
-std::string_view trim(std::string_view text) {
-  while (!text.empty() && (text.front() == ' ' || text.front() == '\t' || text.front() == '\r'))
-    text.remove_prefix(1);
-  while (!text.empty() && (text.back() == ' ' || text.back() == '\t' || text.back() == '\r'))
-    text.remove_suffix(1);
-  return text;
-}
-
 std::string_view word_before(std::string_view text, size_t end) {
   end = std::min(end, text.size());
   while (end > 0 && (text[end - 1] == ' ' || text[end - 1] == '\t'))

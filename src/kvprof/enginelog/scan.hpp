@@ -45,9 +45,6 @@ class Cursor {
   size_t m_pos = 0;
 };
 
-// Returns `text` without leading and trailing spaces, tabs and CR.
-std::string_view trim(std::string_view text);
-
 // Returns the whitespace-delimited word that ends right before `end` in `text` (spaces skipped).
 std::string_view word_before(std::string_view text, size_t end);
 

@@ -22,7 +22,7 @@ constexpr std::array<std::string_view, 2> k_hf_aliases{"transformers", "huggingf
 constexpr std::array<std::string_view, 1> k_tgi_aliases{"text-generation-inference"};
 
 // In the order of the enum.
-constexpr std::array<EngineRow, 7> k_rows{{
+constexpr std::array<EngineRow, 7> k_engine_rows{{
     {Engine::unknown, "unknown", "an unknown engine", k_no_aliases, "", "", "", KvAllocation::grows,
      false},
     {Engine::vllm, "vllm", "vLLM", k_no_aliases, "vllm:", "--tensor-parallel-size",
@@ -40,12 +40,12 @@ constexpr std::array<EngineRow, 7> k_rows{{
 }  // namespace
 
 std::span<const EngineRow> engine_rows() {
-  return k_rows;
+  return k_engine_rows;
 }
 
 const EngineRow& engine_row(Engine engine) {
   const auto i = static_cast<size_t>(engine);
-  return i < k_rows.size() ? k_rows[i] : k_rows[0];
+  return i < k_engine_rows.size() ? k_engine_rows[i] : k_engine_rows[0];
 }
 
 std::string_view engine_name(Engine engine) {
@@ -54,7 +54,7 @@ std::string_view engine_name(Engine engine) {
 
 std::optional<Engine> find_engine(std::string_view text) {
   const std::string s = to_lower(trim(text));
-  for (const auto& row : k_rows) {
+  for (const auto& row : k_engine_rows) {
     if (s == row.name) return row.id;
     for (const auto alias : row.aliases) {
       if (s == alias) return row.id;

@@ -39,7 +39,7 @@ Expected<std::string> parse_llamacpp_release_name(std::string_view text) {
 }
 
 // In the order of the enum.
-constexpr std::array<EngineFunctions, 7> k_rows{{
+constexpr std::array<EngineFunctions, 7> k_engine_functions{{
     {Engine::unknown, nullptr, nullptr, nullptr, nullptr, nullptr},
     {Engine::vllm, &estimate_vllm, &parse_vllm_release, &vllm_log_reader, &read_vllm_metrics,
      &read_vllm_command},
@@ -69,14 +69,14 @@ std::string names_list(const std::vector<std::string_view>& names) {
 
 const EngineFunctions& engine_functions(Engine engine) {
   const auto i = static_cast<size_t>(engine);
-  return i < k_rows.size() ? k_rows[i] : k_rows[0];
+  return i < k_engine_functions.size() ? k_engine_functions[i] : k_engine_functions[0];
 }
 
 Expected<Engine> parse_planned_engine(std::string_view text) {
   const auto engine = find_engine(text);
   if (engine && engine_functions(*engine).plan != nullptr) return *engine;
   std::vector<std::string_view> planned;
-  for (const auto& row : k_rows) {
+  for (const auto& row : k_engine_functions) {
     if (row.plan != nullptr) planned.push_back(engine_name(row.id));
   }
   return fail(ErrorKind::usage,
@@ -105,7 +105,7 @@ Expected<std::string> parse_engine_version(Engine engine, std::string_view text)
   if (const auto parse = engine_functions(engine).parse_release) return parse(text);
   if (trim(text).empty()) return std::string();
   std::vector<std::string_view> versioned;
-  for (const auto& row : k_rows) {
+  for (const auto& row : k_engine_functions) {
     if (row.parse_release != nullptr) versioned.push_back(engine_name(row.id));
   }
   return fail(ErrorKind::usage,
@@ -141,7 +141,7 @@ enginelog::ParseOptions log_parse_options(Engine engine) {
 
 std::vector<std::string_view> log_read_engine_names() {
   std::vector<std::string_view> names;
-  for (const auto& row : k_rows) {
+  for (const auto& row : k_engine_functions) {
     if (row.log_reader != nullptr) names.push_back(engine_name(row.id));
   }
   return names;
@@ -169,7 +169,7 @@ std::optional<estimate::LaunchReading> read_launch_command(std::string_view comm
       ++end;
     // Each word of a simple command may be the program (after VAR=x, env, timeout 60, ...).
     for (size_t k = begin; k < end; ++k) {
-      for (const auto& row : k_rows) {
+      for (const auto& row : k_engine_functions) {
         if (row.read_command == nullptr) continue;
         estimate::LaunchReading r;
         r.settings = base;

@@ -8,16 +8,13 @@
 #include <vector>
 
 #include "kvprof/util/strings.hpp"
+#include "kvprof/util/units.hpp"
 
 namespace kvprof::estimate {
 namespace {
 
 using model::DType;
 using model::QuantMethod;
-
-uint64_t ceil_div(uint64_t a, uint64_t b) {
-  return b == 0 ? 0 : (a + b - 1) / b;
-}
 
 uint64_t dtype_bytes_x8(DType t) {
   return model::dtype_bits(t);

@@ -17,9 +17,6 @@ using nlohmann::json;
 
 namespace {
 
-constexpr double k_gib = 1024.0 * 1024.0 * 1024.0;
-constexpr double k_mib = 1024.0 * 1024.0;
-
 std::optional<double> opt_d(const std::optional<uint64_t>& v) {
   if (!v) return std::nullopt;
   return static_cast<double>(*v);

@@ -15,6 +15,7 @@
 #include "kvprof/results/history_entries.hpp"
 #include "kvprof/results/run_folder.hpp"
 #include "kvprof/util/atomic_file.hpp"
+#include "kvprof/util/clock.hpp"
 #include "kvprof/util/json_text.hpp"
 #include "kvprof/util/units.hpp"
 
@@ -24,14 +25,6 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
-
-double now_unix_s() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
-void say(const SweepDeps& deps, const std::string& line) {
-  if (deps.on_progress) deps.on_progress(line);
-}
 
 // The run folder the job of configuration `run_tag` was writing when it died (a folder of the
 // configuration's, made since the job started, without its summary.json); none when it made none.
@@ -117,11 +110,11 @@ void ClusterSweep::count(const PlannedConfig& pc, const ConfigRecord& rec,
     m_out.failures.push_back(fmt::format("{}: {}", pc.id, rec.reason));
   }
   const auto& peak = rec.figures.peak_used_bytes;
-  say(m_deps, fmt::format("{}: {} in {} on {} (job {}){}{}", head, rec.status,
-                          format_duration(rec.duration_s), rec.node.empty() ? "?" : rec.node,
-                          rec.job_id, rec.run_id.empty() ? "" : ", run " + rec.run_id,
-                          peak ? fmt::format(", peak {:.2f} GiB", bytes_to_gib(*peak))
-                               : (rec.reason.empty() ? "" : ": " + rec.reason)));
+  m_deps.say(fmt::format("{}: {} in {} on {} (job {}){}{}", head, rec.status,
+                         format_duration(rec.duration_s), rec.node.empty() ? "?" : rec.node,
+                         rec.job_id, rec.run_id.empty() ? "" : ", run " + rec.run_id,
+                         peak ? fmt::format(", peak {:.2f} GiB", bytes_to_gib(*peak))
+                              : (rec.reason.empty() ? "" : ": " + rec.reason)));
 }
 
 // Takes what the job of `t` left: its result and run folder, or, when it wrote none, how the
@@ -170,7 +163,7 @@ void ClusterSweep::collect(const Tracked& t, const std::optional<scheduler::JobS
     rec.status = "failed";
     rec.reason = fmt::format("{} job {} ended {} before kvprof wrote its result; its log: {}",
                              m_scheduler.name(), rec.job_id, ended, log.string());
-    rec.ended_unix_s = now_unix_s();
+    rec.ended_unix_s = unix_now_s();
     // The run it was making (killed with its node, for memory): the folder says what happened.
     if (const auto dir =
             unfinished_run_folder(m_options.output_dir, t.pc->id, rec.started_unix_s)) {
@@ -206,8 +199,8 @@ Expected<void> ClusterSweep::submit_all() {
     // Its job from an earlier run of the sweep, still queued or running: followed again.
     if (const auto it = by_name.find(job_name(name(), pc.fingerprint)); it != by_name.end()) {
       rec.job_id = t.job_id = it->second.id;
-      say(m_deps, fmt::format("{}: its {} job {} from before is {}; following it", t.head,
-                              m_scheduler.name(), rec.job_id, it->second.state));
+      m_deps.say(fmt::format("{}: its {} job {} from before is {}; following it", t.head,
+                             m_scheduler.name(), rec.job_id, it->second.state));
       m_tracked.push_back(std::move(t));
       continue;
     }
@@ -235,7 +228,7 @@ Expected<void> ClusterSweep::submit_all() {
       id = m_scheduler.submit(script_path);
     }
     rec.attempts += 1;
-    rec.started_unix_s = now_unix_s();
+    rec.started_unix_s = unix_now_s();
     if (!id) {
       rec.status = "failed";
       rec.reason = id.error().message;
@@ -248,9 +241,9 @@ Expected<void> ClusterSweep::submit_all() {
     rec.status = "queued";
     rec.reason.clear();
     rec.node.clear();
-    say(m_deps, fmt::format("{}: submitted as {} job {} ({} GPU{}, expected {})", t.head,
-                            m_scheduler.name(), *id, request.gpus, request.gpus == 1 ? "" : "s",
-                            format_duration(pc.expected_s)));
+    m_deps.say(fmt::format("{}: submitted as {} job {} ({} GPU{}, expected {})", t.head,
+                           m_scheduler.name(), *id, request.gpus, request.gpus == 1 ? "" : "s",
+                           format_duration(pc.expected_s)));
     m_tracked.push_back(std::move(t));
   }
   return save();
@@ -261,8 +254,8 @@ Expected<void> ClusterSweep::follow(const ClusterDeps& cluster_deps) {
   while (!m_tracked.empty() && !stopped()) {
     auto listed = m_scheduler.list(job_name(name(), ""));
     if (!listed) {
-      say(m_deps, fmt::format("{} did not answer ({}); asking again", m_scheduler.name(),
-                              listed.error().message));
+      m_deps.say(fmt::format("{} did not answer ({}); asking again", m_scheduler.name(),
+                             listed.error().message));
     } else {
       std::map<std::string, const scheduler::JobStatus*> by_id;
       for (const auto& j : *listed)
@@ -284,8 +277,8 @@ Expected<void> ClusterSweep::follow(const ClusterDeps& cluster_deps) {
         if (now != it->said) {
           rec.status = running ? "running" : "queued";
           rec.node = j.node;
-          say(m_deps, fmt::format("{}: {} job {} {}{}", it->head, m_scheduler.name(), j.id, now,
-                                  !running && !j.reason.empty() ? " (" + j.reason + ")" : ""));
+          m_deps.say(fmt::format("{}: {} job {} {}{}", it->head, m_scheduler.name(), j.id, now,
+                                 !running && !j.reason.empty() ? " (" + j.reason + ")" : ""));
           it->said = now;
           changed = true;
         }
@@ -320,12 +313,13 @@ Expected<void> ClusterSweep::follow(const ClusterDeps& cluster_deps) {
       rec.status = "interrupted";
       rec.reason = fmt::format("job {} cancelled when the sweep was stopped", t.job_id);
     }
-    say(m_deps, fmt::format("cancelled {} job{}: {}", ids.size(), ids.size() == 1 ? "" : "s",
-                            fmt::join(ids, " ")));
+    m_deps.say(fmt::format("cancelled {} job{}: {}", ids.size(), ids.size() == 1 ? "" : "s",
+                           fmt::join(ids, " ")));
   } else {
-    say(m_deps, fmt::format("left {} job{} queued or running ({}); run the same command again "
-                            "to collect them",
-                            ids.size(), ids.size() == 1 ? "" : "s", fmt::join(ids, " ")));
+    m_deps.say(
+        fmt::format("left {} job{} queued or running ({}); run the same command again "
+                    "to collect them",
+                    ids.size(), ids.size() == 1 ? "" : "s", fmt::join(ids, " ")));
   }
   return {};
 }

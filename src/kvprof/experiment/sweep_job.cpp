@@ -10,6 +10,7 @@
 #include "kvprof/results/run_folder.hpp"
 #include "kvprof/scheduler/job_environment.hpp"
 #include "kvprof/util/atomic_file.hpp"
+#include "kvprof/util/clock.hpp"
 #include "kvprof/util/json_text.hpp"
 
 namespace kvprof::experiment {
@@ -20,10 +21,6 @@ using nlohmann::json;
 namespace {
 
 constexpr int k_result_schema = 1;
-
-double now_unix_s() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
 
 std::string host_name() {
   char name[256] = {};
@@ -137,10 +134,10 @@ Expected<JobResult> run_sweep_job(const SweepConfig& config, const Plan& plan,
   result.fingerprint = fingerprint;
   result.job_id = job ? job->job_id : "";
   result.node = host_name();
-  result.started_unix_s = now_unix_s();
+  result.started_unix_s = unix_now_s();
   const std::string run_before = rec.run_id;
   run_configuration(config, *pc, job_options, deps, rec);
-  result.ended_unix_s = now_unix_s();
+  result.ended_unix_s = unix_now_s();
   result.status = rec.status;
   result.reason = rec.reason;
   // The run made now, if one was (a failed launch makes none).

@@ -16,6 +16,7 @@
 #include "kvprof/results/history_entries.hpp"
 #include "kvprof/results/run_folder.hpp"
 #include "kvprof/run/target.hpp"
+#include "kvprof/util/clock.hpp"
 #include "kvprof/util/units.hpp"
 #include "kvprof/workload/workload.hpp"
 
@@ -24,10 +25,6 @@ namespace kvprof::experiment {
 namespace fs = std::filesystem;
 
 namespace {
-
-double now_unix_s() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
 
 nlohmann::json configuration_json(const PlannedConfig& pc, const std::string& sweep) {
   const ModelEntry& e = pc.entry;
@@ -213,10 +210,6 @@ void run_one(const RunContext& ctx, const PlannedConfig& pc, ConfigRecord& rec) 
   }
 }
 
-void say(const SweepDeps& deps, const std::string& line) {
-  if (deps.on_progress) deps.on_progress(line);
-}
-
 }  // namespace
 
 const std::string k_no_configuration;
@@ -231,14 +224,14 @@ Take take_configuration(const PlannedConfig& pc, const std::string& head,
   rec.expected_s = pc.expected_s;
   if (rec.finished()) {
     ++out.n_already;
-    say(deps, fmt::format("{}: already {} (run {}), skipped", head, rec.status, rec.run_id));
+    deps.say(fmt::format("{}: already {} (run {}), skipped", head, rec.status, rec.run_id));
     return Take::already_finished;
   }
   if (!pc.fits && !options.run_unfit) {
     rec.status = "skipped";
     rec.reason = "will not fit: " + pc.reason;
     ++out.n_skipped;
-    say(deps, fmt::format("{}: skipped, {}", head, rec.reason));
+    deps.say(fmt::format("{}: skipped, {}", head, rec.reason));
     return Take::skipped_unfit;
   }
   return Take::run;
@@ -288,7 +281,7 @@ Expected<OpenSweep> open_sweep(const SweepConfig& config, const SweepOptions& op
   open.state = std::move(*loaded);
   open.state.name = config.settings.name;
   open.state.config_file = options.config_file;
-  if (open.state.first_started_unix_s == 0) open.state.first_started_unix_s = now_unix_s();
+  if (open.state.first_started_unix_s == 0) open.state.first_started_unix_s = unix_now_s();
   return open;
 }
 
@@ -347,13 +340,12 @@ Expected<SweepOutcome> run_sweep(const SweepConfig& config, const Plan& plan,
     // The remaining time, scaled by how the runs so far compared with their plan.
     const double scale = expected_ran > 0 ? actual_ran / expected_ran : 1.0;
     const size_t n_before = rec.completed_conditions().size();
-    say(deps,
-        fmt::format(
-            "{}: starting ({} conditions{}, expected {}; sweep ETA {})", head, pc.conditions.size(),
-            n_before > 0 ? fmt::format(", {} measured before by run {}", n_before, rec.run_id) : "",
-            format_duration(pc.expected_s * scale), format_duration(expected_left * scale)));
+    deps.say(fmt::format(
+        "{}: starting ({} conditions{}, expected {}; sweep ETA {})", head, pc.conditions.size(),
+        n_before > 0 ? fmt::format(", {} measured before by run {}", n_before, rec.run_id) : "",
+        format_duration(pc.expected_s * scale), format_duration(expected_left * scale)));
     rec.attempts += 1;
-    rec.started_unix_s = now_unix_s();
+    rec.started_unix_s = unix_now_s();
     // The run's live status, with the sweep's ETA from the pace of its conditions so far.
     EtaInputs eta{expected_left, expected_ran, actual_ran, 0, 0, pc.expected_s, 0};
     std::map<std::string, double> expected_of;  // condition id -> the plan's seconds
@@ -370,14 +362,14 @@ Expected<SweepOutcome> run_sweep(const SweepConfig& config, const Plan& plan,
     std::function<void(const std::string&)> on_status;
     if (deps.on_run_status) {
       on_status = [&deps, &eta, head, start_s = rec.started_unix_s](const std::string& line) {
-        eta.running_elapsed_s = now_unix_s() - start_s;
+        eta.running_elapsed_s = unix_now_s() - start_s;
         deps.on_run_status(
             fmt::format("{}: {}; sweep ETA {}", head, line, format_duration(sweep_eta_s(eta))));
       };
     }
     run_one(RunContext{config, options, deps, on_status, on_condition_end}, pc, rec);
     last_run = &pc.fingerprint;
-    rec.ended_unix_s = now_unix_s();
+    rec.ended_unix_s = unix_now_s();
     rec.duration_s = rec.ended_unix_s - rec.started_unix_s;
     ++out.n_ran;
     expected_left = std::max(0.0, expected_left - pc.expected_s);
@@ -390,10 +382,10 @@ Expected<SweepOutcome> run_sweep(const SweepConfig& config, const Plan& plan,
       out.failures.push_back(fmt::format("{}: {}", pc.id, rec.reason));
     }
     const auto& peak = rec.figures.peak_used_bytes;
-    say(deps, fmt::format("{}: {} in {}{}{}", head, rec.status, format_duration(rec.duration_s),
-                          rec.run_id.empty() ? "" : ", run " + rec.run_id,
-                          peak ? fmt::format(", peak {:.2f} GiB", bytes_to_gib(*peak))
-                               : (rec.reason.empty() ? "" : ": " + rec.reason)));
+    deps.say(fmt::format("{}: {} in {}{}{}", head, rec.status, format_duration(rec.duration_s),
+                         rec.run_id.empty() ? "" : ", run " + rec.run_id,
+                         peak ? fmt::format(", peak {:.2f} GiB", bytes_to_gib(*peak))
+                              : (rec.reason.empty() ? "" : ": " + rec.reason)));
     if (rec.status == "interrupted") {
       out.interrupted = true;
       break;

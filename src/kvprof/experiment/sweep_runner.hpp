@@ -34,6 +34,11 @@ struct SweepDeps {
   std::function<void(const std::string&)> on_progress;      // the sweep's lines; null: quiet
   std::function<void(const std::string&)> on_run_progress;  // each profile's lines; null: quiet
   std::function<void(const std::string&)> on_run_status;    // a live status; null: none
+
+  // Passes one line of the sweep's progress to on_progress, if set.
+  void say(const std::string& line) const {
+    if (on_progress) on_progress(line);
+  }
 };
 
 struct SweepOutcome {

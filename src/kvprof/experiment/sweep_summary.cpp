@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kvprof/util/atomic_file.hpp"
+#include "kvprof/util/clock.hpp"
 #include "kvprof/util/json_text.hpp"
 #include "kvprof/util/units.hpp"
 #include "kvprof/workload/workload.hpp"
@@ -323,8 +324,7 @@ Expected<void> write_sweep_files(const fs::path& dir, const Plan& plan, const Sw
     head["config_file"] = config_file;
     head["status"] = status;
     head["first_started_unix_s"] = state.first_started_unix_s;
-    head["updated_unix_s"] =
-        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    head["updated_unix_s"] = unix_now_s();
     head["files"] = {{"summary_csv", "sweep_summary.csv"}, {"state", "sweep_state.json"}};
     std::string text = json_text(head, 2);
     while (!text.empty() && (text.back() == '}' || text.back() == '\n'))

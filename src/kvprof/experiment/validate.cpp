@@ -7,14 +7,13 @@
 
 #include "kvprof/report/text/table.hpp"
 #include "kvprof/util/json_text.hpp"
+#include "kvprof/util/units.hpp"
 
 namespace kvprof::experiment {
 
 using nlohmann::json;
 
 namespace {
-
-constexpr double k_gib = 1024.0 * 1024.0 * 1024.0;
 
 // The engine's own figure of a component: vLLM's weights, KV pool, profile-run peak and
 // non-torch + CUDA graphs; llama.cpp's model, KV and compute buffers.

@@ -11,6 +11,7 @@
 #include <map>
 
 #include "kvprof/gpu/trace_file.hpp"
+#include "kvprof/util/clock.hpp"
 
 namespace kvprof::gpu {
 
@@ -143,7 +144,7 @@ Expected<void> merge_into_trace(const std::string& path, const std::vector<Devic
 }
 
 int64_t mono_minus_wall_ns_now() {
-  return now_mono_ns() - now_wall_ms() * k_ns_per_ms;
+  return monotonic_now_ns() - unix_now_ms() * k_ns_per_ms;
 }
 
 }  // namespace kvprof::gpu

@@ -1,5 +1,6 @@
 // Sampler: the device/process thread, the host thread, CSV rows and running peaks.
 #include "kvprof/gpu/sampler.hpp"
+#include "kvprof/util/clock.hpp"
 
 #include <fmt/format.h>
 
@@ -36,7 +37,7 @@ Sampler::~Sampler() {
 
 Expected<void> Sampler::start() {
   if (m_started) return fail(ErrorKind::internal, "sampler started twice");
-  m_started_mono_ns = now_mono_ns();
+  m_started_mono_ns = monotonic_now_ns();
   const bool gpu_sampling = !m_options.gpu_trace_path.empty();
   if (gpu_sampling && m_source == nullptr) {
     return fail(ErrorKind::internal, "GPU trace requested without a memory source");
@@ -131,8 +132,8 @@ bool Sampler::sample_devices_once() {
   taken.reserve(m_options.gpus.size());
   for (unsigned gpu : m_options.gpus) {
     DeviceSample s;
-    s.t_mono_ns = now_mono_ns();
-    s.t_wall_ms = now_wall_ms();
+    s.t_mono_ns = monotonic_now_ns();
+    s.t_wall_ms = unix_now_ms();
     auto memory = m_source->sample_device(gpu);
     if (!memory) {
       record_failure(memory.error());
@@ -174,8 +175,8 @@ bool Sampler::sample_processes_once() {
   std::string rows;
   uint64_t count = 0;
   for (unsigned gpu : m_options.gpus) {
-    const int64_t t_mono_ns = now_mono_ns();
-    const int64_t t_wall_ms = now_wall_ms();
+    const int64_t t_mono_ns = monotonic_now_ns();
+    const int64_t t_wall_ms = unix_now_ms();
     auto procs = m_source->sample_processes(gpu);
     if (!procs) {
       record_failure(procs.error());
@@ -229,8 +230,8 @@ void Sampler::host_loop() {
   const Clock::time_point start = Clock::now();
   uint64_t tick = 0;
   while (!wait_until_due(start + tick * interval)) {
-    const int64_t t_mono_ns = now_mono_ns();
-    const int64_t t_wall_ms = now_wall_ms();
+    const int64_t t_mono_ns = monotonic_now_ns();
+    const int64_t t_wall_ms = unix_now_ms();
     auto mem = m_options.host_pid_is_group ? m_proc.sample_group(pid) : m_proc.sample(pid);
     if (!mem) {
       if (mem.error().kind == ErrorKind::not_found) {

@@ -1,5 +1,6 @@
 // TraceFile and the trace clocks.
 #include "kvprof/gpu/trace_file.hpp"
+#include "kvprof/util/clock.hpp"
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -11,18 +12,6 @@
 #include <utility>
 
 namespace kvprof::gpu {
-
-int64_t now_mono_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-int64_t now_wall_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 TraceFile::TraceFile(TraceFile&& other) noexcept
     : m_fd(std::exchange(other.m_fd, -1)),

@@ -11,12 +11,6 @@
 
 namespace kvprof::gpu {
 
-// CLOCK_MONOTONIC (std::chrono::steady_clock) in nanoseconds: the clock for durations and for
-// joining traces with request timelines.
-int64_t now_mono_ns();
-// CLOCK_REALTIME in milliseconds since the Unix epoch: for humans and other machines.
-int64_t now_wall_ms();
-
 class TraceFile {
  public:
   TraceFile() = default;

@@ -234,7 +234,7 @@ Expected<LlamaContext::PrefillResult> LlamaContext::prefill(
   auto flush = [&]() -> Expected<void> {
     if (used == 0) return {};
     if (auto ok = decode(used); !ok) return ok;
-    const int64_t now = client::monotonic_now_ns();
+    const int64_t now = monotonic_now_ns();
     for (auto [index, seq] : finishing) {
       out.next_tokens[seq] = argmax(index);
       out.done_mono_ns[seq] = now;

@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "kvprof/util/clock.hpp"
 #include "kvprof/util/strings.hpp"
 
 namespace kvprof::metrics {
@@ -21,12 +22,6 @@ using SteadyClock = std::chrono::steady_clock;
 
 int64_t to_ns(SteadyClock::time_point t) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
-}
-
-int64_t wall_now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
 }
 
 void raise_peak(std::optional<double>& peak, const std::optional<double>& value) {
@@ -199,7 +194,7 @@ ScrapeRecord MetricsScraper::scrape_once() {
   auto response = m_http.get(m_options.metrics_url, http_options, &why);
   const auto t1 = SteadyClock::now();
   rec.mono_ns = to_ns(t1);
-  rec.wall_ms = wall_now_ms();
+  rec.wall_ms = unix_now_ms();
   rec.scrape_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
 
   bool missing = false;

@@ -17,8 +17,6 @@
 namespace kvprof::model {
 namespace {
 
-constexpr uint32_t k_f32 = 0, k_f16 = 1, k_q4_0 = 2, k_q8_0 = 8, k_q4_k = 12, k_bf16 = 30;
-
 constexpr std::array<std::string_view, 7> k_supported = {
     "llama (HF llama, mistral, mixtral)",
     "qwen2 (HF qwen2)",
@@ -32,17 +30,17 @@ constexpr std::array<std::string_view, 7> k_supported = {
 // llama.cpp's general.file_type for a tensor type (LLAMA_FTYPE_*).
 uint32_t file_type_of(uint32_t ggml_type) {
   switch (ggml_type) {
-    case k_f32:
+    case ggml_type::f32:
       return 0;
-    case k_f16:
+    case ggml_type::f16:
       return 1;
-    case k_q4_0:
+    case ggml_type::q4_0:
       return 2;
-    case k_q8_0:
+    case ggml_type::q8_0:
       return 7;
-    case k_q4_k:
+    case ggml_type::q4_k:
       return 14;  // Q4_K_S: every matrix Q4_K
-    case k_bf16:
+    case ggml_type::bf16:
       return 32;
     default:
       return 1;
@@ -54,8 +52,8 @@ uint32_t file_type_of(uint32_t ggml_type) {
 uint32_t matrix_type(uint32_t requested, uint64_t ne0) {
   const auto block = ggml_block(requested);
   if (block && ne0 % block->block_elements == 0) return requested;
-  if (!ggml_type_is_float(requested) && ne0 % 32 == 0) return k_q8_0;
-  return k_f16;
+  if (!ggml_type_is_float(requested) && ne0 % 32 == 0) return ggml_type::q8_0;
+  return ggml_type::f16;
 }
 
 // Collects the tensors in file order; finish() gives each its type (the requested one, or the
@@ -87,7 +85,9 @@ class Planner {
     }
     for (size_t i = 0; i < m_pending.size(); ++i) {
       auto& p = m_pending[i];
-      const uint32_t type = mix ? types[i] : p.matrix ? matrix_type(m_type, p.shape[0]) : k_f32;
+      const uint32_t type = mix        ? types[i]
+                            : p.matrix ? matrix_type(m_type, p.shape[0])
+                                       : ggml_type::f32;
       if (auto ok = out.writer.add_tensor(std::move(p.name), type, std::move(p.shape)); !ok)
         return ok;
       out.fills.push_back(p.fill);
@@ -287,12 +287,12 @@ std::span<const std::string_view> dummy_gguf_supported() {
 
 Expected<uint32_t> parse_dummy_type(std::string_view name) {
   static constexpr std::array<std::pair<std::string_view, uint32_t>, 6> k_types = {{
-      {"f16", k_f16},
-      {"bf16", k_bf16},
-      {"f32", k_f32},
-      {"q8_0", k_q8_0},
-      {"q4_0", k_q4_0},
-      {"q4_k", k_q4_k},
+      {"f16", ggml_type::f16},
+      {"bf16", ggml_type::bf16},
+      {"f32", ggml_type::f32},
+      {"q8_0", ggml_type::q8_0},
+      {"q4_0", ggml_type::q4_0},
+      {"q4_k", ggml_type::q4_k},
   }};
   for (const auto& [n, id] : k_types) {
     if (iequals(name, n)) return id;

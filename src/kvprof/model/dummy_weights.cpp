@@ -9,11 +9,10 @@
 #include <cstring>
 #include <vector>
 
+#include "kvprof/model/gguf.hpp"
+
 namespace kvprof::model {
 namespace {
-
-constexpr uint32_t k_f32 = 0, k_f16 = 1, k_q4_0 = 2, k_q4_1 = 3, k_q5_0 = 6, k_q5_1 = 7, k_q8_0 = 8,
-                   k_q4_k = 12, k_q5_k = 13, k_q6_k = 14, k_bf16 = 30;
 
 uint64_t splitmix64(uint64_t& x) {
   uint64_t z = (x += 0x9E3779B97F4A7C15ULL);
@@ -101,12 +100,12 @@ void fill_f32(Xoshiro& rng, std::span<uint8_t> out) {
 }
 
 void fill_ones(uint32_t type, std::span<uint8_t> out) {
-  if (type == k_f32) {
+  if (type == ggml_type::f32) {
     const float one = 1.0F;
     for (size_t i = 0; i + 4 <= out.size(); i += 4)
       std::memcpy(out.data() + i, &one, 4);
-  } else if (type == k_f16 || type == k_bf16) {
-    const uint16_t one = type == k_f16 ? f32_to_f16_bits(1.0F) : f32_to_bf16_bits(1.0F);
+  } else if (type == ggml_type::f16 || type == ggml_type::bf16) {
+    const uint16_t one = type == ggml_type::f16 ? f32_to_f16_bits(1.0F) : f32_to_bf16_bits(1.0F);
     for (size_t i = 0; i + 2 <= out.size(); i += 2)
       std::memcpy(out.data() + i, &one, 2);
   } else {
@@ -177,56 +176,57 @@ void fill_dummy(uint32_t ggml_type, DummyFill kind, uint64_t seed, uint64_t offs
   Xoshiro rng(seed, offset_bytes);
   constexpr float a = k_dummy_weight_range;
   switch (ggml_type) {
-    case k_f32:
+    case ggml_type::f32:
       fill_f32(rng, out);
       return;
-    case k_f16: {
+    case ggml_type::f16: {
       static const std::vector<uint16_t> table = make_table(false);
       fill_16bit(table, rng, out);
       return;
     }
-    case k_bf16: {
+    case ggml_type::bf16: {
       static const std::vector<uint16_t> table = make_table(true);
       fill_16bit(table, rng, out);
       return;
     }
-    case k_q8_0: {  // d, 32 x int8: value = d * q
+    case ggml_type::q8_0: {  // d, 32 x int8: value = d * q
       const uint16_t d[1] = {f32_to_f16_bits(a / 127.0F)};
       fill_blocks(rng, out, 34, d);
       return;
     }
-    case k_q4_0: {  // d, 16 bytes of nibbles: value = d * (q - 8)
+    case ggml_type::q4_0: {  // d, 16 bytes of nibbles: value = d * (q - 8)
       const uint16_t d[1] = {f32_to_f16_bits(a / 8.0F)};
       fill_blocks(rng, out, 18, d);
       return;
     }
-    case k_q4_k: {  // d, dmin, 12 bytes of 6-bit scales/mins, 128 bytes of nibbles:
-                    // value = d * sc * q - dmin * m, within about [-a/2, a]
+    case ggml_type::q4_k: {  // d, dmin, 12 bytes of 6-bit scales/mins, 128 bytes of nibbles:
+                             // value = d * sc * q - dmin * m, within about [-a/2, a]
       const uint16_t dm[2] = {f32_to_f16_bits(a / 945.0F), f32_to_f16_bits(a / 126.0F)};
       fill_blocks(rng, out, 144, dm);
       return;
     }
-    case k_q4_1: {  // d, m, 16 bytes of nibbles: value = d * q + m
+    case ggml_type::q4_1: {  // d, m, 16 bytes of nibbles: value = d * q + m
       const uint16_t dm[2] = {f32_to_f16_bits(a / 8.0F), f32_to_f16_bits(-a)};
       fill_blocks(rng, out, 20, dm);
       return;
     }
-    case k_q5_0: {  // d, 4 bytes of high bits, 16 bytes of nibbles: value = d * (q - 16)
+    case ggml_type::q5_0: {  // d, 4 bytes of high bits, 16 bytes of nibbles: value = d * (q - 16)
       const uint16_t d[1] = {f32_to_f16_bits(a / 16.0F)};
       fill_blocks(rng, out, 22, d);
       return;
     }
-    case k_q5_1: {  // d, m, 4 bytes of high bits, 16 bytes of nibbles: value = d * q + m
+    case ggml_type::q5_1: {  // d, m, 4 bytes of high bits, 16 bytes of nibbles: value = d * q + m
       const uint16_t dm[2] = {f32_to_f16_bits(a / 16.0F), f32_to_f16_bits(-a)};
       fill_blocks(rng, out, 24, dm);
       return;
     }
-    case k_q5_k: {  // d, dmin, 12 bytes of scales/mins, 32 of high bits, 128 of nibbles
+    case ggml_type::q5_k: {  // d, dmin, 12 bytes of scales/mins, 32 of high bits, 128 of nibbles
       const uint16_t dm[2] = {f32_to_f16_bits(a / 1953.0F), f32_to_f16_bits(a / 126.0F)};
       fill_blocks(rng, out, 176, dm);
       return;
     }
-    case k_q6_k: {  // 128 + 64 bytes of quants, 16 int8 scales, d last: value = d * sc * (q - 32)
+    case ggml_type::q6_k: {  // 128 + 64 bytes of quants, 16 int8 scales, d last: value = d * sc *
+                             // (q - 32)
       const uint16_t d = f32_to_f16_bits(a / 4096.0F);
       for (size_t b = 0; b + 210 <= out.size(); b += 210) {
         rng.bytes(out.data() + b, 208);

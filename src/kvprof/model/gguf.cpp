@@ -48,7 +48,6 @@ std::optional<uint64_t> GgufFile::array_length(const std::string& key) const {
 namespace {
 
 constexpr uint64_t k_max_name_bytes = 65536;     // keys and tensor names
-constexpr uint32_t k_max_dims = 4;               // GGML_MAX_DIMS
 constexpr int k_max_array_depth = 8;             // nested arrays
 constexpr uint64_t k_max_kept_values = 1 << 20;  // array elements kept over the whole file
 constexpr uint64_t k_max_alignment = 1ULL << 30;
@@ -278,9 +277,9 @@ Expected<void> Parser::read_tensor_info(GgufFile& out, uint64_t index) {
   if (!name) return std::unexpected(name.error());
   uint32_t n_dims = 0;
   if (!read(n_dims)) return truncated(fmt::format("tensor '{}'", *name));
-  if (n_dims == 0 || n_dims > k_max_dims) {
-    return bad(
-        fmt::format("tensor '{}' has {} dimensions (1 to {} allowed)", *name, n_dims, k_max_dims));
+  if (n_dims == 0 || n_dims > k_max_gguf_dims) {
+    return bad(fmt::format("tensor '{}' has {} dimensions (1 to {} allowed)", *name, n_dims,
+                           k_max_gguf_dims));
   }
   TensorInfo t;
   t.name = std::move(*name);

@@ -11,20 +11,16 @@
 namespace kvprof::model {
 namespace {
 
-// ggml type ids.
-constexpr uint32_t k_f32 = 0, k_f16 = 1, k_q4_0 = 2, k_q4_1 = 3, k_q5_0 = 6, k_q5_1 = 7, k_q8_0 = 8,
-                   k_q4_k = 12, k_q5_k = 13, k_q6_k = 14;
-
 constexpr std::array<std::pair<std::string_view, std::pair<uint32_t, uint32_t>>, 9> k_mixes = {{
-    {"Q8_0", {7, k_q8_0}},
-    {"Q6_K", {18, k_q6_k}},
-    {"Q5_K_M", {17, k_q5_k}},
-    {"Q5_K_S", {16, k_q5_k}},
-    {"Q5_0", {8, k_q5_0}},
-    {"Q4_K_M", {15, k_q4_k}},
-    {"Q4_K_S", {14, k_q4_k}},
-    {"Q4_1", {3, k_q4_1}},
-    {"Q4_0", {2, k_q4_0}},
+    {"Q8_0", {7, ggml_type::q8_0}},
+    {"Q6_K", {18, ggml_type::q6_k}},
+    {"Q5_K_M", {17, ggml_type::q5_k}},
+    {"Q5_K_S", {16, ggml_type::q5_k}},
+    {"Q5_0", {8, ggml_type::q5_0}},
+    {"Q4_K_M", {15, ggml_type::q4_k}},
+    {"Q4_K_S", {14, ggml_type::q4_k}},
+    {"Q4_1", {3, ggml_type::q4_1}},
+    {"Q4_0", {2, ggml_type::q4_0}},
 }};
 
 enum class Category { token_embd, attn_q, attn_k, attn_v, attn_output, ffn_down, output, other };
@@ -79,11 +75,11 @@ uint32_t fallback(uint32_t type, uint64_t ncols) {
     return b && ncols % b->block_elements == 0;
   };
   if (fits(type)) return type;
-  uint32_t next = k_f16;
-  if (type == k_q4_k) next = k_q5_0;
-  if (type == k_q5_k) next = k_q5_1;
-  if (type == k_q6_k) next = k_q8_0;
-  return fits(next) ? next : k_f16;
+  uint32_t next = ggml_type::f16;
+  if (type == ggml_type::q4_k) next = ggml_type::q5_0;
+  if (type == ggml_type::q5_k) next = ggml_type::q5_1;
+  if (type == ggml_type::q6_k) next = ggml_type::q8_0;
+  return fits(next) ? next : ggml_type::f16;
 }
 
 }  // namespace
@@ -122,7 +118,7 @@ std::vector<uint32_t> assign_mix_types(const GgufMix& mix, const MixModel& model
   out.reserve(tensors.size());
   for (const auto& t : tensors) {
     if (!quantizable(t)) {
-      out.push_back(k_f32);
+      out.push_back(ggml_type::f32);
       continue;
     }
     const Category cat = category_of(t.name);
@@ -130,39 +126,39 @@ std::vector<uint32_t> assign_mix_types(const GgufMix& mix, const MixModel& model
     if (cat == Category::output || (tied_embeddings && cat == Category::token_embd)) {
       const auto b = ggml_block(type);
       if (falcon || !b || t.shape[0] % b->block_elements != 0) {
-        type = k_q8_0;
-      } else if (type != k_q8_0) {
-        type = k_q6_k;
+        type = ggml_type::q8_0;
+      } else if (type != ggml_type::q8_0) {
+        type = ggml_type::q6_k;
       }
     } else if (cat == Category::attn_v) {
       if ((q4_k_m || q5_k_m) && use_more_bits(i_attention_wv, n_attention_wv)) {
-        type = k_q6_k;
+        type = ggml_type::q6_k;
       } else if (q4_k_s && i_attention_wv < 4) {
-        type = k_q5_k;
+        type = ggml_type::q5_k;
       }
-      if (is_70b && type == k_q4_k) type = k_q5_k;
-      if (model.n_expert == 8) type = k_q8_0;
+      if (is_70b && type == ggml_type::q4_k) type = ggml_type::q5_k;
+      if (model.n_expert == 8) type = ggml_type::q8_0;
       ++i_attention_wv;
     } else if (cat == Category::attn_k) {
-      if (model.n_expert == 8) type = k_q8_0;
+      if (model.n_expert == 8) type = ggml_type::q8_0;
     } else if (cat == Category::ffn_down) {
       const int i_layer = model.n_expert > 1 ? layer_of(t.name, i_ffn_down) : i_ffn_down;
       if (q4_k_m) {
         if (falcon) {
-          type = i_layer < n_layer / 16            ? k_q6_k
-                 : use_more_bits(i_layer, n_layer) ? k_q5_k
-                                                   : k_q4_k;
+          type = i_layer < n_layer / 16            ? ggml_type::q6_k
+                 : use_more_bits(i_layer, n_layer) ? ggml_type::q5_k
+                                                   : ggml_type::q4_k;
         } else if (use_more_bits(i_layer, n_layer)) {
-          type = k_q6_k;
+          type = ggml_type::q6_k;
         }
       } else if (q5_k_m && use_more_bits(i_layer, n_layer)) {
-        type = k_q6_k;
+        type = ggml_type::q6_k;
       } else if (q4_k_s && !falcon && i_layer < n_layer / 8) {
-        type = k_q5_k;
+        type = ggml_type::q5_k;
       }
       ++i_ffn_down;
     } else if (cat == Category::attn_output) {
-      if (!falcon && model.n_expert == 8 && (q4_k_m || q4_k_s)) type = k_q5_k;
+      if (!falcon && model.n_expert == 8 && (q4_k_m || q4_k_s)) type = ggml_type::q5_k;
     }
     out.push_back(fallback(type, t.shape[0]));
   }

@@ -311,8 +311,8 @@ void read_mla(ModelSpec& m, Keys& keys) {
 }
 
 // Structure flags and tied embeddings from the tensor names of the first attention layer.
-void read_structure(ModelSpec& m, const std::unordered_set<std::string>& names,
-                    const ArchTraits& traits) {
+void read_gguf_structure(ModelSpec& m, const std::unordered_set<std::string>& names,
+                         const ArchTraits& traits) {
   const auto has = [&](std::string_view n) { return names.contains(std::string(n)); };
   m.tie_word_embeddings = has("token_embd.weight") && !has("output.weight");
   m.learned_positions = has("position_embd.weight");
@@ -495,7 +495,7 @@ Expected<ModelSpec> model_from_gguf(const GgufFile& gguf, std::string_view sourc
   for (size_t i = 0; i < m.tensors.size() && i < gguf.tensor_offsets.size(); ++i) {
     m.tensors[i].offset_bytes = gguf.tensor_offsets[i];
   }
-  read_structure(m, names, traits);
+  read_gguf_structure(m, names, traits);
   read_types(m, gguf);
   return m;
 }

@@ -23,7 +23,6 @@ namespace {
 
 constexpr uint32_t k_gguf_version = 3;
 constexpr size_t k_max_tensor_name_bytes = 63;  // GGML_MAX_NAME - 1
-constexpr size_t k_max_dims = 4;
 constexpr std::string_view k_alignment_key = "general.alignment";
 
 uint64_t align_up(uint64_t x, uint64_t a) {
@@ -170,7 +169,7 @@ Expected<void> GgufWriter::add_tensor(std::string name, uint32_t ggml_type,
                 fmt::format("GGUF writer: tensor name '{}' must have 1 to {} bytes", name,
                             k_max_tensor_name_bytes));
   }
-  if (shape.empty() || shape.size() > k_max_dims) {
+  if (shape.empty() || shape.size() > k_max_gguf_dims) {
     return fail(ErrorKind::input,
                 fmt::format("GGUF writer: tensor '{}' has {} dims (1 to 4)", name, shape.size()));
   }

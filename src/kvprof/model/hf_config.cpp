@@ -26,7 +26,6 @@ using hf::get_uint;
 using hf::json;
 using hf::require_uint;
 
-constexpr size_t k_max_config_bytes = 16 * k_mib;
 constexpr size_t k_max_json_depth = 128;
 
 // model_types whose structure kvprof models; others parse as Llama-like with a warning.
@@ -199,7 +198,7 @@ Expected<void> read_dims(const json& t, ModelSpec& m) {
 }
 
 // Biases, norms, MLP shape and positions, by model_type (transformers modeling code).
-Expected<void> read_structure(const json& t, ModelSpec& m) {
+Expected<void> read_hf_structure(const json& t, ModelSpec& m) {
   const std::string& type = m.model_type;
   if (one_of(type, {"phi", "gpt2", "opt", "gpt_neox", "gpt_bigcode", "starcoder2", "falcon", "gptj",
                     "bloom", "mpt", "nemotron", "nemotron_h", "codegen", "gpt_neo"})) {
@@ -368,7 +367,7 @@ Expected<ModelSpec> parse_hf_config(const json& config, std::string_view source)
   m.id = name && !name->empty() ? *name : std::string(source);
 
   if (auto r = read_dims(t, m); !r) return std::unexpected(r.error());
-  if (auto r = read_structure(t, m); !r) return std::unexpected(r.error());
+  if (auto r = read_hf_structure(t, m); !r) return std::unexpected(r.error());
   if (auto r = hf::build_layers(t, m); !r) return std::unexpected(r.error());
   // A model whose every layer routes to experts has no dense MLP to size (Qwen3.5 MoE): the
   // guessed intermediate size is never used, so it is no reason for doubt.
@@ -413,7 +412,7 @@ Expected<ModelSpec> parse_hf_config(const json& config, std::string_view source)
 }
 
 Expected<ModelSpec> parse_hf_config_text(std::string_view text, std::string_view source) {
-  if (text.size() > k_max_config_bytes) {
+  if (text.size() > k_max_config_json_bytes) {
     return fail(ErrorKind::input, fmt::format("{}: config.json is {} bytes, more than the 16 MiB "
                                               "kvprof reads",
                                               source, text.size()));

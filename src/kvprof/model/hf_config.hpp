@@ -3,6 +3,7 @@
 // dtype, tied embeddings, layer types (sliding/full, linear attention, mamba), MoE and MLA.
 #pragma once
 
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string_view>
 
@@ -10,6 +11,9 @@
 #include "kvprof/util/error.hpp"
 
 namespace kvprof::model {
+
+// Largest config.json kvprof reads (16 MiB).
+inline constexpr uint64_t k_max_config_json_bytes = 16ULL << 20;
 
 // Builds a ModelSpec from a parsed config.json object; `source` names where it came from (a
 // path or a catalog citation). Returns an input error naming the missing or contradictory

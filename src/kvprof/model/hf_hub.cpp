@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "kvprof/client/http_get.hpp"
+#include "kvprof/model/hf_config.hpp"
 #include "kvprof/model/safetensors.hpp"
 #include "kvprof/util/redact.hpp"
 #include "kvprof/util/strings.hpp"
@@ -20,8 +21,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr uint64_t k_max_config_bytes = 16 * k_mib;
-constexpr uint64_t k_max_index_bytes = 64 * k_mib;
 constexpr uint64_t k_max_all_headers_bytes = 512 * k_mib;
 constexpr size_t k_max_name_chars = 96;
 
@@ -171,14 +170,14 @@ class Hub {
                                                 "{} bytes",
                                                 m_repo, shard, n, file_bytes));
     }
-    auto json = get(shard, n, std::pair<uint64_t, uint64_t>{8, 8 + n - 1});
-    if (!json) return std::unexpected(json.error());
-    if (json->status != 206 || json->body.size() != n) {
+    auto header_json = get(shard, n, std::pair<uint64_t, uint64_t>{8, 8 + n - 1});
+    if (!header_json) return std::unexpected(header_json.error());
+    if (header_json->status != 206 || header_json->body.size() != n) {
       return fail(ErrorKind::input, fmt::format("{}/{}: the header's Range answer has {} of {} "
                                                 "bytes",
-                                                m_repo, shard, json->body.size(), n));
+                                                m_repo, shard, header_json->body.size(), n));
     }
-    return ShardHeader{shard, head->body + json->body, file_bytes};
+    return ShardHeader{shard, head->body + header_json->body, file_bytes};
   }
 
   [[nodiscard]] const std::string& commit() const { return m_commit; }
@@ -243,7 +242,7 @@ Expected<std::optional<std::vector<TensorInfo>>> cached_tensors(const fs::path& 
   const fs::path index_file = snapshot / "model.safetensors.index.json";
   ShardMap index;
   if (fs::is_regular_file(index_file, ec)) {
-    auto text = read_small_file(index_file, k_max_index_bytes);
+    auto text = read_small_file(index_file, k_max_safetensors_index_bytes);
     if (!text) return std::unexpected(text.error());
     auto parsed = parse_safetensors_index(*text, index_file.string());
     if (!parsed) return std::unexpected(parsed.error());
@@ -367,7 +366,7 @@ Expected<HubFiles> fetch_hub_files(std::string_view repo_id, const HubOptions& o
   const std::string repo(repo_id);
   const fs::path folder = hub_cache_folder(options, repo);
   if (auto snap = cached_snapshot(options, folder)) {
-    auto config = read_small_file(snap->second / "config.json", k_max_config_bytes);
+    auto config = read_small_file(snap->second / "config.json", k_max_config_json_bytes);
     if (!config) return std::unexpected(config.error());
     auto tensors = cached_tensors(folder, snap->first, snap->second);
     if (!tensors) return std::unexpected(tensors.error());
@@ -390,12 +389,12 @@ Expected<HubFiles> fetch_hub_files(std::string_view repo_id, const HubOptions& o
                             repo, options.cache_dir.string()));
   }
   Hub hub(options, repo);
-  auto config = hub.get("config.json", k_max_config_bytes);
+  auto config = hub.get("config.json", k_max_config_json_bytes);
   if (!config) return std::unexpected(config.error());
   HubFiles files{repo, {}, std::move(config->body), {}, {}, {}, false};
   std::optional<std::string> index_text;
   ShardMap index;
-  auto index_answer = hub.get("model.safetensors.index.json", k_max_index_bytes);
+  auto index_answer = hub.get("model.safetensors.index.json", k_max_safetensors_index_bytes);
   if (index_answer) {
     auto parsed =
         parse_safetensors_index(index_answer->body, repo + "/model.safetensors.index.json");

@@ -24,8 +24,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr uint64_t k_max_config_bytes = 16 * k_mib;
-
 Expected<ModelSpec> load_gguf(const fs::path& file) {
   auto gguf = read_gguf(file);
   if (!gguf) return std::unexpected(gguf.error());
@@ -39,7 +37,7 @@ Expected<ModelSpec> load_config_file(const fs::path& file) {
   std::error_code ec;
   const uint64_t size = fs::file_size(file, ec);
   if (ec) return fail(ErrorKind::io, fmt::format("{}: {}", where, ec.message()));
-  if (size > k_max_config_bytes) {
+  if (size > k_max_config_json_bytes) {
     return fail(ErrorKind::input, fmt::format("{}: {} bytes, more than the 16 MiB a config.json "
                                               "may have",
                                               where, size));

@@ -25,7 +25,6 @@ namespace fs = std::filesystem;
 constexpr uint64_t k_max_dim = 1ULL << 48;  // one dimension; real tensors are far below
 constexpr size_t k_max_rank = 16;
 constexpr int k_max_header_depth = 8;
-constexpr uint64_t k_max_index_bytes = 64 * k_mib;
 
 std::unexpected<Error> bad(std::string message) {
   return fail(ErrorKind::input, std::move(message));
@@ -254,7 +253,7 @@ Expected<std::vector<TensorInfo>> read_safetensors_header(const fs::path& file) 
 }
 
 Expected<ShardMap> parse_safetensors_index(std::string_view text, std::string_view where) {
-  if (text.size() > k_max_index_bytes)
+  if (text.size() > k_max_safetensors_index_bytes)
     return bad(fmt::format("{}: index larger than 64 MiB", where));
   const json doc = json::parse(text, nullptr, false);
   if (doc.is_discarded() || !doc.is_object())
@@ -316,7 +315,8 @@ Expected<std::vector<TensorInfo>> read_indexed_folder(const fs::path& folder,
   std::error_code ec;
   const uint64_t size = fs::file_size(index, ec);
   if (ec) return fail(ErrorKind::io, fmt::format("{}: {}", where, ec.message()));
-  if (size > k_max_index_bytes) return bad(fmt::format("{}: index larger than 64 MiB", where));
+  if (size > k_max_safetensors_index_bytes)
+    return bad(fmt::format("{}: index larger than 64 MiB", where));
   std::ifstream in(index, std::ios::binary);
   std::string text(size, '\0');
   if (!in || !in.read(text.data(), static_cast<std::streamsize>(size))) {

@@ -28,6 +28,8 @@ Expected<std::vector<TensorInfo>> parse_safetensors_header(std::span<const uint8
 // Shard file -> the tensor names model.safetensors.index.json puts in it.
 using ShardMap = std::map<std::string, std::vector<std::string>>;
 inline constexpr size_t k_max_shards = 10'000;
+// Largest model.safetensors.index.json kvprof reads.
+inline constexpr uint64_t k_max_safetensors_index_bytes = 64ULL << 20;
 
 // Parses model.safetensors.index.json (at most 64 MiB and 10,000 shards, each a plain file name);
 // an input error naming `where` and the defect otherwise.

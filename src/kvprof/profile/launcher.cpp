@@ -19,6 +19,7 @@
 #include <cstring>
 
 #include "kvprof/client/http_get.hpp"
+#include "kvprof/util/clock.hpp"
 #include "kvprof/util/shell.hpp"
 #include "kvprof/util/utf8.hpp"
 
@@ -28,12 +29,6 @@ namespace {
 
 constexpr size_t k_tail_lines = 50;
 constexpr size_t k_tail_line_chars = 400;
-
-int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 // A loopback or numeric IPv4 address to connect/bind to ("localhost" is 127.0.0.1).
 bool to_sockaddr(const std::string& host, uint16_t port, sockaddr_in& out) {
@@ -248,7 +243,7 @@ Expected<std::unique_ptr<LaunchedServer>> LaunchedServer::start(
   if (watchdog == 0) watchdog_main(parent, pid);
   s->m_watchdog_pid = watchdog;
   s->m_read_fd = fds[0];
-  s->m_started_ns = now_ns();
+  s->m_started_ns = monotonic_now_ns();
   s->m_reader = std::thread([p = s.get()] { p->read_loop(); });
   return s;
 }
@@ -265,7 +260,7 @@ void LaunchedServer::read_loop() {
     if (!line.empty() && line.back() == '\r') line.pop_back();
     // server.log keeps the bytes as printed; the lines handed on (startup timeline, engine
     // figures, error tails) are valid UTF-8, so the run's JSON files can hold them.
-    LogLine l{now_ns(), ++line_no, to_valid_utf8(line)};
+    LogLine l{monotonic_now_ns(), ++line_no, to_valid_utf8(line)};
     if (m_on_line) m_on_line(l);
     std::lock_guard lock(m_tail_mutex);
     m_tail.emplace_back(utf8_prefix(l.text, k_tail_line_chars));
@@ -328,8 +323,8 @@ void LaunchedServer::reap(bool block) {
 }
 
 void LaunchedServer::settle_reader(std::chrono::milliseconds max_wait) {
-  const int64_t deadline = now_ns() + std::chrono::nanoseconds(max_wait).count();
-  while (now_ns() < deadline) {
+  const int64_t deadline = monotonic_now_ns() + std::chrono::nanoseconds(max_wait).count();
+  while (monotonic_now_ns() < deadline) {
     int queued = 0;
     // The pipe first, then the flag: bytes read after the check were written after the answer.
     if (::ioctl(m_read_fd, FIONREAD, &queued) != 0) return;
@@ -357,7 +352,9 @@ Expected<double> LaunchedServer::wait_ready(const std::string& root,
   options.max_body_bytes = 1U << 20;
   options.headers = headers;
   client::HttpGetter getter;
-  const auto since_start = [&] { return static_cast<double>(now_ns() - m_started_ns) / 1e9; };
+  const auto since_start = [&] {
+    return static_cast<double>(monotonic_now_ns() - m_started_ns) / 1e9;
+  };
   for (;;) {
     if (!running()) {
       m_closing.store(true);
@@ -400,14 +397,14 @@ StopOutcome LaunchedServer::stop(double grace_s) {
   StopOutcome out;
   if (m_stopped || m_pid <= 0) return out;
   m_stopped = true;
-  const int64_t t0 = now_ns();
+  const int64_t t0 = monotonic_now_ns();
   out.was_running = running();
   const auto wait_gone = [&](double seconds) {
-    const int64_t end = now_ns() + static_cast<int64_t>(seconds * 1e9);
+    const int64_t end = monotonic_now_ns() + static_cast<int64_t>(seconds * 1e9);
     for (;;) {
       reap(false);
       if (m_reaped && !group_alive()) return true;
-      if (now_ns() >= end) return false;
+      if (monotonic_now_ns() >= end) return false;
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
   };
@@ -425,7 +422,7 @@ StopOutcome LaunchedServer::stop(double grace_s) {
   }
   out.exit_code = m_exit_code;
   out.term_signal = m_term_signal;
-  out.stop_s = static_cast<double>(now_ns() - t0) / 1e9;
+  out.stop_s = static_cast<double>(monotonic_now_ns() - t0) / 1e9;
   m_closing.store(true);
   if (m_reader.joinable()) m_reader.join();
   if (m_read_fd >= 0) ::close(m_read_fd);

@@ -27,6 +27,7 @@
 #include "kvprof/profile/server_probe.hpp"
 #include "kvprof/profile/startup.hpp"
 #include "kvprof/sys/proc.hpp"
+#include "kvprof/util/clock.hpp"
 #include "kvprof/util/redact.hpp"
 #include "kvprof/util/time_text.hpp"
 #include "kvprof/util/units.hpp"
@@ -48,16 +49,6 @@ std::string make_run_id(const std::string& tag, double unix_s) {
 }
 
 namespace {
-
-int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-double now_unix_s() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
 
 // Sleeps `seconds` in small steps; returns early (true) when `stop` says so.
 bool idle_wait(double seconds, const std::function<bool()>& stop) {
@@ -192,7 +183,7 @@ Expected<void> start_launched(Run& run) {
         Error{ready.error().kind, fmt::format("{} (startup timeline in {})", ready.error().message,
                                               (*run.dir / "summary.json").string())});
   }
-  run.watcher.set_ready(now_ns());
+  run.watcher.set_ready(monotonic_now_ns());
   run.launch.ready_s = *ready;
   run.progress(fmt::format("server ready after {:.1f} s", *ready));
   return {};
@@ -327,10 +318,10 @@ Expected<std::unique_ptr<metrics::MetricsScraper>> start_watching(Run& run) {
 Expected<void> idle_and_warmup(Run& run, metrics::MetricsScraper& scraper, Windows& windows) {
   const auto stop = [&run] { return run.stopped(); };
   const ProfileConfig& config = run.config;
-  const int64_t t_begin = now_ns();
+  const int64_t t_begin = monotonic_now_ns();
   run.progress(fmt::format("baseline: {:.1f} s without load", config.baseline_s));
   idle_wait(config.baseline_s, stop);
-  windows.baseline = {t_begin, now_ns()};
+  windows.baseline = {t_begin, monotonic_now_ns()};
   if (!run.stopped() && config.warmup_requests > 0) {
     workload::GridOptions wg;
     wg.input_lens = {std::min<uint32_t>(128, config.grid.input_lens.front())};
@@ -371,9 +362,9 @@ Expected<void> idle_and_warmup(Run& run, metrics::MetricsScraper& scraper, Windo
           fmt::format("{} of {} warmup requests failed", warm->size() - warm_ok, warm->size()));
     }
   }
-  const int64_t t_post_warmup = now_ns();
+  const int64_t t_post_warmup = monotonic_now_ns();
   idle_wait(config.post_warmup_s, stop);
-  windows.post_warmup = {t_post_warmup, now_ns()};
+  windows.post_warmup = {t_post_warmup, monotonic_now_ns()};
   return {};
 }
 
@@ -393,20 +384,20 @@ Expected<client::RunResult> run_grid(Run& run, metrics::MetricsScraper& scraper,
     return trace->write(r);
   });
   auto& conditions = windows.conditions;
-  GridProgress grid_progress(run.requests.size(), now_ns());
+  GridProgress grid_progress(run.requests.size(), monotonic_now_ns());
   runner.set_progress([&](const client::Progress& p) {
-    grid_progress.update(p, now_ns());
+    grid_progress.update(p, monotonic_now_ns());
     if (deps.on_status) deps.on_status(grid_progress.status_text(p));
     if (p.done == 0 && !p.condition_done) {
       // A scrape just before it starts: the state it starts from. Outside the condition's window,
       // since a gauge can still show the previous condition's requests (vLLM updates it per step).
       tracker.begin();
-      conditions.push_back({now_ns(), 0});
+      conditions.push_back({monotonic_now_ns(), 0});
       return;
     }
     if (!GridProgress::condition_ended(p) || conditions.empty()) return;
     tracker.end();  // a scrape as it ends: the progress line shows this condition's figures
-    conditions.back().end_ns = now_ns();
+    conditions.back().end_ns = monotonic_now_ns();
     const double seconds =
         static_cast<double>(conditions.back().end_ns - conditions.back().begin_ns) / 1e9;
     if (deps.on_condition_end && !p.stopped) deps.on_condition_end(p.condition_id, seconds);
@@ -423,16 +414,16 @@ Expected<client::RunResult> run_grid(Run& run, metrics::MetricsScraper& scraper,
   const auto write_failed = [&] {
     return (run.sampler && run.sampler->failed()) || scraper.write_error().has_value();
   };
-  const int64_t t_load = now_ns();
+  const int64_t t_load = monotonic_now_ns();
   auto result = runner.run(run.requests, [&] { return run.stopped() || write_failed(); });
-  const int64_t t_load_end = now_ns();
+  const int64_t t_load_end = monotonic_now_ns();
   for (auto& w : conditions) {
     if (w.end_ns == 0) w.end_ns = t_load_end;
   }
   // One more scrape and sample so the end of the load is in the traces.
   const uint64_t scrapes = scraper.stats().n_scrapes;
   scraper.wait_for_scrapes(scrapes + 1, run.config.metrics_interval_ms * 2 + 500);
-  windows.load = {t_load, now_ns()};
+  windows.load = {t_load, monotonic_now_ns()};
   return result;
 }
 
@@ -569,7 +560,7 @@ void analyse(Run& run, const client::RunResult* result, const Windows& windows,
 Expected<ProfileOutcome> finish(Run& run, Expected<client::RunResult>& result,
                                 const std::optional<Error>& trace_error) {
   ProfileReport& report = run.report;
-  report.ended_unix_s = now_unix_s();
+  report.ended_unix_s = unix_now_s();
   for (const auto& w : run.warnings.list())
     report.warnings.push_back(w);
   ProfileOutcome out;
@@ -598,7 +589,7 @@ Expected<ProfileOutcome> run_profile(const ProfileConfig& config, const ProfileD
   run.report.scrape_plan = scrape_plan_for(config.metrics_interval_ms, config.min_condition_s);
   run.config.metrics_interval_ms = run.report.scrape_plan.interval_ms;
   if (auto ok = run.make_requests(); !ok) return std::unexpected(ok.error());
-  run.report.started_unix_s = now_unix_s();
+  run.report.started_unix_s = unix_now_s();
   run.report.run_id = make_run_id(config.run_tag, run.report.started_unix_s);
 
   if (config.launch) {

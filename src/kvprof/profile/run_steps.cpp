@@ -15,16 +15,11 @@
 #include "kvprof/profile/estimate_check.hpp"
 #include "kvprof/profile/manifest.hpp"
 #include "kvprof/sys/proc.hpp"
+#include "kvprof/util/clock.hpp"
 
 namespace kvprof::profile {
 
 namespace {
-
-int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 std::optional<size_t> gpu_position(const CapturePoint& cp, unsigned gpu) {
   for (size_t i = 0; i < cp.per_gpu.size(); ++i) {
@@ -98,7 +93,7 @@ void stop_launched(const LaunchSettings& settings, LaunchedServer& server, const
   const auto end =
       std::chrono::steady_clock::now() + std::chrono::duration<double>(settings.release_wait_s);
   for (;;) {
-    launch.used_after_stop_bytes = used_at(timeline.memory(), now_ns());
+    launch.used_after_stop_bytes = used_at(timeline.memory(), monotonic_now_ns());
     if (launch.used_before_launch_bytes && launch.used_after_stop_bytes) {
       launch.memory_released = *launch.used_after_stop_bytes <=
                                *launch.used_before_launch_bytes + k_memory_released_slack_bytes;
@@ -115,7 +110,7 @@ std::optional<std::string> fill_memory_gaps(gpu::MemorySource& source, const gpu
   for (const auto& p : timeline.memory())
     live.push_back({p.t_mono_ns, p.gpu});
   const int64_t begin_ns = sampler.started_mono_ns();
-  const int64_t end_ns = now_ns();
+  const int64_t end_ns = monotonic_now_ns();
   auto fill = gpu::fill_gaps(source, live, sampler.gpus(), begin_ns, end_ns, interval_ms,
                              gpu::mono_minus_wall_ns_now());
   std::optional<std::string> trace_error;

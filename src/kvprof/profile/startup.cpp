@@ -13,24 +13,23 @@ namespace kvprof::profile {
 
 namespace {
 
-using enginelog::Component;
 using nlohmann::json;
 
 constexpr size_t k_max_line_chars = 400;
 
-std::optional<StartupPhase> phase_of(Component c) {
+std::optional<StartupPhase> phase_of(enginelog::Component c) {
   switch (c) {
-    case Component::weights:
+    case enginelog::Component::weights:
       return StartupPhase::weight_loading;
-    case Component::activation_peak:
-    case Component::non_torch:
-    case Component::non_kv_total:
+    case enginelog::Component::activation_peak:
+    case enginelog::Component::non_torch:
+    case enginelog::Component::non_kv_total:
       return StartupPhase::profile_run;
-    case Component::kv_cache:
-    case Component::kv_cache_k:
-    case Component::kv_cache_v:
+    case enginelog::Component::kv_cache:
+    case enginelog::Component::kv_cache_k:
+    case enginelog::Component::kv_cache_v:
       return StartupPhase::kv_allocation;
-    case Component::cuda_graph:
+    case enginelog::Component::cuda_graph:
       return StartupPhase::cuda_graph_capture;
     default:
       return std::nullopt;  // llama.cpp's compute and output buffers are no startup phase

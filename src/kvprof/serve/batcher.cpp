@@ -47,7 +47,7 @@ bool ContinuousBatcher::cancel(uint64_t task_id) {
   }
   for (auto& slot : m_slots) {
     if (slot.state != State::idle && slot.task_id == static_cast<int64_t>(task_id)) {
-      release(slot, client::monotonic_now_ns());
+      release(slot, monotonic_now_ns());
       return true;
     }
   }
@@ -104,7 +104,7 @@ void ContinuousBatcher::on_token(Slot& slot, int32_t token, int64_t now_ns,
 
 Expected<std::vector<TaskEvent>> ContinuousBatcher::step() {
   std::vector<TaskEvent> events;
-  const int64_t admit_ns = client::monotonic_now_ns();
+  const int64_t admit_ns = monotonic_now_ns();
   for (auto& slot : m_slots) {
     if (m_waiting.empty()) break;
     if (slot.state != State::idle) continue;
@@ -152,7 +152,7 @@ Expected<std::vector<TaskEvent>> ContinuousBatcher::step() {
   for (const auto& slot : m_slots)
     busy += slot.state != State::idle ? 1 : 0;
   auto next = m_ctx.decode_greedy(batch);
-  const int64_t now_ns = client::monotonic_now_ns();
+  const int64_t now_ns = monotonic_now_ns();
   ++m_stats.n_decode_total;
   m_stats.n_busy_slots_total += busy;
   m_stats.n_tokens_max = std::max<uint64_t>(m_stats.n_tokens_max, batch.size());

@@ -9,7 +9,7 @@ namespace kvprof::serve {
 
 namespace {
 
-const char* error_type(int status) {
+const char* llama_error_type(int status) {
   switch (status) {
     case 400:
       return "invalid_request_error";
@@ -29,7 +29,7 @@ const char* error_type(int status) {
 }  // namespace
 
 nlohmann::ordered_json llama_error_json(int status, std::string_view message) {
-  return {{"error", {{"code", status}, {"message", message}, {"type", error_type(status)}}}};
+  return {{"error", {{"code", status}, {"message", message}, {"type", llama_error_type(status)}}}};
 }
 
 nlohmann::ordered_json llama_exceed_context_json(std::string_view message, uint32_t n_prompt_tokens,

@@ -11,7 +11,7 @@ namespace {
 
 using ojson = nlohmann::ordered_json;
 
-const char* error_type(int status) {
+const char* openai_error_type(int status) {
   switch (status) {
     case 400:
       return "BadRequestError";
@@ -41,7 +41,7 @@ ojson reason_or_null(std::string_view reason) {
 std::string error_body(int http_status, std::string_view message) {
   return ojson{{"error",
                 {{"message", std::string(message)},
-                 {"type", error_type(http_status)},
+                 {"type", openai_error_type(http_status)},
                  {"param", nullptr},
                  {"code", http_status}}}}
       .dump();

@@ -19,10 +19,6 @@ namespace {
 // blocks), up to 64 here.
 constexpr serve::RequestDialect k_vllm_dialect{true, "", 64};
 
-std::vector<int32_t> to_int32(const std::vector<uint32_t>& tokens) {
-  return {tokens.begin(), tokens.end()};
-}
-
 // parse_completion_request without the guard against the JSON library's exceptions.
 Expected<serve::ParsedRequest> parse_completion_request_unchecked(std::string_view body, bool chat,
                                                                   const SimConfig& config) {
@@ -43,13 +39,13 @@ Expected<serve::ParsedRequest> parse_completion_request_unchecked(std::string_vi
     if (messages == json.end()) return fail(ErrorKind::input, "'messages' is required");
     auto tokens = sim_tokenize_chat(*messages);
     if (!tokens) return std::unexpected(tokens.error());
-    req.generate.prompt_tokens = to_int32(*tokens);
+    req.generate.prompt_tokens = token_ids_int32(*tokens);
   } else {
     const auto prompt = json.find("prompt");
     if (prompt == json.end()) return fail(ErrorKind::input, "'prompt' is required");
     auto tokens = sim_tokenize_prompt(*prompt);
     if (!tokens) return std::unexpected(tokens.error());
-    req.generate.prompt_tokens = to_int32(*tokens);
+    req.generate.prompt_tokens = token_ids_int32(*tokens);
   }
   const uint64_t prompt_len = req.generate.prompt_tokens.size();
 

@@ -15,14 +15,6 @@
 
 namespace kvprof::sim {
 
-namespace {
-
-std::vector<int32_t> to_int32(const std::vector<uint32_t>& ids) {
-  return {ids.begin(), ids.end()};
-}
-
-}  // namespace
-
 SimBackend::SimBackend(SimConfig config) : m_config(std::move(config)), m_engine(m_config) {
   m_engine_stats = m_engine.stats();
 }
@@ -57,7 +49,7 @@ uint64_t SimBackend::live_state_writes() const {
 
 Expected<std::vector<int32_t>> SimBackend::tokenize(std::string_view text,
                                                     bool /*add_special*/) const {
-  return to_int32(sim_tokenize(text));
+  return token_ids_int32(sim_tokenize(text));
 }
 
 std::string SimBackend::detokenize(const std::vector<int32_t>& tokens) const {
@@ -277,7 +269,7 @@ void SimBackend::engine_loop() {
       const auto it = m_sinks.find(out.request_id);
       if (it == m_sinks.end()) continue;
       serve::GenerateEvent ev;
-      ev.tokens = to_int32(out.new_token_ids);
+      ev.tokens = token_ids_int32(out.new_token_ids);
       ev.text = detokenize(ev.tokens);
       ev.finished = out.finished;
       ev.finish_reason = out.finish_reason;

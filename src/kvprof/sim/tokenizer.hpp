@@ -36,4 +36,9 @@ Expected<std::vector<uint32_t>> sim_tokenize_chat(const nlohmann::json& messages
 // an input error for batches and anything else.
 Expected<std::vector<uint32_t>> sim_tokenize_prompt(const nlohmann::json& prompt);
 
+// The same token ids as the int32 the serving front end carries (ids are below 2^31).
+inline std::vector<int32_t> token_ids_int32(const std::vector<uint32_t>& ids) {
+  return {ids.begin(), ids.end()};
+}
+
 }  // namespace kvprof::sim

@@ -13,14 +13,18 @@ std::string to_lower(std::string_view s) {
   return out;
 }
 
-std::string trim(std::string_view s) {
+std::string_view trim_view(std::string_view s) {
   size_t begin = 0;
   size_t end = s.size();
   while (begin < end && std::isspace(static_cast<unsigned char>(s[begin])))
     ++begin;
   while (end > begin && std::isspace(static_cast<unsigned char>(s[end - 1])))
     --end;
-  return std::string(s.substr(begin, end - begin));
+  return s.substr(begin, end - begin);
+}
+
+std::string trim(std::string_view s) {
+  return std::string(trim_view(s));
 }
 
 std::vector<std::string> split(std::string_view s, char sep) {

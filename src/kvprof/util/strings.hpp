@@ -14,6 +14,9 @@ std::string to_lower(std::string_view s);
 // Returns `s` without leading and trailing ASCII whitespace.
 std::string trim(std::string_view s);
 
+// The part of `s` trim() keeps, as a view into `s` (valid while `s` is).
+std::string_view trim_view(std::string_view s);
+
 // Splits `s` at each `sep`; empty fields are kept.
 std::vector<std::string> split(std::string_view s, char sep);
 

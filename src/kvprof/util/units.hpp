@@ -14,6 +14,11 @@ inline constexpr uint64_t k_kib = 1ULL << 10;
 inline constexpr uint64_t k_mib = 1ULL << 20;
 inline constexpr uint64_t k_gib = 1ULL << 30;
 
+// Returns a / b rounded up; 0 when b is 0.
+inline constexpr uint64_t ceil_div(uint64_t a, uint64_t b) {
+  return b == 0 ? 0 : (a + b - 1) / b;
+}
+
 // Returns bytes as GiB (2^30).
 inline double bytes_to_gib(uint64_t bytes) {
   return static_cast<double>(bytes) / k_gib;

@@ -12,6 +12,7 @@
 
 #include "kvprof/enginelog/scan.hpp"
 #include "kvprof/engines/llamacpp/log_info.hpp"
+#include "kvprof/util/strings.hpp"
 
 namespace kvprof::engines {
 
@@ -22,13 +23,6 @@ namespace {
 // Unaccounted memory is total - (free + self) in size_t, printed in MiB: a negative value
 // wraps to about 2^44 MiB. Values above half of that are read as negative.
 constexpr uint64_t k_wrap_mib = 1ULL << 44;
-
-template <class T>
-bool set_once(std::optional<Printed<T>>& slot, T value, const LineInput& in) {
-  if (slot) return true;
-  slot = Printed<T>{std::move(value), ref(in)};
-  return true;
-}
 
 bool mib_to_bytes(uint64_t mib, uint64_t& bytes) {
   return !__builtin_mul_overflow(mib, 1ULL << 20, &bytes);
@@ -42,7 +36,7 @@ bool parse_breakdown_row(const LineInput& in, std::string_view row, BreakdownRow
     const auto rest = c.rest();
     const size_t close = rest.find(')');
     if (close == std::string_view::npos) return false;
-    out.description = std::string(trim(rest.substr(0, close)));
+    out.description = std::string(trim_view(rest.substr(0, close)));
     c.seek_past(")");
   }
   if (!c.eat("|") && !c.eat(":")) return false;
@@ -111,8 +105,8 @@ bool name_value(std::string_view text, std::string_view& func, std::string_view&
     const auto rest = text.substr(at + f.size() + 2);
     const size_t eq = rest.find('=');
     if (eq == std::string_view::npos) return false;
-    name = trim(rest.substr(0, eq));
-    value = trim(rest.substr(eq + 1));
+    name = trim_view(rest.substr(0, eq));
+    value = trim_view(rest.substr(eq + 1));
     return !name.empty();
   }
   return false;
@@ -129,8 +123,8 @@ std::optional<uint64_t> whole_uint(std::string_view value) {
 bool parse_context_setting(const LineInput& in, std::string_view name, std::string_view value,
                            EngineLogReport& report) {
   auto& s = report.settings;
-  if (name == "flash_attn") return set_once(s.flash_attn, std::string(value), in);
-  if (name == "kv_unified") return set_once(s.kv_unified, std::string(value), in);
+  if (name == "flash_attn") return keep_first(s.flash_attn, std::string(value), in);
+  if (name == "kv_unified") return keep_first(s.kv_unified, std::string(value), in);
   std::optional<Printed<uint64_t>>* slot = nullptr;
   if (name == "n_ctx") slot = &s.n_ctx;
   if (name == "n_ctx_seq" || name == "n_ctx_per_seq") slot = &s.n_ctx_seq;
@@ -139,20 +133,20 @@ bool parse_context_setting(const LineInput& in, std::string_view name, std::stri
   if (name == "n_ubatch") slot = &s.n_ubatch;
   if (slot == nullptr) return false;
   const auto v = whole_uint(value);
-  return v && set_once(*slot, *v, in);
+  return v && keep_first(*slot, *v, in);
 }
 
 bool parse_print_info(const LineInput& in, std::string_view name, std::string_view value,
                       EngineLogReport& report) {
   auto& m = report.model;
-  if (name == "arch") return set_once(m.architecture, std::string(value), in);
-  if (name == "general.name") return set_once(m.name, std::string(value), in);
-  if (name == "file type") return set_once(m.file_type_name, std::string(value), in);
-  if (name == "model params") return set_once(m.n_params, std::string(value), in);
+  if (name == "arch") return keep_first(m.architecture, std::string(value), in);
+  if (name == "general.name") return keep_first(m.name, std::string(value), in);
+  if (name == "file type") return keep_first(m.file_type_name, std::string(value), in);
+  if (name == "model params") return keep_first(m.n_params, std::string(value), in);
   if (name == "file size") {
     Cursor c(value);
     auto size = c.read_size();
-    return size && set_once(m.file_size, std::move(*size), in);
+    return size && keep_first(m.file_size, std::move(*size), in);
   }
   std::optional<Printed<uint64_t>>* slot = nullptr;
   if (name == "n_layer") slot = &m.block_count;
@@ -163,7 +157,7 @@ bool parse_print_info(const LineInput& in, std::string_view name, std::string_vi
   if (name == "n_vocab") slot = &m.n_vocab;
   if (slot == nullptr) return false;
   const auto v = whole_uint(value);  // per-layer arrays ("[32, 32, ...]") are not read
-  return v && set_once(*slot, *v, in);
+  return v && keep_first(*slot, *v, in);
 }
 
 // "llama_model_loader: - kv   4:                          llama.block_count u32    = 8"
@@ -173,10 +167,10 @@ bool parse_metadata(const LineInput& in, EngineLogReport& report) {
   const auto key = c.read_token();
   const auto type = c.read_token();
   if (key.empty() || type.empty() || !c.eat("=")) return false;
-  const auto value = trim(c.rest());
+  const auto value = trim_view(c.rest());
   auto& m = report.model;
-  if (key == "general.architecture") return set_once(m.architecture, std::string(value), in);
-  if (key == "general.name") return set_once(m.name, std::string(value), in);
+  if (key == "general.architecture") return keep_first(m.architecture, std::string(value), in);
+  if (key == "general.name") return keep_first(m.name, std::string(value), in);
   const size_t dot = key.find('.');
   if (dot == std::string_view::npos) return false;
   // Per-architecture keys count only for the model's own architecture.
@@ -192,7 +186,7 @@ bool parse_metadata(const LineInput& in, EngineLogReport& report) {
   if (field == "context_length") slot = &m.context_length;
   if (slot == nullptr) return false;
   const auto v = whole_uint(value);
-  return v && set_once(*slot, *v, in);
+  return v && keep_first(*slot, *v, in);
 }
 
 // "build: 6527 (a1b2c3d) with cc ..." or "version: 7166 (eec1e33a9)"
@@ -205,7 +199,7 @@ bool parse_build(const LineInput& in, EngineLogReport& report) {
     if (!number || !c.eat("(")) continue;
     const auto hash = c.read_token(")");
     if (!c.eat(")")) continue;
-    return set_once(report.version, std::to_string(*number) + " (" + std::string(hash) + ")", in);
+    return keep_first(report.version, std::to_string(*number) + " (" + std::string(hash) + ")", in);
   }
   return false;
 }
@@ -237,7 +231,7 @@ bool parse_llamacpp_info_line(const LineInput& in, EngineLogReport& report) {
     Cursor c(text);
     c.seek_past("n_slots = ");
     const auto n = c.read_uint();
-    return n && set_once(report.settings.n_slots, *n, in);
+    return n && keep_first(report.settings.n_slots, *n, in);
   }
   std::string_view func, name, value;
   if (name_value(text, func, name, value)) {

@@ -23,10 +23,10 @@ struct VersionTag {
 };
 constexpr std::array<VersionTag, 2> k_version_tags{{{4, 10809}, {5, 11146}}};
 
-constexpr size_t k_rows = 25;
+constexpr size_t k_release_count = 25;
 
-constexpr std::array<LlamaCppReleaseRules, k_rows> k_releases = [] {
-  std::array<LlamaCppReleaseRules, k_rows> r{};
+constexpr std::array<LlamaCppReleaseRules, k_release_count> k_releases = [] {
+  std::array<LlamaCppReleaseRules, k_release_count> r{};
   LlamaCppReleaseRules x;  // b3889 (October 2024) and earlier
   x.name = "b3889";
   x.change = "the oldest modelled";
@@ -149,7 +149,7 @@ constexpr std::array<LlamaCppReleaseRules, k_rows> k_releases = [] {
 
 static_assert(k_releases.back().first_build == 9460);
 
-const LlamaCppReleaseRules& row_for(uint32_t build) {
+const LlamaCppReleaseRules& llamacpp_row_for(uint32_t build) {
   const LlamaCppReleaseRules* best = &k_releases.front();
   for (const auto& r : k_releases) {
     if (r.first_build <= build) best = &r;
@@ -216,7 +216,7 @@ Expected<LlamaCppRelease> parse_llamacpp_release(std::string_view text) {
           minor->first, k_version_tags.back().minor);
     }
     out.build = tag->build;
-    out.rules = &row_for(out.build);
+    out.rules = &llamacpp_row_for(out.build);
     uint32_t patch = 0;
     if (minor->second.starts_with('.')) {
       if (const auto p = leading_number(minor->second.substr(1))) patch = p->first;
@@ -228,7 +228,7 @@ Expected<LlamaCppRelease> parse_llamacpp_release(std::string_view text) {
   const auto build = leading_number(t);
   if (!build || build->first == 0) return bad();
   out.build = build->first;
-  out.rules = &row_for(out.build);
+  out.rules = &llamacpp_row_for(out.build);
   out.name = fmt::format("b{}", out.build);
   if (out.build > k_version_tags.back().build) {
     out.warning = fmt::format(

@@ -10,6 +10,7 @@
 #include "kvprof/enginelog/line_reader.hpp"
 #include "kvprof/enginelog/scan.hpp"
 #include "kvprof/engines/sglang/sglang.hpp"
+#include "kvprof/util/strings.hpp"
 
 namespace kvprof::engines {
 
@@ -17,7 +18,7 @@ using namespace kvprof::enginelog;  // NOLINT: the line splitter and scanner
 
 namespace {
 
-std::string rank_device(std::string_view text) {
+std::string sglang_rank_device(std::string_view text) {
   if (text.empty() || text.front() != '[') return "GPU";
   const size_t close = text.find(']');
   if (close == std::string_view::npos) return "GPU";
@@ -26,7 +27,7 @@ std::string rank_device(std::string_view text) {
   size_t at = inside.find(' ');
   if (at != std::string_view::npos) at = inside.find(' ', at + 1);
   if (at == std::string_view::npos) return "GPU";
-  std::string device(trim(inside.substr(at + 1)));
+  std::string device(trim_view(inside.substr(at + 1)));
   for (auto& c : device) {
     if (c == ' ') c = '_';
   }
@@ -46,7 +47,7 @@ bool parse_kv_allocated(const LineInput& in, EngineLogReport& report) {
   if (__builtin_add_overflow(k->bytes, v->bytes, &total.bytes)) return false;
   total.tolerance_bytes = k->tolerance_bytes + v->tolerance_bytes;
   total.text = k->text + " + " + v->text;
-  const std::string device = rank_device(in.text);
+  const std::string device = sglang_rank_device(in.text);
   add_figure(report, in, Component::kv_cache, device, std::move(total));
   add_figure(report, in, Component::kv_cache_k, device, std::move(*k));
   add_figure(report, in, Component::kv_cache_v, device, std::move(*v));
@@ -78,11 +79,12 @@ bool is_sglang_marker(std::string_view text) {
 bool parse_sglang_line(const LineInput& in, EngineLogReport& report) {
   const std::string_view text = in.text;
   if (contains(text, "Load weight end."))
-    return add_size_after(report, in, "mem usage=", Component::weights, rank_device(text));
+    return add_size_after(report, in, "mem usage=", Component::weights, sglang_rank_device(text));
   if (contains(text, "KV Cache is allocated.")) return parse_kv_allocated(in, report);
   if (contains(text, "Capture cuda graph bs [")) return parse_graph_batch_sizes(in, report);
   if (contains(text, "Capture cuda graph end."))
-    return add_size_after(report, in, "mem usage=", Component::cuda_graph, rank_device(text));
+    return add_size_after(report, in, "mem usage=", Component::cuda_graph,
+                          sglang_rank_device(text));
   if (contains(text, "max_total_num_tokens=")) {
     Cursor c(text);
     c.seek_past("max_total_num_tokens=");

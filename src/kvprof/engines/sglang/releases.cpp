@@ -26,7 +26,7 @@ constexpr SglangVersionRules rules(std::string_view name, std::string_view relea
   return r;
 }
 
-constexpr std::array<SglangVersionRules, 6> k_versions = [] {
+constexpr std::array<SglangVersionRules, 6> k_sglang_versions = [] {
   std::array<SglangVersionRules, 6> v{};
   v[0] = rules("v0.3", "v0.2.x - v0.3.x", SglangFractionRule::tp_table);
   v[0].tp8_fraction = 0.83;
@@ -208,16 +208,16 @@ SglangDefaults sglang_defaults(const SglangVersionRules& r, const SglangDefaults
 }
 
 std::span<const SglangVersionRules> sglang_versions() {
-  return k_versions;
+  return k_sglang_versions;
 }
 
 const SglangVersionRules& sglang_latest_version() {
-  return k_versions.back();
+  return k_sglang_versions.back();
 }
 
 std::string sglang_supported_versions() {
   std::string out;
-  for (const auto& r : k_versions) {
+  for (const auto& r : k_sglang_versions) {
     if (!out.empty()) out += ", ";
     out += fmt::format("{} ({})", r.name, r.releases);
   }
@@ -253,7 +253,7 @@ Expected<const SglangVersionRules*> parse_sglang_version(std::string_view text) 
   } else if (patch < 3) {
     row = 4;
   }
-  return &k_versions[row];
+  return &k_sglang_versions[row];
 }
 
 }  // namespace kvprof::engines

@@ -103,7 +103,7 @@ bool parse_graph_warmup(const LineInput& in, EngineLogReport& report, TrtllmStat
   return true;
 }
 
-bool parse_version(const LineInput& in, EngineLogReport& report) {
+bool parse_trtllm_version(const LineInput& in, EngineLogReport& report) {
   Cursor c(in.text);
   if (!c.seek_past("TensorRT-LLM version:")) return false;
   c.skip_ws();
@@ -139,7 +139,7 @@ bool is_trtllm_marker(std::string_view text) {
 
 bool parse_trtllm_line(const LineInput& in, TrtllmState& state, EngineLogReport& report) {
   const std::string_view text = in.text;
-  if (contains(text, "TensorRT-LLM version:")) return parse_version(in, report);
+  if (contains(text, "TensorRT-LLM version:")) return parse_trtllm_version(in, report);
   if (contains(text, "Memory used after loading model weights (inside torch)")) {
     return add_size_after(report, in, "memory usage profiling:", Component::weights,
                           std::string(k_device));

@@ -17,10 +17,6 @@ using namespace kvprof::estimate;  // NOLINT: the planner below every engine
 
 namespace {
 
-uint64_t cdiv(uint64_t a, uint64_t b) {
-  return b == 0 ? 0 : (a + b - 1) / b;
-}
-
 // TensorRT-LLM's PyTorch backend, as read in its KV-cache creator: one rule since 1.0.
 constexpr std::string_view k_trtllm_version = "1.x";
 
@@ -62,7 +58,7 @@ Expected<Estimate> estimate_trtllm(const EstimateInput& in) {
   const uint64_t request_tokens =
       std::clamp<uint64_t>(*s.max_model_len - 1, 1, *s.max_num_batched_tokens);
   const auto dummy_requests =
-      static_cast<uint32_t>(cdiv(*s.max_num_batched_tokens, request_tokens));
+      static_cast<uint32_t>(ceil_div(*s.max_num_batched_tokens, request_tokens));
   add_runtime_bytes(est, in.model, std::min(dummy_requests, *s.max_num_seqs), graph_sets);
   if (in.draft) {
     WeightOptions d;
@@ -91,7 +87,7 @@ Expected<Estimate> estimate_trtllm(const EstimateInput& in) {
   rep.available_kv_cache_bytes = kv_budget;
   rep.num_gpu_blocks = blocks;
   rep.kv_cache_tokens = blocks * *s.block_size;
-  rep.max_concurrency = static_cast<double>(blocks) / cdiv(*s.max_model_len, *s.block_size);
+  rep.max_concurrency = static_cast<double>(blocks) / ceil_div(*s.max_model_len, *s.block_size);
   // CUDA graphs: one per batch size and draft length warmed up; with speculation always on only
   // the draft length, with runtime control (max_concurrency) draft length 0 as well.
   if (!s.enforce_eager) {
@@ -115,7 +111,7 @@ Expected<Estimate> estimate_trtllm(const EstimateInput& in) {
   const Workload w = default_workload(in.workload, *s.max_model_len);
   const uint32_t block_tokens = *s.block_size;
   fill_rows(est, w, mb.kv_cache_bytes, true, [block_tokens, block_bytes](uint64_t ctx) {
-    return cdiv(ctx, block_tokens) * block_bytes;
+    return ceil_div(ctx, block_tokens) * block_bytes;
   });
   finish_engine(est, blocks > 0,
                 "TensorRT-LLM: KV = free_gpu_memory_fraction x (free memory after weights, "

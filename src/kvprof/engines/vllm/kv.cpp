@@ -2,6 +2,7 @@
 // and kv_cache_interface.py: get_kv_cache_groups, get_num_blocks, _report_kv_cache_config,
 // get_max_concurrency_for_kv_cache_config, SlidingWindowSpec.max_memory_usage_bytes).
 #include "kvprof/engines/vllm/kv.hpp"
+#include "kvprof/util/units.hpp"
 
 #include <algorithm>
 #include <map>
@@ -15,10 +16,6 @@ using namespace kvprof::estimate;  // NOLINT: the planner below every engine
 namespace {
 
 using model::AttentionKind;
-
-uint64_t cdiv(uint64_t a, uint64_t b) {
-  return b == 0 ? 0 : (a + b - 1) / b;
-}
 
 bool is_state(AttentionKind k) {
   return k == AttentionKind::mamba || k == AttentionKind::linear;
@@ -37,17 +34,17 @@ uint64_t max_usage_blocks(const VllmKvSpec& s, uint64_t tokens, uint32_t mnbt) {
   switch (s.kind) {
     case AttentionKind::sliding: {
       const uint64_t n = std::min<uint64_t>(s.window_tokens - 1 + mnbt, tokens);
-      return cdiv(n, s.block_size) + 1;
+      return ceil_div(n, s.block_size) + 1;
     }
     case AttentionKind::chunked: {
       const uint64_t n = std::min<uint64_t>(s.window_tokens + mnbt, tokens);
-      return cdiv(n, s.block_size);
+      return ceil_div(n, s.block_size);
     }
     case AttentionKind::mamba:
     case AttentionKind::linear:
       return 1;
     default:
-      return cdiv(tokens, s.block_size);
+      return ceil_div(tokens, s.block_size);
   }
 }
 
@@ -60,7 +57,7 @@ uint32_t state_block_size(uint64_t max_model_len) {
 uint64_t vllm_blocks_per_request(const VllmKvGeometry& g, uint64_t tokens, uint32_t mnbt) {
   uint64_t blocks = 0;
   if (g.uniform_type) {
-    return g.groups.empty() ? 0 : cdiv(tokens, g.groups.front().spec.block_size);
+    return g.groups.empty() ? 0 : ceil_div(tokens, g.groups.front().spec.block_size);
   }
   for (const auto& group : g.groups)
     blocks += max_usage_blocks(group.spec, tokens, mnbt);
@@ -99,10 +96,10 @@ VllmKvGeometry vllm_kv_geometry(const std::vector<KvLayout>& workers, uint32_t b
   }
   uint32_t block_size = std::max<uint32_t>(block_size_flag, 1);
   if (max_state > 0 && min_attn_token_bytes > 0 && !block_size_set) {
-    // vLLM: block = 16 * cdiv(mamba_page, 16 * attention bytes per token) (summed over layers
+    // vLLM: block = 16 * ceil_div(mamba_page, 16 * attention bytes per token) (summed over layers
     // of a group it is one layer's page).
     const uint64_t per_16 = 16 * min_attn_token_bytes;
-    block_size = static_cast<uint32_t>(std::max<uint64_t>(16, 16 * cdiv(max_state, per_16)));
+    block_size = static_cast<uint32_t>(std::max<uint64_t>(16, 16 * ceil_div(max_state, per_16)));
   }
   geo.attention_block_size = block_size;
 
@@ -167,7 +164,7 @@ VllmKvGeometry vllm_kv_geometry(const std::vector<KvLayout>& workers, uint32_t b
   }
   for (size_t t = 0; t < order.size(); ++t) {
     const auto& layers = by_key[order[t]];
-    const size_t n_groups = cdiv(layers.size(), group_size);
+    const size_t n_groups = ceil_div(layers.size(), group_size);
     for (size_t i = 0; i < n_groups; ++i) {
       VllmKvGroup g;
       g.spec = specs[t];

@@ -22,6 +22,7 @@
 #include "kvprof/enginelog/line_reader.hpp"
 #include "kvprof/enginelog/scan.hpp"
 #include "kvprof/engines/vllm/vllm.hpp"
+#include "kvprof/util/strings.hpp"
 
 namespace kvprof::engines {
 
@@ -29,7 +30,7 @@ using namespace kvprof::enginelog;  // NOLINT: the line splitter and scanner
 
 namespace {
 
-std::string rank_device(std::string_view text) {
+std::string vllm_rank_device(std::string_view text) {
   const size_t open = text.find('(');
   const size_t pid = text.find(" pid=");
   if (open == std::string_view::npos || pid == std::string_view::npos || pid < open) return "GPU";
@@ -53,7 +54,7 @@ bool figure_after(const LineInput& in, std::string_view key, Component component
   if (!c.seek_past(key)) return false;
   auto size = c.read_size(GbMeans::gib);
   if (!size) return false;
-  const auto device = rank_device(in.text);
+  const auto device = vllm_rank_device(in.text);
   if (once_per_device && has_figure(report, component, device)) return true;
   MemoryFigure f;
   f.component = component;
@@ -64,17 +65,12 @@ bool figure_after(const LineInput& in, std::string_view key, Component component
   return true;
 }
 
-template <class T>
-void set_once(std::optional<Printed<T>>& slot, T value, const LineInput& in) {
-  if (!slot) slot = Printed<T>{std::move(value), ref(in)};
-}
-
 bool uint_after(const LineInput& in, std::string_view key, std::optional<Printed<uint64_t>>& slot) {
   Cursor c(in.text);
   if (!c.seek_past(key)) return false;
   const auto v = c.read_uint(/*commas=*/true);
   if (!v) return false;
-  set_once(slot, *v, in);
+  keep_first(slot, *v, in);
   return true;
 }
 
@@ -93,12 +89,12 @@ bool parse_profile_summary(const LineInput& in, EngineLogReport& report) {
   return any;
 }
 
-bool parse_version(const LineInput& in, EngineLogReport& report) {
+bool parse_vllm_version(const LineInput& in, EngineLogReport& report) {
   Cursor c(in.text);
   if (!c.seek_past("vLLM API server version ") && !c.seek_past("LLM engine (v")) return false;
   const auto v = c.read_token(")");
   if (v.empty() || v.size() > 64) return false;
-  set_once(report.version, std::string(v), in);
+  keep_first(report.version, std::string(v), in);
   return true;
 }
 
@@ -110,8 +106,8 @@ constexpr uint64_t k_max_graphs_per_capture = 1U << 20;
 std::optional<std::pair<std::string_view, uint64_t>> capture_update(std::string_view text) {
   const size_t colon = text.find(':');
   if (colon == std::string_view::npos || colon > 200) return std::nullopt;
-  std::string_view desc = trim(text.substr(0, colon));
-  if (starts_with(desc, "s ")) desc = trim(desc.substr(2));  // "Capturing CUDA graphs (...)"
+  std::string_view desc = trim_view(text.substr(0, colon));
+  if (starts_with(desc, "s ")) desc = trim_view(desc.substr(2));  // "Capturing CUDA graphs (...)"
   if (desc.size() >= 2 && desc.front() == '(' && desc.back() == ')')
     desc = desc.substr(1, desc.size() - 2);
   const size_t bar_open = text.find('|', colon);
@@ -163,7 +159,7 @@ bool parse_enforce_eager(const LineInput& in, EngineLogReport& report) {
   if (!c.eat(":") && !c.eat("=")) return false;
   const std::string_view value = c.read_token(",}");
   if (value != "True" && value != "False") return false;
-  set_once(report.settings.enforce_eager, std::string(value == "True" ? "true" : "false"), in);
+  keep_first(report.settings.enforce_eager, std::string(value == "True" ? "true" : "false"), in);
   return true;
 }
 
@@ -198,12 +194,12 @@ bool parse_vllm_line(const LineInput& in, EngineLogReport& report) {
     if (!tokens || !c.eat("tokens per request:")) return false;
     const auto x = c.read_decimal();
     if (!x || !c.eat("x")) return false;
-    set_once(s.concurrency_request_tokens, *tokens, in);
-    set_once(s.max_concurrency, *x, in);
+    keep_first(s.concurrency_request_tokens, *tokens, in);
+    keep_first(s.max_concurrency, *x, in);
     return true;
   }
   if (parse_profile_summary(in, report)) return true;
-  return parse_version(in, report);
+  return parse_vllm_version(in, report);
 }
 
 }  // namespace

@@ -61,7 +61,7 @@ constexpr VllmVersionRules v1_rules(std::string_view name, std::string_view rele
   return r;
 }
 
-constexpr std::array<VllmVersionRules, 10> k_versions = [] {
+constexpr std::array<VllmVersionRules, 10> k_vllm_versions = [] {
   std::array<VllmVersionRules, 10> v{};
   v[0] = v0_rules("v0.6", "v0.6.0 - v0.6.4 (V0 engine)", true, 512, VllmLogStyle::v0_6);
   v[1] = v0_rules("v0.7", "v0.6.5 - v0.7.x (V0 engine)", false, 2048, VllmLogStyle::v0_7);
@@ -109,52 +109,52 @@ constexpr std::array<VllmVersionRules, 10> k_versions = [] {
 // The row of `patch` release 0.`minor`.`patch`: rows split v0.6 at v0.6.5, v0.8 at v0.8.5,
 // v0.9 at v0.9.1 (a v0.9.1 log prints #19312's "Available KV cache memory") and v0.11 at
 // v0.11.1.
-const VllmVersionRules* row_for(uint32_t minor, uint32_t patch) {
+const VllmVersionRules* vllm_row_for(uint32_t minor, uint32_t patch) {
   switch (minor) {
     case 6:
-      return &k_versions[patch < 5 ? 0 : 1];
+      return &k_vllm_versions[patch < 5 ? 0 : 1];
     case 7:
-      return &k_versions[1];
+      return &k_vllm_versions[1];
     case 8:
-      return &k_versions[patch < 5 ? 2 : 3];
+      return &k_vllm_versions[patch < 5 ? 2 : 3];
     case 9:
-      return &k_versions[patch < 1 ? 4 : 5];
+      return &k_vllm_versions[patch < 1 ? 4 : 5];
     case 10:
-      return &k_versions[5];
+      return &k_vllm_versions[5];
     case 11:
-      return &k_versions[patch == 0 ? 6 : 7];
+      return &k_vllm_versions[patch == 0 ? 6 : 7];
     case 12:
     case 13:
     case 14:
     case 15:
     case 16:
-      return &k_versions[7];
+      return &k_vllm_versions[7];
     case 17:
     case 18:
     case 19:
-      return &k_versions[8];
+      return &k_vllm_versions[8];
     default:
-      return minor >= 20 && minor < 100 ? &k_versions[9] : nullptr;
+      return minor >= 20 && minor < 100 ? &k_vllm_versions[9] : nullptr;
   }
 }
 
 }  // namespace
 
 std::span<const VllmVersionRules> vllm_versions() {
-  return k_versions;
+  return k_vllm_versions;
 }
 
 const VllmVersionRules& vllm_latest_version() {
-  return k_versions.back();
+  return k_vllm_versions.back();
 }
 
 const VllmVersionRules& vllm_default_version() {
-  return k_versions[8];
+  return k_vllm_versions[8];
 }
 
 std::string vllm_supported_versions() {
   std::string out;
-  for (const auto& r : k_versions) {
+  for (const auto& r : k_vllm_versions) {
     if (!out.empty()) out += ", ";
     out += fmt::format("{} ({})", r.name, r.releases);
   }
@@ -187,7 +187,7 @@ Expected<const VllmVersionRules*> parse_vllm_version(std::string_view text) {
     (void)rest;
   }
   if (major != 0) return bad();
-  if (const VllmVersionRules* r = row_for(minor, patch)) return r;
+  if (const VllmVersionRules* r = vllm_row_for(minor, patch)) return r;
   return bad();
 }
 

@@ -31,7 +31,7 @@ std::optional<double> number(const json& j, std::string_view key) {
   return std::isfinite(d) ? std::optional<double>(d) : std::nullopt;
 }
 
-std::string text(const json& j, std::string_view key) {
+std::string text_field(const json& j, std::string_view key) {
   const json& v = field(j, key);
   return v.is_string() ? v.get<std::string>() : std::string();
 }
@@ -128,7 +128,7 @@ json sweep_section(const json& sweep, const fs::path& dir) {
   for (const auto& c : configs) {
     const json& run = field(c, "run");
     const json& measured = field(run, "measured");
-    const bool sim = text(c, "server") == "built-in simulator";
+    const bool sim = text_field(c, "server") == "built-in simulator";
     simulated = simulated || sim;
     measured_any = measured_any || peak_memory(measured).has_value();
     gpu_any = gpu_any || number(measured, "peak_used_bytes").has_value();
@@ -144,17 +144,18 @@ json sweep_section(const json& sweep, const fs::path& dir) {
     const auto est_total = number(est, "per_gpu_total_bytes");
     const auto est_gpus = number(est, "gpus").value_or(1);
     out_configs.push_back(
-        {{"id", text(c, "id")},
-         {"label", text(c, "label")},
-         {"model_id", text(c, "model_id")},
-         {"gpu", text(c, "gpu")},
+        {{"id", text_field(c, "id")},
+         {"label", text_field(c, "label")},
+         {"model_id", text_field(c, "model_id")},
+         {"gpu", text_field(c, "gpu")},
          {"gpus", est_gpus},
-         {"server", text(c, "server")},
+         {"server", text_field(c, "server")},
          {"simulated", sim},
-         {"status", text(c, "status")},
-         {"reason", !text(run, "reason").empty() ? text(run, "reason") : text(c, "reason")},
-         {"run_id", text(run, "run_id")},
-         {"run_dir", text(run, "run_dir")},
+         {"status", text_field(c, "status")},
+         {"reason",
+          !text_field(run, "reason").empty() ? text_field(run, "reason") : text_field(c, "reason")},
+         {"run_id", text_field(run, "run_id")},
+         {"run_dir", text_field(run, "run_dir")},
          {"estimate_total", est_total ? scaled(*est_total * est_gpus, unit.bytes) : json(nullptr)},
          {"measured_peak", scaled(peak_memory(measured), unit.bytes)},
          {"heatmaps", maps}});
@@ -168,10 +169,10 @@ json sweep_section(const json& sweep, const fs::path& dir) {
   natures.push_back({{"what", "KV cache usage"}, {"nature", "engine-reported"}});
   natures.push_back({{"what", "KV needed"}, {"nature", "estimated"}});
   return {{"type", "sweep"},
-          {"name", text(sweep, "name")},
+          {"name", text_field(sweep, "name")},
           {"dir", dir.string()},
-          {"status", text(sweep, "status")},
-          {"config_file", text(sweep, "config_file")},
+          {"status", text_field(sweep, "status")},
+          {"config_file", text_field(sweep, "config_file")},
           {"unit", unit.name},
           {"simulated", simulated},
           {"measured_any", measured_any},
@@ -193,11 +194,11 @@ json find_max_section(const json& fm, const fs::path& dir) {
       return v ? json(*v) : json(nullptr);
     };
     steps.push_back({{"step", number(s, "step").value_or(0)},
-                     {"phase", text(s, "phase")},
+                     {"phase", text_field(s, "phase")},
                      {"concurrency", number(s, "concurrency").value_or(0)},
                      {"pass", flag(s, "pass")},
                      {"interrupted", flag(s, "interrupted")},
-                     {"why", text(s, "why")},
+                     {"why", text_field(s, "why")},
                      {"wall_s", number(s, "wall_s").value_or(0)},
                      {"kv_pct", pct("peak_kv_cache_usage")},
                      {"memory_pct", pct("memory_frac")},
@@ -207,7 +208,7 @@ json find_max_section(const json& fm, const fs::path& dir) {
                      {"n_errors", opt("n_errors")},
                      {"preemptions", opt("preemptions")},
                      {"queued", opt("queued_requests")},
-                     {"run_dir", text(o, "run_dir")}});
+                     {"run_dir", text_field(o, "run_dir")}});
   }
   const auto opt = [&](const char* key) {
     const auto v = number(fm, key);
@@ -228,10 +229,10 @@ json find_max_section(const json& fm, const fs::path& dir) {
       {{"what", "memory, latency"}, {"nature", simulated ? "simulated" : "measured"}});
   natures.push_back({{"what", "KV cache usage"}, {"nature", "engine-reported"}});
   return {{"type", "find_max"},
-          {"run_id", text(fm, "run_id")},
+          {"run_id", text_field(fm, "run_id")},
           {"dir", dir.string()},
-          {"endpoint", text(fm, "endpoint")},
-          {"launch", text(fm, "launch")},
+          {"endpoint", text_field(fm, "endpoint")},
+          {"launch", text_field(fm, "launch")},
           {"simulated", simulated},
           {"natures", natures},
           {"input_len", opt("input_len")},
@@ -242,12 +243,12 @@ json find_max_section(const json& fm, const fs::path& dir) {
           {"min_concurrency", range_end("min", "min_concurrency")},
           {"max_concurrency", range_end("max", "max_concurrency")},
           {"start", opt("start")},
-          {"start_source", text(fm, "start_source")},
+          {"start_source", text_field(fm, "start_source")},
           {"answer", opt(schema_1 ? "max_concurrency_found" : "max_concurrency")},
           {"first_fail", opt("first_failing_concurrency")},
           {"at_range_limit", flag(fm, "at_range_limit")},
           {"interrupted", flag(fm, "interrupted")},
-          {"margin", text(fm, "margin")},
+          {"margin", text_field(fm, "margin")},
           {"n_steps", opt("n_steps")},
           {"step_bound", opt("step_bound")},
           {"grid_steps", opt("grid_steps")},
@@ -258,14 +259,14 @@ json find_max_section(const json& fm, const fs::path& dir) {
 json compare_deltas(const json& comparison) {
   json ids = json::array(), simulated = json::array();
   for (const auto& r : array(comparison, "runs")) {
-    ids.push_back(text(r, "run_id"));
+    ids.push_back(text_field(r, "run_id"));
     simulated.push_back(flag(r, "simulated"));
   }
   // Memory rows in bytes with at least one difference, in one unit.
   double max_bytes = 0;
   std::vector<const json*> rows;
   for (const auto& row : array(comparison, "memory")) {
-    if (text(row, "unit") != "bytes") continue;
+    if (text_field(row, "unit") != "bytes") continue;
     bool any = false;
     for (const auto& d : array(row, "diff_vs_first"))
       any = any || d.is_number();
@@ -287,8 +288,8 @@ json compare_deltas(const json& comparison) {
       diff.push_back(in_unit(v));
     for (const auto& v : array(*row, "pct_change_vs_first"))
       pct.push_back(v.is_number() ? json(std::round(v.get<double>() * 10) / 10) : json(nullptr));
-    memory.push_back({{"section", text(*row, "section")},
-                      {"name", text(*row, "name")},
+    memory.push_back({{"section", text_field(*row, "section")},
+                      {"name", text_field(*row, "name")},
                       {"values", values},
                       {"diff", diff},
                       {"pct", pct}});
@@ -299,11 +300,11 @@ json compare_deltas(const json& comparison) {
       const auto v = number(g, key);
       return v ? json(*v) : json(nullptr);
     };
-    graphs.push_back({{"run_id", text(g, "run_id")},
+    graphs.push_back({{"run_id", text_field(g, "run_id")},
                       {"graphs_first", opt("graphs_first")},
                       {"graphs", opt("graphs")},
                       {"extra_graphs", opt("extra_graphs")},
-                      {"memory_figure", text(g, "memory_figure")},
+                      {"memory_figure", text_field(g, "memory_figure")},
                       {"overhead_bytes", opt("memory_overhead_bytes")},
                       {"increase_pct", opt("memory_increase_pct")},
                       {"per_graph_bytes", opt("memory_per_extra_graph_bytes")},
@@ -341,10 +342,10 @@ std::vector<fs::path> experiment_run_dirs(const std::string& kind, const json& d
   };
   if (kind == "sweep") {
     for (const auto& c : array(doc, "configurations"))
-      add(text(field(c, "run"), "run_dir"));
+      add(text_field(field(c, "run"), "run_dir"));
   } else {
     for (const auto& s : array(doc, "steps"))
-      add(text(field(s, "outcome"), "run_dir"));
+      add(text_field(field(s, "outcome"), "run_dir"));
   }
   return dirs;
 }

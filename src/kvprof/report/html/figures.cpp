@@ -93,7 +93,7 @@ std::string series_name(std::span<const RunData> runs, const RunData& run, const
   return what.empty() ? name : name + " " + what;
 }
 
-std::string subtitle_of(std::span<const RunData> runs) {
+std::string runs_subtitle(std::span<const RunData> runs) {
   if (runs.size() == 1) return run_caption(runs.front());
   std::string s;
   for (const auto& r : runs)
@@ -157,7 +157,7 @@ Figure memory_vs_concurrency(std::span<const RunData> runs) {
   const auto axis = x_axis(runs, f);
   f.title =
       fmt::format("Peak {}memory{}{}", what, host && !gpu ? " (RSS)" : "", axis.title_suffix());
-  f.subtitle = subtitle_of(runs);
+  f.subtitle = runs_subtitle(runs);
   f.y_label = fmt::format("peak {}memory ({})", what, unit.name);
   f.y_unit = unit.name;
   int color = 0;
@@ -201,7 +201,7 @@ Figure throughput_vs_concurrency(std::span<const RunData> runs) {
   f.id = "fig2_tps_vs_concurrency";
   const auto axis = x_axis(runs, f);
   f.title = "Output throughput" + axis.title_suffix();
-  f.subtitle = subtitle_of(runs);
+  f.subtitle = runs_subtitle(runs);
   f.y_label = "output tokens/s (all requests)";
   f.y_unit = "tokens/s";
   int color = 0;
@@ -246,7 +246,7 @@ Figure latency_vs_concurrency(std::span<const RunData> runs, const std::string& 
   const std::string short_name = which == "ttft" ? "TTFT" : which == "itl" ? "ITL" : "E2E";
   const auto axis = x_axis(runs, f);
   f.title = name + " (" + short_name + ")" + axis.title_suffix();
-  f.subtitle = subtitle_of(runs);
+  f.subtitle = runs_subtitle(runs);
   f.y_label = short_name + " (ms)";
   f.y_unit = "ms";
   int color = 0;

@@ -55,7 +55,7 @@ double text_width(cairo_t* cr, const std::string& s) {
 }
 
 // Draws `s` with its anchor at (x, y): align 0 left, 0.5 centre, 1 right; y is the baseline.
-void text(cairo_t* cr, const std::string& s, double x, double y, double align = 0) {
+void draw_text(cairo_t* cr, const std::string& s, double x, double y, double align = 0) {
   cairo_move_to(cr, x - align * text_width(cr, s), y);
   cairo_show_text(cr, s.c_str());
 }
@@ -75,11 +75,11 @@ void draw(cairo_t* cr, const Figure& f, double width, double height) {
   const double pad = 24;
   set(cr, k_text);
   font(cr, 21, true);
-  text(cr, f.title, pad, pad + 18);
+  draw_text(cr, f.title, pad, pad + 18);
   font(cr, 13);
   set(cr, k_muted);
-  text(cr, fit(cr, f.subtitle, width - 2 * pad), pad, pad + 42);
-  text(cr, fit(cr, f.natures(), width - 2 * pad), pad, pad + 61);
+  draw_text(cr, fit(cr, f.subtitle, width - 2 * pad), pad, pad + 42);
+  draw_text(cr, fit(cr, f.natures(), width - 2 * pad), pad, pad + 61);
   // Legend on the right.
   font(cr, 13);
   double legend_w = 0;
@@ -115,7 +115,7 @@ void draw(cairo_t* cr, const Figure& f, double width, double height) {
     cairo_line_to(cr, plot_right, std::round(py(y)) + 0.5);
     cairo_stroke(cr);
     set(cr, k_muted);
-    text(cr, tick_text(y, step), plot_left - 8, py(y) + 4.5, 1);
+    draw_text(cr, tick_text(y, step), plot_left - 8, py(y) + 4.5, 1);
   }
   // X ticks.
   for (size_t i = 0; i < f.categories.size(); ++i) {
@@ -124,7 +124,7 @@ void draw(cairo_t* cr, const Figure& f, double width, double height) {
     cairo_move_to(cr, x, plot_bottom);
     cairo_line_to(cr, x, plot_bottom + 5);
     cairo_stroke(cr);
-    text(cr, f.categories[i], x, plot_bottom + 22, 0.5);
+    draw_text(cr, f.categories[i], x, plot_bottom + 22, 0.5);
   }
   // Axes.
   set(cr, k_text);
@@ -134,16 +134,16 @@ void draw(cairo_t* cr, const Figure& f, double width, double height) {
   cairo_line_to(cr, plot_right, plot_bottom);
   cairo_stroke(cr);
   font(cr, 14);
-  text(cr, f.x_label, plot_left + plot_w / 2, plot_bottom + 46, 0.5);
+  draw_text(cr, f.x_label, plot_left + plot_w / 2, plot_bottom + 46, 0.5);
   cairo_save(cr);
   cairo_translate(cr, pad + 14, plot_top + plot_h / 2);
   cairo_rotate(cr, -M_PI / 2);
-  text(cr, f.y_label, 0, 0, 0.5);
+  draw_text(cr, f.y_label, 0, 0, 0.5);
   cairo_restore(cr);
   if (f.series.empty()) {
     set(cr, k_muted);
     font(cr, 16);
-    text(cr, "no data in this run", plot_left + plot_w / 2, plot_top + plot_h / 2, 0.5);
+    draw_text(cr, "no data in this run", plot_left + plot_w / 2, plot_top + plot_h / 2, 0.5);
   }
   // Horizontal lines (capacity).
   cairo_save(cr);
@@ -159,7 +159,8 @@ void draw(cairo_t* cr, const Figure& f, double width, double height) {
     cairo_stroke(cr);
     cairo_set_dash(cr, nullptr, 0, 0);
     font(cr, 12);
-    text(cr, fmt::format("{} {:.2f}", h.name, h.y.front()), plot_right - 6, py(h.y.front()) - 6, 1);
+    draw_text(cr, fmt::format("{} {:.2f}", h.name, h.y.front()), plot_right - 6,
+              py(h.y.front()) - 6, 1);
   }
   // Series.
   for (const auto& s : f.series) {
@@ -213,7 +214,7 @@ void draw(cairo_t* cr, const Figure& f, double width, double height) {
     cairo_rectangle(cr, lx - 3, ly - 14, w + 6, 19);
     cairo_fill(cr);
     set(cr, k_text);
-    text(cr, m.label, lx, ly);
+    draw_text(cr, m.label, lx, ly);
   }
   // Legend.
   font(cr, 13);
@@ -239,7 +240,7 @@ void draw(cairo_t* cr, const Figure& f, double width, double height) {
       cairo_stroke(cr);
     }
     set(cr, k_text);
-    text(cr, fit(cr, name, legend_w - 40), lx + 34, ly + 4.5);
+    draw_text(cr, fit(cr, name, legend_w - 40), lx + 34, ly + 4.5);
     ly += 22;
   };
   for (const auto& s : f.series) {

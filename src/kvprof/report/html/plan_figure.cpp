@@ -55,7 +55,7 @@ uint64_t fixed_bytes(const estimate::Estimate& est) {
   return est.per_gpu.total_bytes - std::min(est.per_gpu.total_bytes, est.per_gpu.kv_cache_bytes);
 }
 
-std::string subtitle_of(const estimate::Estimate& est) {
+std::string plan_subtitle(const estimate::Estimate& est) {
   const auto& s = est.settings;
   std::string what;
   if (est.verdict == estimate::Verdict::does_not_start) {
@@ -75,7 +75,7 @@ std::string subtitle_of(const estimate::Estimate& est) {
 // The parts every figure of the plan shares: subtitle, unit, flat lines, capacity lines.
 Figure plan_base(const estimate::Estimate& est, const DoublingAxis& axis, MemoryUnit unit) {
   Figure f;
-  f.subtitle = subtitle_of(est);
+  f.subtitle = plan_subtitle(est);
   f.y_label = fmt::format("per-GPU memory ({})", unit.name);
   f.y_unit = unit.name;
   const double last = static_cast<double>(axis.count - 1);
