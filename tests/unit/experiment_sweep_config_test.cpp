@@ -80,10 +80,25 @@ TEST(SweepConfig, ReadsTheBatchProfilerFileWithItsArchitectureKeys) {
   EXPECT_DOUBLE_EQ(*b.gpu_memory_utilization, 0.85);
   EXPECT_EQ(*b.max_model_len, 4096u);
   EXPECT_FALSE(b.num_layers.has_value());
-  // container_name is accepted and said to be unused.
-  ASSERT_EQ(p.warnings.size(), 1u);
-  EXPECT_NE(p.warnings[0].message.find("container_name"), std::string::npos);
-  EXPECT_EQ(p.warnings[0].pos.line, 2);
+  // container_name names the server: measured where the container runtime says it listens.
+  EXPECT_TRUE(p.warnings.empty());
+  EXPECT_EQ(a.container_name, "vllm-inference");
+  EXPECT_TRUE(b.container_name.empty());
+}
+
+TEST(SweepConfig, AContainerIsTheServerSoLaunchOrEndpointBesideItIsAnError) {
+  const auto p = parse_sweep_config(R"(models:
+  - model_id: meta-llama/Llama-2-7b-hf
+    container_name: vllm-inference
+    endpoint: http://127.0.0.1:8000
+    input_lengths: [128]
+    output_lengths: [16]
+    batch_sizes: [1]
+)");
+  ASSERT_EQ(p.errors.size(), 1u);
+  EXPECT_NE(p.errors[0].message.find("'container_name', 'launch' or 'endpoint', one of them"),
+            std::string::npos)
+      << p.errors[0].message;
 }
 
 TEST(SweepConfig, TopLevelKeysAreDefaultsThatAnEntryOverrides) {

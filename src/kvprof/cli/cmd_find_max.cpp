@@ -127,6 +127,7 @@ experiment::BenchTrialSettings in_process_settings(FindMaxState& st,
 }
 
 void run_find_max(FindMaxState& st) {
+  resolve_container(st.launch, st.run.endpoint);
   const bool in_process = runs_in_process(st);
   const bool simulate = !in_process && st.run.endpoint.empty() && st.launch.command.empty();
   experiment::FindMaxLimits limits;
@@ -323,6 +324,7 @@ void register_find_max_command(CLI::App& app) {
   add_launch_options(cmd, st->launch,
                      "Start this server command once for all steps ({model}, {port}, {host}, "
                      "{max_concurrency}); its output goes to server.log; stopped at the end");
+  add_container_option(cmd, st->launch);
   st->bench_group = add_bench_engine_options(cmd, st->bench, st->bench_flags,
                                              "llama.cpp in-process (--model X.gguf; -c required)");
   st->bench_group->get_option("--ctx-size")

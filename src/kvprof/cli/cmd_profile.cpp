@@ -114,6 +114,7 @@ nlohmann::json user_configuration(const ProfileCliState& st) {
           {"estimate_with", st.estimate_with},
           {"sim_gpu", st.run.endpoint.empty() && st.launch.command.empty() ? st.sim_gpu : ""},
           {"launch", redact_secrets(st.launch.command)},
+          {"container", st.launch.container},
           {"server_log", st.server_log}};
 }
 
@@ -155,6 +156,7 @@ bool use_default_engine(ProfileCliState& st) {
 }
 
 void run_profile_command(ProfileCliState& st) {
+  resolve_container(st.launch, st.run.endpoint);
   const bool no_server = st.run.endpoint.empty() && st.launch.command.empty();
   const bool default_engine_run =
       no_server && !sim_flags_given(st.cmd) && st.server_log.empty() && use_default_engine(st);
@@ -444,6 +446,7 @@ void register_profile_command(CLI::App& app) {
       "--max-num-seqs {max_concurrency}\" ({model}, {port}: a free port or "
       "--endpoint's, {host}, {max_concurrency}: the grid's largest); its output goes "
       "to server.log, its startup is sampled and timed, and it is stopped at the end");
+  add_container_option(cmd, st->launch);
   cmd->add_option("--server-log", st->server_log,
                   "The log of a server started elsewhere: its engine-reported memory figures go "
                   "into summary.json")

@@ -1,6 +1,12 @@
 // The flags that name the server a measuring command drives (see target_options.hpp).
 #include "kvprof/cli/target_options.hpp"
 
+#include <fmt/format.h>
+
+#include <cstdio>
+
+#include "kvprof/run/container.hpp"
+
 namespace kvprof::cli {
 
 void add_launch_options(CLI::App* cmd, LaunchCliValues& values, const std::string& launch_help) {
@@ -19,6 +25,29 @@ void add_launch_options(CLI::App* cmd, LaunchCliValues& values, const std::strin
                    "Seconds between SIGTERM and SIGKILL when stopping it")
       ->check(CLI::Range(0.0, 3600.0))
       ->capture_default_str();
+}
+
+void add_container_option(CLI::App* cmd, LaunchCliValues& values) {
+  cmd->add_option("--container", values.container,
+                  "Measure the server in this running container (name or id; the predecessors' "
+                  "container_name): docker or podman, whichever is on PATH "
+                  "($KVPROF_CONTAINER_RUNTIME to choose), tells the port it publishes for the "
+                  "engine's port");
+}
+
+void resolve_container(const LaunchCliValues& values, std::string& endpoint) {
+  if (values.container.empty()) return;
+  if (!endpoint.empty() || !values.command.empty()) {
+    throw Fatal({ErrorKind::usage,
+                 "--container names the server already: give it, --endpoint "
+                 "or --launch, one of them"});
+  }
+  const auto info = value_or_fatal(run::inspect_container(values.container));
+  endpoint = info.endpoint();
+  std::string engine = info.engine;
+  if (!info.engine_version.empty()) engine += (engine.empty() ? "" : " ") + info.engine_version;
+  fmt::print(stderr, "kvprof: container {} ({}{}): measuring {}\n", info.name, info.image,
+             engine.empty() ? "" : ", " + engine, endpoint);
 }
 
 run::TargetSpec target_spec(const LaunchCliValues& launch, const std::string& endpoint,

@@ -35,6 +35,10 @@ struct EngineRow {
   std::string_view pipeline_parallel_flag;
   KvAllocation kv_allocation = KvAllocation::grows;
   bool plan_counts_cuda_graphs = false;  // its plan counts the CUDA graphs it captures
+  // Its server's port when not told one (as its container image starts it); 0 = no server.
+  uint16_t server_port = 0;
+  // Words that name it in container image names ("vllm/vllm-openai:v0.6.3").
+  std::span<const std::string_view> image_words;
 };
 
 // Every engine's row, unknown first.
@@ -48,5 +52,9 @@ std::string_view engine_name(Engine engine);
 
 // The engine named `text` (a name or an alias, any case, spaces trimmed); nullopt when none is.
 std::optional<Engine> find_engine(std::string_view text);
+
+// The engine a container image runs, by its name ("lmsysorg/sglang:v0.4.6" -> sglang, any case);
+// nullopt when no engine's image words are in it.
+std::optional<Engine> engine_of_image(std::string_view image);
 
 }  // namespace kvprof::engines

@@ -345,6 +345,11 @@ void check_entry(Checker& c, const ModelEntry& e, const std::set<std::string>& g
     if (!given.contains(key))
       c.error(e.pos, fmt::format("{}missing required key '{}'", where, key));
   }
+  if (!e.container_name.empty() && (!e.launch.empty() || !e.endpoint.empty())) {
+    c.error(e.pos, fmt::format("{}give 'container_name', 'launch' or 'endpoint', one of them "
+                               "(each names the server)",
+                               where));
+  }
   if (!e.launch.empty() && !e.endpoint.empty()) {
     c.error(e.launch_pos, fmt::format("{}give 'launch' or 'endpoint', not both (a launched "
                                       "server listens on a port kvprof picks)",
@@ -502,11 +507,6 @@ ConfigParse parse_sweep_config(std::string_view text) {
                    given.insert(key);
                    apply_model_key(c, key, v, where + "." + key, e);
                  });
-    if (!e.container_name.empty()) {
-      c.warn(m, where +
-                    ": container_name is not used: kvprof starts the server with 'launch' "
-                    "or measures the one at 'endpoint'");
-    }
     check_entry(c, e, given, where + ": ");
     out.config.models.push_back(std::move(e));
   }

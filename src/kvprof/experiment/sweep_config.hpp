@@ -57,7 +57,7 @@ struct ModelEntry {
   std::optional<double> model_params;
   std::optional<uint32_t> num_layers, num_heads, num_kv_heads, head_dim, hidden_size,
       intermediate_size, vocab_size;
-  std::string container_name;  // accepted for compatibility; kvprof does not use containers
+  std::string container_name;  // a running container measured as its endpoint; empty: none
   // kvprof's own keys.
   std::string launch;    // server command with placeholders; empty: none
   std::string endpoint;  // a server already running; empty: none

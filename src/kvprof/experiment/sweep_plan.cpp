@@ -52,6 +52,8 @@ nlohmann::json identity(const ModelEntry& e, const SweepSettings& s) {
   j["max_model_len"] = e.max_model_len ? nlohmann::json(*e.max_model_len) : nlohmann::json();
   // Only when given: the fingerprints of files without it stay as they were (resumes match).
   if (e.pipeline_parallel_size != 1) j["pipeline_parallel_size"] = e.pipeline_parallel_size;
+  // Only when given: the fingerprints of sweeps written before it existed stay the same.
+  if (!e.container_name.empty()) j["container_name"] = e.container_name;
   return j;
 }
 
@@ -350,9 +352,9 @@ Plan plan_sweep(const SweepConfig& config, const PlanOptions& options,
     pc.id = fmt::format("{:02}_{}", e.index + 1, slug(e.model_id));
     pc.fingerprint = fmt::format("{:016x}", fnv1a(identity(e, config.settings).dump()));
     pc.label = label_of(e);
-    pc.server = !e.launch.empty()     ? ServerKind::launch
-                : !e.endpoint.empty() ? ServerKind::endpoint
-                                      : ServerKind::simulator;
+    pc.server = !e.launch.empty()                                  ? ServerKind::launch
+                : !e.endpoint.empty() || !e.container_name.empty() ? ServerKind::endpoint
+                                                                   : ServerKind::simulator;
     pc.grid.input_lens = e.input_lengths;
     pc.grid.output_lens = e.output_lengths;
     pc.grid.concurrencies = e.batch_sizes;

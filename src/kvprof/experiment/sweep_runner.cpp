@@ -15,6 +15,7 @@
 #include "kvprof/profile/profiler.hpp"
 #include "kvprof/results/history_entries.hpp"
 #include "kvprof/results/run_folder.hpp"
+#include "kvprof/run/container.hpp"
 #include "kvprof/run/target.hpp"
 #include "kvprof/util/clock.hpp"
 #include "kvprof/util/units.hpp"
@@ -44,6 +45,7 @@ nlohmann::json configuration_json(const PlannedConfig& pc, const std::string& sw
                       {"server", server_kind_name(pc.server)},
                       {"launch", e.launch},
                       {"endpoint", e.endpoint}};
+  if (!e.container_name.empty()) j["container_name"] = e.container_name;
   j["gpu_memory_utilization"] =
       e.gpu_memory_utilization ? nlohmann::json(*e.gpu_memory_utilization) : nlohmann::json();
   j["max_model_len"] = e.max_model_len ? nlohmann::json(*e.max_model_len) : nlohmann::json();
@@ -145,6 +147,17 @@ void run_one(const RunContext& ctx, const PlannedConfig& pc, ConfigRecord& rec) 
               : pc.server == ServerKind::endpoint ? run::TargetKind::endpoint
                                                   : run::TargetKind::simulator;
   if (pc.server == ServerKind::endpoint) spec.endpoint = pc.entry.endpoint;
+  const auto failed = [&](const Error& err) {
+    rec.status = err.kind == ErrorKind::interrupted ? "interrupted" : "failed";
+    rec.reason = err.message;
+  };
+  if (!pc.entry.container_name.empty()) {  // where the container's engine listens, asked now
+    auto container = run::inspect_container(pc.entry.container_name);
+    if (!container) return failed(container.error());
+    spec.endpoint = container->endpoint();
+    ctx.deps.say(fmt::format("{}: container {} ({}) at {}", pc.id, container->name,
+                             container->image, spec.endpoint));
+  }
   spec.launch.ready_timeout_s = s.launch_timeout_s;
   spec.launch.grace_s = s.launch_grace_s;
   spec.launch.fill = [&pc](const std::string& host, uint16_t port) {
@@ -158,10 +171,6 @@ void run_one(const RunContext& ctx, const PlannedConfig& pc, ConfigRecord& rec) 
     spec.sim_sizing =
         fmt::format("kvprof's plan of configuration {} ({} on {})", pc.id, pc.label, pc.gpu);
   }
-  const auto failed = [&](const Error& err) {
-    rec.status = err.kind == ErrorKind::interrupted ? "interrupted" : "failed";
-    rec.reason = err.message;
-  };
   auto target = run::open_target(spec, ctx.deps.should_stop);
   if (!target) return failed(target.error());
   config.run.endpoint = (*target)->endpoint;

@@ -110,6 +110,7 @@ json config_json(const PlannedConfig& pc, const SweepState& state) {
             {"expected_s", pc.expected_s},
             {"conditions", conditions},
             {"status", status_of(state, pc)}};
+  if (!e.container_name.empty()) j["container_name"] = e.container_name;
   if (const ConfigRecord* r = record_of(state, pc)) {
     j["run"] = {{"run_id", r->run_id},
                 {"run_dir", r->run_dir},

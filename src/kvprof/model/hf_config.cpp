@@ -102,30 +102,6 @@ bool one_of(std::string_view v, std::initializer_list<std::string_view> set) {
   return std::find(set.begin(), set.end(), v) != set.end();
 }
 
-// Deepest nesting of JSON arrays/objects in `text` (strings skipped), to refuse inputs that
-// would recurse deeply in nlohmann's copy and compare.
-size_t json_depth(std::string_view text) {
-  size_t depth = 0;
-  size_t max_depth = 0;
-  bool in_string = false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (in_string) {
-      if (c == '\\')
-        ++i;
-      else if (c == '"')
-        in_string = false;
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '{' || c == '[') {
-      max_depth = std::max(max_depth, ++depth);
-    } else if ((c == '}' || c == ']') && depth > 0) {
-      --depth;
-    }
-  }
-  return max_depth;
-}
-
 Expected<void> read_dims(const json& t, ModelSpec& m) {
   HF_TRY(n_layer, require_uint(t, {"num_hidden_layers", "n_layer", "num_layers", "n_layers"},
                                "num_hidden_layers", hf::k_max_layers));
@@ -417,7 +393,7 @@ Expected<ModelSpec> parse_hf_config_text(std::string_view text, std::string_view
                                               "kvprof reads",
                                               source, text.size()));
   }
-  if (json_depth(text) > k_max_json_depth) {
+  if (json_nesting_depth(text) > k_max_json_depth) {
     return fail(ErrorKind::input, fmt::format("{}: config.json nests deeper than {} levels", source,
                                               k_max_json_depth));
   }

@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace kvprof {
 
 std::string json_error_text(const nlohmann::json::exception& e) {
@@ -22,6 +24,28 @@ Expected<nlohmann::json> parse_json_input(std::string_view text, std::string_vie
   } catch (const nlohmann::json::exception& e) {
     return fail(ErrorKind::input, fmt::format("{}: {}", source, json_error_text(e)));
   }
+}
+
+size_t json_nesting_depth(std::string_view text) {
+  size_t depth = 0;
+  size_t max_depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      max_depth = std::max(max_depth, ++depth);
+    } else if ((c == '}' || c == ']') && depth > 0) {
+      --depth;
+    }
+  }
+  return max_depth;
 }
 
 }  // namespace kvprof

@@ -17,6 +17,10 @@ namespace kvprof {
 // The JSON library's message without its "[json.exception.x.N] " prefix.
 std::string json_error_text(const nlohmann::json::exception& e);
 
+// Deepest nesting of JSON arrays and objects in `text` (strings skipped): inputs nested deeper
+// than a parser allows are refused before nlohmann's recursive parser and copies see them.
+size_t json_nesting_depth(std::string_view text);
+
 // Parses `text` from `source` (a path or URL, for the message). An input error
 // "SOURCE: not valid JSON (byte N): ..." or "SOURCE: ..." for anything the library rejects.
 Expected<nlohmann::json> parse_json_input(std::string_view text, std::string_view source);
