@@ -50,9 +50,8 @@ nlohmann::json identity(const ModelEntry& e, const SweepSettings& s) {
   j["gpu_memory_utilization"] =
       e.gpu_memory_utilization ? nlohmann::json(*e.gpu_memory_utilization) : nlohmann::json();
   j["max_model_len"] = e.max_model_len ? nlohmann::json(*e.max_model_len) : nlohmann::json();
-  // Only when given: the fingerprints of files without it stay as they were (resumes match).
+  // Only when given: the fingerprints of files without them stay as they were (resumes match).
   if (e.pipeline_parallel_size != 1) j["pipeline_parallel_size"] = e.pipeline_parallel_size;
-  // Only when given: the fingerprints of sweeps written before it existed stay the same.
   if (!e.container_name.empty()) j["container_name"] = e.container_name;
   return j;
 }

@@ -28,15 +28,20 @@ void add_versions(json& summary, int number) {
 }
 
 json breakdown_json(const BreakdownFigures& b) {
-  const std::optional<int64_t> total =
-      b.total_measured_bytes ? std::optional<int64_t>(static_cast<int64_t>(*b.total_measured_bytes))
-                             : std::nullopt;
+  // JSON values made here, not through an optional copy: GCC's -O2 flow analysis takes such a
+  // copy's value for uninitialized and warns (a false alarm the quickstart's build printed).
+  const json total_bytes =
+      b.total_measured_bytes ? json(static_cast<int64_t>(*b.total_measured_bytes)) : json(nullptr);
+  const json total_gib =
+      b.total_measured_bytes
+          ? json(static_cast<double>(*b.total_measured_bytes) / static_cast<double>(k_gib))
+          : json(nullptr);
   // The `_gb` names are aliases of the `_gib` ones: the predecessor's layout, read by its tools.
   json j = {{"memory", b.memory},
             {"gpu", b.gpu ? json(*b.gpu) : json(nullptr)},
-            {"total_measured_bytes", opt_json(total)},
-            {"total_measured_gib", gib_json(total)},
-            {"total_measured_gb", gib_json(total)}};
+            {"total_measured_bytes", total_bytes},
+            {"total_measured_gib", total_gib},
+            {"total_measured_gb", total_gib}};
   for (const auto& [name, part] :
        {std::pair{"model_weights", &b.weights}, std::pair{"kv_cache", &b.kv_cache},
         std::pair{"activations", &b.activations}, std::pair{"framework_overhead", &b.overhead}}) {
