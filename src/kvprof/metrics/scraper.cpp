@@ -307,15 +307,17 @@ bool MetricsScraper::poll_slots(MetricsSnapshot& snapshot) {
   snapshot.slots_total = static_cast<double>(slots->slots_total);
   snapshot.slots_busy = static_cast<double>(slots->slots_busy);
   // The cells of the slots where /metrics does not say: what the in-flight requests' tokens are
-  // measured against when /slots has no per-slot token count either (b5441 - b9275).
-  if (!snapshot.kv_cache_capacity_tokens && slots->n_ctx_total_tokens > 0)
-    snapshot.kv_cache_capacity_tokens = slots->n_ctx_total_tokens;
+  // measured against when /slots has no per-slot token count either (b5441 - b9275). Slots that
+  // share one cache each state all of it.
+  const uint64_t cells =
+      m_options.slots_share_one_cache ? slots->n_ctx_max_tokens : slots->n_ctx_total_tokens;
+  if (!snapshot.kv_cache_capacity_tokens && cells > 0) snapshot.kv_cache_capacity_tokens = cells;
   // KV usage from /slots where /metrics has no KV gauge (llama.cpp dropped them).
-  if (!snapshot.kv_cache_usage && slots->kv_used_tokens && slots->n_ctx_total_tokens > 0) {
+  if (!snapshot.kv_cache_usage && slots->kv_used_tokens && cells > 0) {
     snapshot.kv_cache_used_tokens = static_cast<double>(*slots->kv_used_tokens);
-    snapshot.kv_cache_capacity_tokens = slots->n_ctx_total_tokens;
-    snapshot.kv_cache_usage = static_cast<double>(*slots->kv_used_tokens) /
-                              static_cast<double>(slots->n_ctx_total_tokens);
+    snapshot.kv_cache_capacity_tokens = cells;
+    snapshot.kv_cache_usage =
+        static_cast<double>(*slots->kv_used_tokens) / static_cast<double>(cells);
     snapshot.kv_cache_source = KvSource::slots;
   }
   return true;

@@ -33,6 +33,9 @@ struct ScraperOptions {
   uint64_t max_body_bytes = 32ULL << 20;
   std::filesystem::path csv_path;   // metrics_trace.csv; empty: no file
   bool poll_llamacpp_slots = true;  // also GET /slots when the server is llama.cpp
+  // The slots share one KV cache (llama.cpp -kvu): each slot's n_ctx is the whole cache, so the
+  // cells are one slot's n_ctx, not their sum.
+  bool slots_share_one_cache = false;
   const std::atomic<bool>* stop_flag =
       nullptr;  // shared "stop": the thread ends when it turns true
   // Receives each warning (one line, no prefix); default: "kvprof: warning: ..." on stderr.

@@ -2,6 +2,7 @@
 // JSON (each engine's own families are read in engines/<name>/metrics_reader.cpp).
 #include "kvprof/metrics/snapshot.hpp"
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <cmath>
@@ -108,6 +109,7 @@ Expected<SlotsSummary> parse_llamacpp_slots(std::string_view json_text) {
       return fail(ErrorKind::input, "/slots: a slot has neither is_processing nor state");
     }
     if (const auto ctx = slot.find("n_ctx"); ctx != slot.end() && ctx->is_number_unsigned()) {
+      summary.n_ctx_max_tokens = std::max(summary.n_ctx_max_tokens, ctx->get<uint64_t>());
       uint64_t sum = 0;
       if (!__builtin_add_overflow(summary.n_ctx_total_tokens, ctx->get<uint64_t>(), &sum)) {
         summary.n_ctx_total_tokens = sum;

@@ -57,6 +57,7 @@ struct SlotsSummary {
   uint64_t slots_total = 0;
   uint64_t slots_busy = 0;
   uint64_t n_ctx_total_tokens = 0;  // sum of the slots' n_ctx
+  uint64_t n_ctx_max_tokens = 0;    // the largest one slot states
   // Tokens the busy slots hold in the KV cache ("n_past", else prompt tokens + n_decoded); absent
   // when no slot says. Idle slots' cached prompts are free for reuse and not counted.
   std::optional<uint64_t> kv_used_tokens;

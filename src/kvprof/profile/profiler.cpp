@@ -288,6 +288,21 @@ Expected<void> probe_and_prepare(Run& run) {
   return run.write_manifest("running");
 }
 
+// Whether the server's llama.cpp slots share one KV cache (-kvu), so that each slot's n_ctx in
+// /slots is the whole cache: its startup log says so (launched, or --server-log), or kvprof
+// serve's /props states all the cells and each of several slots has them all.
+bool slots_share_one_cache(Run& run) {
+  if (run.launched) return run.watcher.kv_unified();
+  if (!run.config.server_log.empty()) {
+    auto log =
+        enginelog::parse_engine_log_file(run.config.server_log, engines::log_parse_options());
+    return log && log->settings.kv_unified && log->settings.kv_unified->value == "true";
+  }
+  const auto& props = run.report.server.props;
+  return props && props->total_slots.value_or(1) > 1 && props->context_tokens &&
+         props->slot_context_tokens == props->context_tokens;
+}
+
 // The GPU/host sampler (already running for a launch) and the /metrics scraper, on one clock.
 Expected<std::unique_ptr<metrics::MetricsScraper>> start_watching(Run& run) {
   if (!run.launched) {
@@ -307,6 +322,7 @@ Expected<std::unique_ptr<metrics::MetricsScraper>> start_watching(Run& run) {
   mo.metrics_url = *metrics_url;
   mo.read_snapshot = &engines::read_metrics;
   mo.interval_ms = run.config.metrics_interval_ms;
+  mo.slots_share_one_cache = slots_share_one_cache(run);
   mo.csv_path = *run.dir / "metrics_trace.csv";
   mo.on_record = [&run](const metrics::ScrapeRecord& r) { run.timeline.add_metrics(r); };
   mo.on_warning = [&run](const std::string& w) { run.warnings.add(w); };

@@ -114,6 +114,12 @@ std::vector<StartupMark> StartupWatcher::marks() const {
   return marks;
 }
 
+bool StartupWatcher::kv_unified() const {
+  std::lock_guard lock(m_mutex);
+  const auto& v = m_parser.report().settings.kv_unified;
+  return v && v->value == "true";
+}
+
 enginelog::EngineLogReport StartupWatcher::finish() {
   std::lock_guard lock(m_mutex);
   return m_parser.finish();

@@ -48,6 +48,8 @@ class StartupWatcher {
 
   // The phases seen, in the order they ended.
   [[nodiscard]] std::vector<StartupMark> marks() const;
+  // Whether the lines so far say the slots share one KV cache (llama.cpp's "kv_unified = true").
+  [[nodiscard]] bool kv_unified() const;
   // The figures parsed from every line so far; the watcher is spent afterwards.
   enginelog::EngineLogReport finish();
 
