@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kvprof/engines/llamacpp/buffers.hpp"
+#include "kvprof/engines/llamacpp/releases.hpp"
 #include "kvprof/model/catalog.hpp"
 #include "support/run_kvprof.hpp"
 
@@ -111,6 +112,30 @@ TEST(CliLlamaCppTensorSplit, PerGpuFiguresAndLogLinesForEachGpu) {
   const auto vllm = test::run_kvprof("estimate -m llama-3.1-8b -ts 1,1");
   EXPECT_EQ(vllm.rc, 2) << vllm.out;
   EXPECT_NE(vllm.out.find("use -tp/-pp"), std::string::npos) << vllm.out;
+}
+
+TEST(LlamaCppComputeBuffer, AGpuHoldsTheLogitsOfTheOutputsTheReleaseReserves) {
+  // All on one GPU, 4 slots: llama-server before b9460 reserves the logits of every token of the
+  // ubatch (512 x 128256 f32, 250.5 MiB, the biggest stage); from b9460 one output per slot.
+  const auto m = *model::catalog_model("llama-3.1-8b");
+  const auto plan_at = [&m](const char* build, bool per_slot) {
+    LlamaCppSettings s;
+    s.has_gpu = true;
+    s.n_ctx = 8192;
+    s.n_seq_max = 4;
+    s.outputs_per_slot = per_slot;
+    s.release = parse_llamacpp_release(build).value().rules;
+    return plan_llamacpp(m, s).value();
+  };
+  const uint64_t logits_row = uint64_t{m.vocab_size} * 4;
+  const auto every_token = plan_at("b9459", true);
+  const auto per_slot = plan_at("b9460", true);
+  const auto bench = plan_at("b9460", false);  // libllama's own default: every token
+  EXPECT_GE(every_token.compute.gpu_bytes, 512 * logits_row);
+  EXPECT_EQ(bench.compute.gpu_bytes, every_token.compute.gpu_bytes);
+  EXPECT_LT(per_slot.compute.gpu_bytes, 512 * logits_row);
+  EXPECT_GE(per_slot.compute.gpu_bytes, 4 * logits_row);
+  EXPECT_NE(per_slot.compute_stage, std::string("logits"));
 }
 
 }  // namespace

@@ -304,6 +304,7 @@ uint32_t reserved_tokens(const LlamaCppSettings& s, uint32_t n_ubatch) {
 struct Stage {
   const char* name;
   uint64_t bytes_per_token;
+  uint64_t fixed_bytes = 0;  // besides: what does not grow with the tokens (the outputs' logits)
 };
 
 // The compute buffer: the worst-case graph of n_ubatch tokens, every one an output, attending
@@ -331,10 +332,15 @@ void place_compute(const ModelSpec& m, const LlamaCppSettings& s, LlamaCppPlan& 
   const uint64_t swa_mask = has_full && has_local ? plan.kv_cells_swa / n_stream * mask_bytes : 0;
   const bool quantized_k =
       s.type_k != k_ggml_type_f16 && s.type_k != k_ggml_type_f32 && s.type_k != 30 /* bf16 */;
-  // Logits of every token (f32), the normalized hidden states, the token ids; a quantized K
-  // cache keeps about one more half-width row alive here.
-  const Stage output{"logits",
-                     uint64_t{m.vocab_size} * 4 + 2 * E * 4 + 4 + (quantized_k ? E * 2 : 0)};
+  // Logits of every output (f32: every token, or one per slot where llama-server reserves so),
+  // the normalized hidden states, the token ids; a quantized K cache keeps about one more
+  // half-width row alive here.
+  const uint64_t n_tok = plan.n_ubatch;
+  const uint64_t n_out = s.release->outputs_follow_rounding
+                             ? n_tok
+                             : std::min<uint64_t>(n_tok, reserved_outputs(s, plan.n_ubatch));
+  const Stage output{"logits", 2 * E * 4 + 4 + (quantized_k ? E * 2 : 0),
+                     n_out * uint64_t{m.vocab_size} * 4};
   // Attention: without flash attention the scores of every head over every cell (f32) and the
   // f32 mask; with it the f16 mask. Besides: q, the attention output, the residual stream.
   const uint64_t around = 5 * q_width * 4 + 20 + (m.n_head_kv < m.n_head ? 2 * kv_width * 4 : 0);
@@ -349,19 +355,22 @@ void place_compute(const ModelSpec& m, const LlamaCppSettings& s, LlamaCppPlan& 
     mlp = std::max(mlp, experts);
   }
   const Stage ffn{"mlp", mlp + 3 * E * 4};
-  const auto biggest = [](std::initializer_list<Stage> stages) {
+  // A stage's bytes in the reserved graph of n_tok tokens.
+  const auto total = [n_tok](const Stage& st) {
+    return n_tok * st.bytes_per_token + st.fixed_bytes;
+  };
+  const auto biggest = [&total](std::initializer_list<Stage> stages) {
     Stage best = *stages.begin();
     for (const auto& st : stages) {
-      if (st.bytes_per_token > best.bytes_per_token) best = st;
+      if (total(st) > total(best)) best = st;
     }
     return best;
   };
-  const uint64_t n_tok = plan.n_ubatch;
   const bool layers_on_gpu = plan.gpu_layers > 0;
   const bool layers_on_host = plan.gpu_layers < m.n_layer;
   if (!layers_on_gpu && !plan.output_on_gpu) {
     const Stage st = biggest({output, attention, ffn});
-    plan.compute.host_bytes = n_tok * st.bytes_per_token;
+    plan.compute.host_bytes = total(st);
     plan.compute_stage = st.name;
     // On the CPU the whole graph is one allocation: replay ggml's allocator over it.
     LlamaGraphShape g;
@@ -386,11 +395,10 @@ void place_compute(const ModelSpec& m, const LlamaCppSettings& s, LlamaCppPlan& 
     // A running server computes logits only for the last token of each sequence, so the pages
     // of the other rows are never touched: RAM holds the biggest other stage, or the logits of
     // n_seq_max outputs.
-    const uint64_t touched_logits = n_tok * (output.bytes_per_token - uint64_t{m.vocab_size} * 4) +
-                                    uint64_t{m.vocab_size} * 4 * std::max(1U, s.n_seq_max);
-    plan.compute_host_resident_bytes =
-        std::min(plan.compute.host_bytes,
-                 std::max(n_tok * biggest({attention, ffn}).bytes_per_token, touched_logits));
+    const uint64_t touched_logits =
+        n_tok * output.bytes_per_token + uint64_t{m.vocab_size} * 4 * std::max(1U, s.n_seq_max);
+    plan.compute_host_resident_bytes = std::min(
+        plan.compute.host_bytes, std::max(total(biggest({attention, ffn})), touched_logits));
     return;
   }
   // Offloaded: each device sizes its buffer for the stages it runs; the host keeps the graph
@@ -401,7 +409,7 @@ void place_compute(const ModelSpec& m, const LlamaCppSettings& s, LlamaCppPlan& 
     if (dev.layers == 0 && !dev.output) continue;
     const Stage st = dev.output ? (dev.layers > 0 ? biggest({output, attention, ffn}) : output)
                                 : biggest({attention, ffn});
-    dev.compute_bytes = n_tok * st.bytes_per_token;
+    dev.compute_bytes = total(st);
     plan.compute.gpu_bytes += dev.compute_bytes;
     if (dev.compute_bytes > largest) {
       largest = dev.compute_bytes;
@@ -412,7 +420,7 @@ void place_compute(const ModelSpec& m, const LlamaCppSettings& s, LlamaCppPlan& 
     const Stage host_stage = plan.output_on_gpu ? biggest({attention, ffn})
                              : layers_on_host   ? biggest({output, attention, ffn})
                                                 : output;
-    plan.compute.host_bytes = n_tok * host_stage.bytes_per_token;
+    plan.compute.host_bytes = total(host_stage);
   } else {
     plan.compute.host_bytes = n_tok * (E * 4 + 8);
   }
