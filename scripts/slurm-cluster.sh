@@ -117,13 +117,16 @@ export SLURM_CONF="$dir/slurm.conf"
 # test) is not left waiting on its pipes, and stopping it does not stop them.
 setsid slurmctld </dev/null >>"$dir/log/daemons.out" 2>&1
 setsid slurmd </dev/null >>"$dir/log/daemons.out" 2>&1
-for _ in $(seq 1 60); do
-  if sinfo -h -o '%T' 2>/dev/null | grep -qx idle; then
+# At most 30 s in all: each sinfo is bounded too (a slurmctld that never came up makes it wait).
+deadline=$((SECONDS + 30))
+while [ "$SECONDS" -lt "$deadline" ]; do
+  if timeout 3 sinfo -h -o '%T' 2>/dev/null | grep -qx idle; then
     echo "slurm-cluster: up (node $node, 4 GPUs in gres.conf); export SLURM_CONF=$dir/slurm.conf"
     exit 0
   fi
   sleep 0.5
 done
 echo "slurm-cluster: the node did not become idle in 30 s; see $dir/log/" >&2
-sinfo >&2 || true
+tail -n 5 "$dir/log/daemons.out" >&2 2>/dev/null || true
+stop  # nothing of it is left running
 exit 1

@@ -50,7 +50,8 @@ class SweepSlurm : public test::TempDirTest {
     m_cluster = fs::temp_directory_path() /
                 ("kvprof-slurm-" + std::to_string(::getpid()) + "-" + std::to_string(n));
     fs::remove_all(m_cluster);
-    const int port = 20000 + static_cast<int>((::getpid() * 8 + n) % 10000) * 2;
+    // Below Linux's ephemeral ports (32768 on), which a connection elsewhere may hold.
+    const int port = 20000 + static_cast<int>((::getpid() * 8 + n) % 6000) * 2;
     sys::CommandOptions o;
     o.timeout = 60s;
     o.env = {{"KVPROF_SLURM_PORT", std::to_string(port)}};

@@ -32,7 +32,8 @@ void add_container_option(CLI::App* cmd, LaunchCliValues& values) {
                   "Measure the server in this running container (name or id; the predecessors' "
                   "container_name): docker or podman, whichever is on PATH "
                   "($KVPROF_CONTAINER_RUNTIME to choose), tells the port it publishes for the "
-                  "engine's port");
+                  "engine's port")
+      ->type_name("NAME");
 }
 
 void resolve_container(const LaunchCliValues& values, std::string& endpoint) {
