@@ -39,6 +39,11 @@ std::string text_of(const json& j, const char* key) {
   return s.size() <= k_max_field_chars ? s : std::string();
 }
 
+// A member as kvprof prints it: one printable line of at most 256 bytes.
+std::string shown_text_of(const json& j, const char* key) {
+  return one_line(text_of(j, key), 256);
+}
+
 // The container's argv: Path and Args as it was started, else Config's Entrypoint and Cmd.
 std::vector<std::string> argv_of(const json& c) {
   std::vector<std::string> argv;
@@ -155,12 +160,12 @@ Expected<ContainerInfo> read_inspect(const json& answer, std::string_view name) 
   }
   const json& c = answer.at(0);
   ContainerInfo info;
-  info.name = text_of(c, "Name");
+  info.name = shown_text_of(c, "Name");
   if (info.name.starts_with('/')) info.name.erase(0, 1);
   if (info.name.empty()) info.name = std::string(name);
   info.id = text_of(c, "Id");
   const json state = c.contains("State") ? c.at("State") : json::object();
-  info.status = text_of(state, "Status");
+  info.status = shown_text_of(state, "Status");
   const bool running = state.is_object() && state.contains("Running") &&
                        state.at("Running").is_boolean() && state.at("Running").get<bool>();
   if (!running) {
@@ -169,13 +174,13 @@ Expected<ContainerInfo> read_inspect(const json& answer, std::string_view name) 
                             info.name, info.status.empty() ? "no state" : info.status));
   }
   const json config = c.contains("Config") ? c.at("Config") : json::object();
-  info.image = text_of(config, "Image");
-  if (info.image.empty()) info.image = text_of(c, "ImageName");  // podman
+  info.image = shown_text_of(config, "Image");
+  if (info.image.empty()) info.image = shown_text_of(c, "ImageName");  // podman
   const auto engine = engines::engine_of_image(info.image);
   if (engine) info.engine = std::string(engines::engine_name(*engine));
   info.engine_version = version_of_tag(info.image);
   const auto argv = argv_of(c);
-  info.model = model_of(argv, c);
+  info.model = one_line(model_of(argv, c), 256);
   const auto port_flag = flag_value(argv, {"--port"});
   const auto port = port_flag ? port_number(*port_flag) : std::nullopt;
   info.engine_port = port ? *port : engine ? engines::engine_row(*engine).server_port : 0;
