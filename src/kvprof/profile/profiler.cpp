@@ -100,7 +100,17 @@ struct Run {
   StartupWatcher watcher;
   LaunchReport launch;
   std::string driver_version, cuda_version;
+  std::optional<Expected<enginelog::EngineLogReport>> server_log_read;  // --server-log, read once
   std::unique_ptr<LaunchedServer> launched;  // declared last: stopped first
+
+  // --server-log's figures (or why it could not be read), read the first time they are asked.
+  const Expected<enginelog::EngineLogReport>& server_log() {
+    if (!server_log_read) {
+      server_log_read =
+          enginelog::parse_engine_log_file(config.server_log, engines::log_parse_options());
+    }
+    return *server_log_read;
+  }
 
   void progress(const std::string& line) const {
     if (deps.on_progress) deps.on_progress(line);
@@ -294,8 +304,7 @@ Expected<void> probe_and_prepare(Run& run) {
 bool slots_share_one_cache(Run& run) {
   if (run.launched) return run.watcher.kv_unified();
   if (!run.config.server_log.empty()) {
-    auto log =
-        enginelog::parse_engine_log_file(run.config.server_log, engines::log_parse_options());
+    const auto& log = run.server_log();
     return log && log->settings.kv_unified && log->settings.kv_unified->value == "true";
   }
   const auto& props = run.report.server.props;
@@ -488,8 +497,7 @@ void read_engine_figures(Run& run) {
         report.server.props->buffers)
       report.engine_reported = engine_reported_json(*report.server.props->buffers, "/props");
   } else if (!run.config.server_log.empty()) {
-    if (auto log =
-            enginelog::parse_engine_log_file(run.config.server_log, engines::log_parse_options())) {
+    if (const auto& log = run.server_log()) {
       report.engine_reported = engine_reported_json(*log, run.config.server_log.string());
     } else {
       run.warnings.add("--server-log: " + log.error().message);
