@@ -130,34 +130,26 @@ TEST_F(ServeE2E, SlotsSharingOneCacheAreMeasuredAgainstThatCacheNotTheirSum) {
   ASSERT_TRUE(s_ok);
   // -kvu: each of the 2 slots may use all 1024 cells, and /slots says n_ctx 1024 for each, as
   // llama-server does; the cache is 1024 cells, not 2048.
+  // The KV capacity a short profile of `server` (--endpoint URL or --launch CMD) wrote.
+  const auto capacity_of = [](const std::string& server, const fs::path& out) {
+    const auto r = kvprof::test::run_kvprof(
+        "profile " + server + " --output-dir " + out.string() +
+        " --input-lens 64 --output-lens 8 --concurrencies 2 --n-per-condition 1 --baseline-s 0.1 "
+        "--post-warmup-s 0.1 --warmup-requests 1 --metrics-interval-ms 20 --prefix-modes low -q");
+    EXPECT_EQ(r.rc, 0) << r.out;
+    std::ifstream in(kvprof::test::first_run_folder(out) / "summary.json");
+    const json summary = json::parse(in, nullptr, false);
+    return summary.is_discarded() ? json() : summary["server_metrics"]["kv_cache_capacity_tokens"];
+  };
   ServeProcess serve(args(*lib_dir, {"-c", "1024", "-np", "2", "--kv-unified", "--alias", "tiny"}));
   ASSERT_NE(serve.port(), 0) << serve.first_line();
-  const fs::path out = s_dir / "results_kvu";
-  const auto r = kvprof::test::run_kvprof(
-      "profile --endpoint " + serve.url() + " --output-dir " + out.string() +
-      " --input-lens 64 --output-lens 8 --concurrencies 2 --n-per-condition 1 --baseline-s 0.1 "
-      "--post-warmup-s 0.1 --warmup-requests 1 --metrics-interval-ms 20 --prefix-modes low -q");
-  ASSERT_EQ(r.rc, 0) << r.out;
-  std::ifstream in(kvprof::test::first_run_folder(out) / "summary.json");
-  const json summary = json::parse(in, nullptr, false);
-  ASSERT_FALSE(summary.is_discarded()) << r.out;
-  EXPECT_EQ(summary["server_metrics"]["kv_cache_capacity_tokens"], 1024)
-      << summary["server_metrics"].dump(1);
+  EXPECT_EQ(capacity_of("--endpoint " + serve.url(), s_dir / "results_kvu"), 1024);
   // Launched: its startup log's "kv_unified = true" says so (a launch does not read /props for it).
   std::string launch = std::string(KVPROF_BIN) + " serve --port {port}";
   for (const auto& a : args(*lib_dir, {"-c", "1024", "-np", "2", "--kv-unified"})) {
     if (a != "--port" && a != "0" && a != "--quiet") launch += " " + a;  // its log read
   }
-  const fs::path out_launch = s_dir / "results_kvu_launch";
-  const auto l = kvprof::test::run_kvprof(
-      "profile --launch '" + launch + "' --output-dir " + out_launch.string() +
-      " --input-lens 64 --output-lens 8 --concurrencies 2 --n-per-condition 1 --baseline-s 0.1 "
-      "--post-warmup-s 0.1 --warmup-requests 1 --metrics-interval-ms 20 --prefix-modes low -q");
-  ASSERT_EQ(l.rc, 0) << l.out;
-  std::ifstream launched_in(kvprof::test::first_run_folder(out_launch) / "summary.json");
-  const json launched = json::parse(launched_in, nullptr, false);
-  EXPECT_EQ(launched["server_metrics"]["kv_cache_capacity_tokens"], 1024)
-      << launched["server_metrics"].dump(1);
+  EXPECT_EQ(capacity_of("--launch '" + launch + "'", s_dir / "results_kvu_launch"), 1024);
 }
 
 TEST_F(ServeE2E, ProfileEndpointReadsKvUsageFromSlots) {

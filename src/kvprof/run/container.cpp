@@ -30,6 +30,14 @@ constexpr size_t k_max_name_chars = 253;
 constexpr size_t k_max_args = 4096;
 constexpr size_t k_max_field_chars = 4096;
 
+// Member `key` of object `j`, or null when `j` is no object or has none (read in place, no copy).
+const json& member(const json& j, const char* key) {
+  static const json k_none;
+  if (!j.is_object()) return k_none;
+  const auto it = j.find(key);
+  return it == j.end() ? k_none : *it;
+}
+
 // A string member of object `j` (at most k_max_field_chars), empty when absent or not a string.
 std::string text_of(const json& j, const char* key) {
   if (!j.is_object()) return {};
@@ -57,14 +65,11 @@ std::vector<std::string> argv_of(const json& c) {
   };
   if (const auto path = text_of(c, "Path"); !path.empty()) {
     argv.push_back(path);
-    if (c.contains("Args")) add_all(c.at("Args"));
+    add_all(member(c, "Args"));
     return argv;
   }
-  if (c.contains("Config") && c.at("Config").is_object()) {
-    const auto& config = c.at("Config");
-    if (config.contains("Entrypoint")) add_all(config.at("Entrypoint"));
-    if (config.contains("Cmd")) add_all(config.at("Cmd"));
-  }
+  add_all(member(member(c, "Config"), "Entrypoint"));
+  add_all(member(member(c, "Config"), "Cmd"));
   return argv;
 }
 
@@ -101,9 +106,8 @@ std::string model_of(const std::vector<std::string>& argv, const json& c) {
   for (size_t i = 0; i + 1 < argv.size(); ++i) {
     if (argv[i] == "serve" && !argv[i + 1].starts_with('-')) return argv[i + 1];
   }
-  if (c.contains("Config") && c.at("Config").is_object() && c.at("Config").contains("Env") &&
-      c.at("Config").at("Env").is_array()) {
-    for (const auto& e : c.at("Config").at("Env")) {
+  if (const json& env = member(member(c, "Config"), "Env"); env.is_array()) {
+    for (const auto& e : env) {
       if (e.is_string() && e.get_ref<const std::string&>().starts_with("MODEL_ID="))
         return e.get<std::string>().substr(9);
     }
@@ -164,16 +168,16 @@ Expected<ContainerInfo> read_inspect(const json& answer, std::string_view name) 
   if (info.name.starts_with('/')) info.name.erase(0, 1);
   if (info.name.empty()) info.name = std::string(name);
   info.id = text_of(c, "Id");
-  const json state = c.contains("State") ? c.at("State") : json::object();
+  const json& state = member(c, "State");
   info.status = shown_text_of(state, "Status");
-  const bool running = state.is_object() && state.contains("Running") &&
-                       state.at("Running").is_boolean() && state.at("Running").get<bool>();
+  const json& running_value = member(state, "Running");
+  const bool running = running_value.is_boolean() && running_value.get<bool>();
   if (!running) {
     return fail(ErrorKind::input,
                 fmt::format("container {} is not running ({}); start it, or give --endpoint",
                             info.name, info.status.empty() ? "no state" : info.status));
   }
-  const json config = c.contains("Config") ? c.at("Config") : json::object();
+  const json& config = member(c, "Config");
   info.image = shown_text_of(config, "Image");
   if (info.image.empty()) info.image = shown_text_of(c, "ImageName");  // podman
   const auto engine = engines::engine_of_image(info.image);
@@ -185,7 +189,7 @@ Expected<ContainerInfo> read_inspect(const json& answer, std::string_view name) 
   const auto port = port_flag ? port_number(*port_flag) : std::nullopt;
   info.engine_port = port ? *port : engine ? engines::engine_row(*engine).server_port : 0;
 
-  const json host_config = c.contains("HostConfig") ? c.at("HostConfig") : json::object();
+  const json& host_config = member(c, "HostConfig");
   info.host_network = text_of(host_config, "NetworkMode") == "host";
   if (info.host_network) {
     if (info.engine_port == 0) {
@@ -199,11 +203,7 @@ Expected<ContainerInfo> read_inspect(const json& answer, std::string_view name) 
     info.host_port = info.engine_port;
     return info;
   }
-  const json settings = c.contains("NetworkSettings") ? c.at("NetworkSettings") : json::object();
-  const json ports =
-      settings.is_object() && settings.contains("Ports") && settings.at("Ports").is_object()
-          ? settings.at("Ports")
-          : json::object();
+  const json& ports = member(member(c, "NetworkSettings"), "Ports");
   std::optional<std::pair<std::string, uint16_t>> found;
   if (info.engine_port != 0) found = binding_of(ports, info.engine_port);
   if (!found) {  // the one TCP port it publishes, whatever the engine's
