@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <charconv>
 #include <chrono>
 #include <cstdlib>
 #include <optional>
@@ -15,6 +14,7 @@
 
 #include "kvprof/engines/engine.hpp"
 #include "kvprof/sys/subprocess.hpp"
+#include "kvprof/util/command_flags.hpp"
 #include "kvprof/util/json_input.hpp"
 #include "kvprof/util/strings.hpp"
 #include "kvprof/util/utf8.hpp"
@@ -73,27 +73,21 @@ std::vector<std::string> argv_of(const json& c) {
   return argv;
 }
 
-// The value of `--flag VALUE` or `--flag=VALUE` in `argv`, the first of `flags` found.
+// The value of the first of `flags` in `argv` ("--flag VALUE" or "--flag=VALUE").
 std::optional<std::string> flag_value(const std::vector<std::string>& argv,
                                       std::initializer_list<std::string_view> flags) {
-  for (size_t i = 0; i < argv.size(); ++i) {
-    for (const auto flag : flags) {
-      if (argv[i] == flag && i + 1 < argv.size()) return argv[i + 1];
-      if (argv[i].size() > flag.size() + 1 && argv[i].starts_with(flag) &&
-          argv[i][flag.size()] == '=') {
-        return argv[i].substr(flag.size() + 1);
-      }
-    }
+  FlagWalk walk(argv);
+  while (walk.next()) {
+    if (walk.is(flags)) return walk.value();
   }
   return std::nullopt;
 }
 
+// A TCP port (1-65535) written as a whole number; none for anything else.
 std::optional<uint16_t> port_number(std::string_view text) {
-  uint32_t v = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (ec != std::errc() || end != text.data() + text.size() || v == 0 || v > 65535)
-    return std::nullopt;
-  return static_cast<uint16_t>(v);
+  const auto v = read_count(std::string(text));
+  if (!v || *v == 0 || *v > 65535) return std::nullopt;
+  return static_cast<uint16_t>(*v);
 }
 
 // The model the command line serves: --model, --model-path (SGLang), --model-id (TGI), -m and
@@ -101,7 +95,7 @@ std::optional<uint16_t> port_number(std::string_view text) {
 // in the environment.
 std::string model_of(const std::vector<std::string>& argv, const json& c) {
   if (auto m = flag_value(argv, {"--model", "--model-path", "--model-id", "--hf-repo"})) return *m;
-  const bool python = !argv.empty() && argv.front().find("python") != std::string::npos;
+  const bool python = !argv.empty() && program_name(argv.front()).starts_with("python");
   if (auto m = flag_value(argv, {"-m"}); m && !python) return *m;
   for (size_t i = 0; i + 1 < argv.size(); ++i) {
     if (argv[i] == "serve" && !argv[i + 1].starts_with('-')) return argv[i + 1];
