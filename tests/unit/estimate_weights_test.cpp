@@ -170,7 +170,7 @@ TEST(EstimateWeights, VllmPadsGptOssMxfp4ExpertsPerGpuFamily) {
   o.quant = m.quant;
   const uint64_t experts_x_layers = 128ULL * 36;
   const auto pad = [&](const char* gpu, uint32_t tp) {
-    o.tp = o.expert_shards = tp;
+    o.tp = tp;
     return mxfp4_padding_bytes(m, o, engines::vllm_mxfp4_padding(*gpu::find_gpu(gpu)));
   };
   // Blackwell (FlashInfer): 2880 -> 3072 for both sizes.

@@ -50,6 +50,11 @@ RecordResult run_one(const nlohmann::json& r) {
   s.tensor_parallel_size = r.value("tensor_parallel_size", 1U);
   s.pipeline_parallel_size = r.value("pipeline_parallel_size", 1U);
   s.data_parallel_size = r.value("data_parallel_size", 1U);
+  s.enable_expert_parallel = r.value("enable_expert_parallel", false);
+  s.enable_dp_attention = r.value("enable_dp_attention", false);
+  s.expert_parallel_size = r.value("expert_parallel_size", 1U);
+  s.enable_dp_lm_head = r.value("enable_dp_lm_head", false);
+  if (auto v = number(r, "moe_dense_tp_size")) s.moe_dense_tp_size = static_cast<uint32_t>(*v);
   const bool fraction_given = r.value("gpu_memory_utilization_given", true);
   const auto fraction = number(r, "gpu_memory_utilization");
   if (fraction && fraction_given) s.gpu_memory_utilization = *fraction;

@@ -77,7 +77,22 @@ estimate::EstimateInput build_estimate_input(const EstimateOptions& o) {
   s.tensor_parallel_size = o.tp;
   s.pipeline_parallel_size = o.pp;
   s.data_parallel_size = o.dp;
-  s.enable_expert_parallel = o.expert_parallel;
+  s.enable_expert_parallel =
+      o.expert_parallel || estimate::moe_backend_splits_experts(o.moe_a2a_backend);
+  s.enable_dp_attention = o.dp_attention;
+  s.expert_parallel_size = o.ep_size;
+  s.moe_dense_tp_size = o.moe_dense_tp_size;
+  s.enable_dp_lm_head = o.dp_lm_head;
+  if (s.enable_dp_attention && (o.dp < 2 || o.tp % o.dp != 0)) {
+    throw Fatal({ErrorKind::usage,
+                 fmt::format("--enable-dp-attention: --dp-size {} must be 2 or more and divide "
+                             "--tp-size {} (the tp GPUs hold the dp attention replicas)",
+                             o.dp, o.tp)});
+  }
+  if (o.ep_size > 1 && o.tp % o.ep_size != 0) {
+    throw Fatal(
+        {ErrorKind::usage, fmt::format("--ep-size {} must divide --tp-size {}", o.ep_size, o.tp)});
+  }
   s.gpu_memory_utilization = o.memory_fraction;
   if (!o.max_model_len.empty()) {
     auto n = parse_count(o.max_model_len);
@@ -222,8 +237,22 @@ void add_estimate_options(CLI::App* cmd, EstimateOptions& o) {
   par->add_option("--data-parallel-size,--dp,--dp-size", o.dp,
                   "Data parallel size (vLLM -dp, SGLang --dp-size)")
       ->check(CLI::Range(1, 4096));
-  par->add_flag("--enable-expert-parallel", o.expert_parallel,
-                "Split MoE experts over TP x DP ranks");
+  par->add_flag("--enable-expert-parallel,--enable-ep-moe", o.expert_parallel,
+                "Whole MoE experts per GPU: vLLM over TP x DP ranks, SGLang (--enable-ep-moe) over "
+                "its --tp-size GPUs");
+  par->add_flag("--enable-dp-attention", o.dp_attention,
+                "SGLang: --dp-size attention replicas inside the --tp-size GPUs, each with its own "
+                "KV pool (--tp-size counts every GPU)");
+  par->add_option("--ep-size,--expert-parallel-size", o.ep_size,
+                  "SGLang: whole MoE experts over this many of the --tp-size GPUs")
+      ->check(CLI::Range(1, 4096));
+  par->add_option("--moe-a2a-backend", o.moe_a2a_backend,
+                  "SGLang: deepep or mooncake put whole experts on each of the --tp-size GPUs");
+  par->add_option("--moe-dense-tp-size", o.moe_dense_tp_size,
+                  "SGLang: TP width of the dense MLP layers (1: replicated on every GPU)")
+      ->check(CLI::Range(1, 4096));
+  par->add_flag("--enable-dp-lm-head", o.dp_lm_head,
+                "SGLang: the LM head split over each attention replica's GPUs only");
   auto* eng = cmd->add_option_group("engine settings");
   eng->add_option(
       "--gpu-memory-utilization,--mem-fraction-static,--free-gpu-memory-fraction,--kv_cache_free_"

@@ -31,6 +31,11 @@ struct EstimateOptions {
   uint32_t pp = 1;
   uint32_t dp = 1;
   bool expert_parallel = false;
+  bool dp_attention = false;
+  uint32_t ep_size = 1;
+  std::string moe_a2a_backend;
+  std::optional<uint32_t> moe_dense_tp_size;
+  bool dp_lm_head = false;
   std::optional<double> memory_fraction;
   std::string max_model_len;
   std::optional<uint32_t> max_num_seqs;

@@ -1,6 +1,8 @@
 // The set-up the SGLang, TensorRT-LLM and HF profiles share (see engine_setup.hpp).
 #include "kvprof/estimate/engine_setup.hpp"
 
+#include <algorithm>
+
 #include "kvprof/estimate/activations.hpp"
 #include "kvprof/estimate/weights.hpp"
 
@@ -20,23 +22,43 @@ Expected<EngineSetup> prepare_engine(const EstimateInput& in, EngineSettings set
   c.est.gpu = in.gpu;
   c.est.compute_dtype = resolve_compute_dtype(m, s);
   c.est.quantization = quant_name(c.quant);
-  c.est.gpus_total = s.tensor_parallel_size * s.pipeline_parallel_size * s.data_parallel_size;
+  // With DP attention the replicas share the tp GPUs; else each is tp x pp GPUs of its own.
+  c.est.gpus_total = s.tensor_parallel_size * s.pipeline_parallel_size *
+                     (s.enable_dp_attention ? 1 : s.data_parallel_size);
   if (!s.max_model_len) {
     s.max_model_len = m.max_position_embeddings > 0 ? m.max_position_embeddings : 4096;
   }
-  WeightOptions w;
-  w.tp = s.tensor_parallel_size;
-  w.pp = s.pipeline_parallel_size;
-  w.expert_shards = s.enable_expert_parallel ? w.tp * s.data_parallel_size : w.tp;
+  WeightOptions w = parallel_split(s);
   w.compute_dtype = c.est.compute_dtype;
   w.quant = c.quant;
   c.est.weights = weights_per_rank(m, w);
-  c.layout = kv_layout(m, w.tp, w.pp, 0, s.kv_cache_dtype, c.est.compute_dtype);
+  c.layout = kv_layout(m, role_tp(TensorRole::attention, w), w.pp, 0, s.kv_cache_dtype,
+                       c.est.compute_dtype);
   c.est.kv_bytes_per_token = c.layout.kv_bytes_per_token;
   c.est.state_bytes_per_request = c.layout.state_bytes_per_request;
   c.est.kv_heads_replicated = c.layout.kv_heads_replicated;
   if (!m.warnings.empty()) c.est.confidence = "medium";
   return c;
+}
+
+WeightOptions parallel_split(const EngineSettings& s) {
+  WeightOptions w;
+  w.tp = s.tensor_parallel_size;
+  w.pp = s.pipeline_parallel_size;
+  if (s.enable_dp_attention) {
+    // dp_attention.py compute_dp_attention_world_info: attn_tp_size = tp_size // dp_size; the
+    // embedding is replicated (VocabParallelEmbedding(enable_tp=not dp attention)).
+    w.attention_tp = std::max<uint32_t>(s.tensor_parallel_size / s.data_parallel_size, 1);
+    w.embedding_tp = 1;
+    if (s.enable_dp_lm_head) w.lm_head_tp = w.attention_tp;
+  }
+  if (s.moe_dense_tp_size) w.dense_tp = *s.moe_dense_tp_size;
+  // --enable-ep-moe and the deepep backend: ep_size = tp_size (a replica's GPUs); else --ep-size,
+  // and parallel_state.py's moe_tp_size = tp_size // moe_ep_size inside each expert.
+  w.expert_parallel = s.enable_expert_parallel ? s.tensor_parallel_size
+                                               : std::max<uint32_t>(s.expert_parallel_size, 1);
+  w.expert_tp = std::max<uint32_t>(s.tensor_parallel_size / w.expert_parallel, 1);
+  return w;
 }
 
 uint64_t sum_total(MemoryBreakdown& mb) {

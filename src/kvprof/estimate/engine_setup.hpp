@@ -9,6 +9,7 @@
 
 #include "kvprof/estimate/engine_common.hpp"
 #include "kvprof/estimate/kv.hpp"
+#include "kvprof/estimate/weights.hpp"
 
 namespace kvprof::estimate {
 
@@ -22,6 +23,10 @@ struct EngineSetup {
 // Validation, dtype, quantization, max_model_len default, weights and KV layout of rank 0; a
 // usage error when the settings do not fit the model.
 Expected<EngineSetup> prepare_engine(const EstimateInput& in, EngineSettings settings);
+
+// How the settings split the weights over one GPU's ranks (SGLang's and TensorRT-LLM's DP
+// attention, expert parallel, dense TP; vLLM's own split is in engines/vllm/budget.cpp).
+WeightOptions parallel_split(const EngineSettings& s);
 
 // mb.total_bytes as the sum of its parts; returns it.
 uint64_t sum_total(MemoryBreakdown& mb);

@@ -81,6 +81,20 @@ bool set_one(FlagWalk& walk, LaunchSetting setting, LaunchReading& out) {
     case LaunchSetting::quantization:
       s.quantization = walk.value().value_or("");
       return !s.quantization.empty();
+    case LaunchSetting::enable_dp_attention:
+      s.enable_dp_attention = true;
+      return true;
+    case LaunchSetting::expert_parallel_size:
+      return positive(s.expert_parallel_size);
+    case LaunchSetting::moe_dense_tp_size:
+      return positive_optional(s.moe_dense_tp_size);
+    case LaunchSetting::enable_dp_lm_head:
+      s.enable_dp_lm_head = true;
+      return true;
+    case LaunchSetting::moe_a2a_backend:
+      if (!moe_backend_splits_experts(walk.value().value_or(""))) return false;
+      s.enable_expert_parallel = true;
+      return true;
     case LaunchSetting::kv_cache_memory_bytes: {
       const auto b = parse_bytes(walk.value().value_or(""));
       if (!b) return false;

@@ -30,6 +30,11 @@ enum class LaunchSetting {
   quantization,             // a method name
   kv_cache_memory_bytes,    // bytes ("8GiB")
   num_gpu_blocks_override,  // a count above 0
+  enable_dp_attention,      // a bare flag
+  expert_parallel_size,     // a count above 0
+  moe_dense_tp_size,        // a count above 0
+  enable_dp_lm_head,        // a bare flag
+  moe_a2a_backend,          // deepep or mooncake: experts over the tp GPUs (SGLang)
 };
 
 // One flag of an engine: its names and the setting it sets; `given` is the setting's name in

@@ -1,4 +1,4 @@
-// KV cache dtype names.
+// KV cache dtype names and the MoE backends that decide an expert split.
 #include "kvprof/estimate/settings.hpp"
 
 #include <fmt/format.h>
@@ -6,6 +6,11 @@
 #include "kvprof/util/strings.hpp"
 
 namespace kvprof::estimate {
+
+bool moe_backend_splits_experts(std::string_view backend) {
+  const std::string b = to_lower(trim(backend));
+  return b == "deepep" || b == "mooncake";
+}
 
 Expected<KvCacheDtype> parse_kv_cache_dtype(std::string_view text) {
   const std::string s = to_lower(trim(text));

@@ -34,7 +34,15 @@ struct EngineSettings {
   uint32_t tensor_parallel_size = 1;
   uint32_t pipeline_parallel_size = 1;
   uint32_t data_parallel_size = 1;
+  // Whole experts per GPU: vLLM --enable-expert-parallel over tp x dp ranks; SGLang
+  // --enable-ep-moe and the deepep/mooncake all-to-all backends over its tp GPUs.
   bool enable_expert_parallel = false;
+  // SGLang --enable-dp-attention (TensorRT-LLM enable_attention_dp): the dp attention replicas
+  // live inside the tp GPUs, each with tp / dp of them and a KV pool of its own.
+  bool enable_dp_attention = false;
+  uint32_t expert_parallel_size = 1;             // SGLang --ep-size: whole experts over these ranks
+  std::optional<uint32_t> moe_dense_tp_size;     // SGLang: dense MLPs' TP width (default tp)
+  bool enable_dp_lm_head = false;                // SGLang: the LM head over the attention's ranks
   std::optional<double> gpu_memory_utilization;  // vLLM (0.9); SGLang mem_fraction_static;
                                                  // TRT-LLM free_gpu_memory_fraction
   std::optional<uint64_t> max_model_len;         // default: the model's max_position_embeddings
@@ -74,6 +82,10 @@ struct EngineSettings {
   uint32_t num_speculative_tokens = 0;
   bool spec_runtime_control = false;  // draft length switched at runtime: graphs for 0 and k
 };
+
+// True for an SGLang --moe-a2a-backend that puts whole experts on each of the tp GPUs (deepep,
+// mooncake: "only support cases where ep_size = tp_size").
+bool moe_backend_splits_experts(std::string_view backend);
 
 // The workload: each (context, concurrency) pair is one row of the result.
 struct Workload {

@@ -90,7 +90,33 @@ uint64_t unquantized_bytes(uint64_t elements, DType dtype) {
   return ceil_div(elements * dtype_bytes_x8(dtype), 8);
 }
 
-// Rank-local rows/cols of a tensor under tensor parallelism (experts handled by the caller).
+}  // namespace
+
+uint32_t role_tp(TensorRole role, const WeightOptions& o) {
+  const auto width = [&o](uint32_t given) {
+    return std::max<uint32_t>(given == 0 ? o.tp : given, 1);
+  };
+  switch (role) {
+    case TensorRole::expert:
+      return width(o.expert_tp);
+    case TensorRole::attention:
+      return width(o.attention_tp);
+    case TensorRole::mlp:
+    case TensorRole::shared_expert:
+      return width(o.dense_tp);
+    case TensorRole::embedding:
+    case TensorRole::position:
+      return width(o.embedding_tp);
+    case TensorRole::lm_head:
+      return width(o.lm_head_tp);
+    default:
+      return width(0);
+  }
+}
+
+namespace {
+
+// Rank-local rows/cols (and experts) of a tensor under tensor and expert parallelism.
 struct LocalShape {
   uint64_t rows = 0;
   uint64_t cols = 0;
@@ -99,12 +125,10 @@ struct LocalShape {
 
 LocalShape local_shape(const LogicalTensor& t, const model::ModelSpec& m, const WeightOptions& o) {
   LocalShape s{t.rows, t.cols, t.count};
-  const uint64_t tp = std::max<uint32_t>(o.tp, 1);
-  if (t.role == TensorRole::expert && o.expert_shards > tp) {
-    // Expert parallelism over more ranks than TP: whole experts per rank.
-    s.count = ceil_div(s.count, o.expert_shards);
-    return s;
-  }
+  // Expert parallelism: whole experts per rank, then the width inside each.
+  if (t.role == TensorRole::expert)
+    s.count = ceil_div(s.count, std::max<uint32_t>(o.expert_parallel, 1));
+  const uint64_t tp = role_tp(t.role, o);
   switch (t.shard) {
     case Shard::replicated:
       break;
@@ -228,7 +252,6 @@ WeightBreakdown weights_from_tensors(const model::ModelSpec& m, const WeightOpti
   w.exact = true;
   const auto range = pp_layer_range(m.n_layer, o.pp, o.pp_rank);
   w.layers_on_rank = range.second - range.first;
-  const uint64_t tp = std::max<uint32_t>(o.tp, 1);
   for (const auto& info : m.tensors) {
     LogicalTensor t = classify(info);
     if (t.layer >= static_cast<int32_t>(m.n_layer)) continue;  // MTP layers: not loaded
@@ -238,6 +261,7 @@ WeightBreakdown weights_from_tensors(const model::ModelSpec& m, const WeightOpti
     w.params_total += elements;
     if (!on_this_rank(t.layer, t.role, range, o)) continue;
     uint64_t bytes = info.bytes;
+    const uint64_t tp = role_tp(t.role, o);
     switch (t.shard) {
       case Shard::replicated:
         break;
@@ -247,8 +271,9 @@ WeightBreakdown weights_from_tensors(const model::ModelSpec& m, const WeightOpti
         if (m.n_head_kv == 0) bytes = ceil_div(info.bytes, tp);
         break;
       default:
-        bytes = ceil_div(
-            bytes, t.role == TensorRole::expert ? std::max<uint64_t>(tp, o.expert_shards) : tp);
+        bytes = ceil_div(bytes, t.role == TensorRole::expert
+                                    ? tp * std::max<uint32_t>(o.expert_parallel, 1)
+                                    : tp);
         break;
     }
     w.params_on_rank += ceil_div(elements * bytes, std::max<uint64_t>(info.bytes, 1));
@@ -354,12 +379,8 @@ WeightBreakdown weights_per_rank(const model::ModelSpec& m, const WeightOptions&
 
 uint64_t mxfp4_padding_bytes(const model::ModelSpec& m, const WeightOptions& o, Mxfp4Padding p) {
   if (o.quant.method != QuantMethod::mxfp4 || !m.is_moe()) return 0;
-  const uint64_t tp = std::max<uint32_t>(o.tp, 1);
-  const bool expert_parallel = o.expert_shards > tp;
-  const uint64_t experts =
-      expert_parallel ? ceil_div(m.moe.n_expert, o.expert_shards) : m.moe.n_expert;
-  const uint64_t inter = expert_parallel ? m.moe.expert_intermediate_size
-                                         : ceil_div(m.moe.expert_intermediate_size, tp);
+  const uint64_t experts = ceil_div(m.moe.n_expert, std::max<uint32_t>(o.expert_parallel, 1));
+  const uint64_t inter = ceil_div(m.moe.expert_intermediate_size, role_tp(TensorRole::expert, o));
   const uint64_t hidden = m.hidden_size;
   const auto round_up = [](uint64_t v, uint32_t align) {
     const uint64_t a = std::max<uint32_t>(align, 1);

@@ -14,7 +14,18 @@ struct WeightOptions {
   uint32_t tp = 1;
   uint32_t pp = 1;
   uint32_t pp_rank = 0;
-  uint32_t expert_shards = 1;  // ranks the routed experts are split over (tp, or tp*dp with EP)
+  // How the routed experts are split: whole experts over `expert_parallel` ranks, each expert's
+  // matrices over `expert_tp` (0: tp). vLLM: EP over tp x dp, or without EP a TP of tp x dp;
+  // SGLang: --ep-size, and tp / ep inside each expert.
+  uint32_t expert_parallel = 1;
+  uint32_t expert_tp = 0;
+  // The tensor-parallel width of the other roles (0: tp): attention (SGLang's DP attention:
+  // tp / dp), dense MLPs and shared experts (--moe-dense-tp-size), the token embedding (DP
+  // attention: 1) and the LM head (--enable-dp-lm-head: the attention's width).
+  uint32_t attention_tp = 0;
+  uint32_t dense_tp = 0;
+  uint32_t embedding_tp = 0;
+  uint32_t lm_head_tp = 0;
   model::DType compute_dtype = model::DType::bf16;  // dtype of unquantized tensors
   model::Quantization quant;                        // effective quantization
   uint32_t vocab_padding = 64;  // vLLM pads the vocabulary to a multiple of 64 before splitting
@@ -39,6 +50,9 @@ struct WeightBreakdown {
 // The [first, last) decoder layers pipeline rank `rank` of `pp` holds (vLLM's split: the
 // remainder goes to the ranks just before the last one).
 std::pair<uint32_t, uint32_t> pp_layer_range(uint32_t n_layer, uint32_t pp, uint32_t rank);
+
+// The tensor-parallel width of tensors of `role` under `o` (at least 1).
+uint32_t role_tp(TensorRole role, const WeightOptions& o);
 
 // Bytes of a linear weight of rows x cols (x count) stored under `quant` (unquantized tensors
 // use `compute_dtype`), including scales, zeros and group indices.

@@ -120,7 +120,15 @@ VllmSplitPlan vllm_split_plan(const model::ModelSpec& m, const model::ModelSpec*
   WeightOptions wopt;
   wopt.tp = tp;
   wopt.pp = pp;
-  wopt.expert_shards = s.enable_expert_parallel ? tp * s.data_parallel_size : tp;
+  // The experts' group spans every GPU of the deployment (fused_moe/config.py,
+  // FusedMoEParallelConfig.make): whole experts over tp x dp with --enable-expert-parallel, else
+  // each expert's matrices over tp x dp; attention stays within each DP rank's TP group.
+  if (s.enable_expert_parallel) {
+    wopt.expert_parallel = tp * s.data_parallel_size;
+    wopt.expert_tp = 1;
+  } else {
+    wopt.expert_tp = tp * s.data_parallel_size;
+  }
   wopt.compute_dtype = compute_dtype;
   wopt.quant = quant;
 

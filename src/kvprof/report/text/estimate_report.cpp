@@ -135,6 +135,8 @@ nlohmann::json estimate_json(const Estimate& e) {
         {"pipeline_parallel_size", s.pipeline_parallel_size},
         {"data_parallel_size", s.data_parallel_size},
         {"enable_expert_parallel", s.enable_expert_parallel},
+        {"enable_dp_attention", s.enable_dp_attention},
+        {"expert_parallel_size", s.expert_parallel_size},
         {"gpu_memory_utilization", opt(s.gpu_memory_utilization)},
         {"max_model_len", opt(s.max_model_len)},
         {"max_num_seqs", opt(s.max_num_seqs)},
