@@ -1,7 +1,7 @@
 // bench_accuracy: runs the engine profiles on recorded engine startups and prints per-figure
 // error (median, p90, max) and the worst records, one table per file. Without a file it runs
 // every release's public startups: tests/fixtures/vllm_startup_public.jsonl (vLLM v0.19) and
-// tests/fixtures/{vllm,sglang,trtllm}_versions/*.jsonl (one file per modelled release).
+// tests/fixtures/{vllm,sglang,trtllm,tgi}_versions/*.jsonl (one file per modelled release).
 // Usage: bench_accuracy [records.jsonl ...] [-v]
 #include <fmt/format.h>
 
@@ -18,7 +18,7 @@ namespace {
 std::vector<std::string> default_files() {
   const std::filesystem::path fixtures = KVPROF_SOURCE_DIR "/tests/fixtures";
   std::vector<std::string> out{(fixtures / "vllm_startup_public.jsonl").string()};
-  for (const char* dir : {"vllm_versions", "sglang_versions", "trtllm_versions"}) {
+  for (const char* dir : {"vllm_versions", "sglang_versions", "trtllm_versions", "tgi_versions"}) {
     std::vector<std::string> files;
     for (const auto& e : std::filesystem::directory_iterator(fixtures / dir)) {
       if (e.path().extension() == ".jsonl") files.push_back(e.path().string());

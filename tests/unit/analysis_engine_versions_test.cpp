@@ -69,7 +69,11 @@ INSTANTIATE_TEST_SUITE_P(
         Budget{"sglang_versions/v0.4.jsonl", 4, 7.0}, Budget{"sglang_versions/v0.4.6.jsonl", 1},
         Budget{"sglang_versions/v0.4.7.post1.jsonl", 1},
         Budget{"sglang_versions/v0.4.9.post3.jsonl", 2}, Budget{"sglang_versions/v0.5.3.jsonl", 2},
-        Budget{"trtllm_versions/1.x.jsonl", 2}),
+        Budget{"trtllm_versions/1.x.jsonl", 2},
+        // TGI's KV is what its warmup prefill leaves: an error in that prefill's peak is a larger
+        // one in a small remainder (docs/benchmarks.md, "TGI"); the Gemma 3 startup's warmup
+        // also runs its vision tower, which kvprof does not add.
+        Budget{"tgi_versions/v2.jsonl", 3, 8.0}, Budget{"tgi_versions/v3.jsonl", 1, 16.0}),
     [](const ::testing::TestParamInfo<Budget>& p) {
       std::string n = p.param.file;
       for (auto& c : n)

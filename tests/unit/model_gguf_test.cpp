@@ -20,13 +20,13 @@ using test::GgufWriter;
 namespace gt = test::gguf_type;
 namespace gg = test::ggml;
 
-Expected<GgufFile> parse(const std::vector<uint8_t>& b) {
+Expected<GgufFile> parse_gguf_bytes(const std::vector<uint8_t>& b) {
   return parse_gguf(b, b.size());
 }
 
 // Asserts that `b` fails to parse with an input error whose message contains `needle`.
 void expect_error(const std::vector<uint8_t>& b, const std::string& needle) {
-  const auto r = parse(b);
+  const auto r = parse_gguf_bytes(b);
   ASSERT_FALSE(r.has_value()) << "expected an error containing: " << needle;
   EXPECT_EQ(r.error().kind, ErrorKind::input);
   EXPECT_NE(r.error().message.find(needle), std::string::npos) << r.error().message;
@@ -123,7 +123,7 @@ TEST(GgmlTypes, FileTypeNames) {
 
 TEST(GgufParse, TinyFileLayout) {
   const auto b = tiny_writer().build();
-  const auto f = parse(b);
+  const auto f = parse_gguf_bytes(b);
   ASSERT_TRUE(f.has_value()) << f.error().message;
   EXPECT_EQ(f->version, 3U);
   ASSERT_EQ(f->tensors.size(), 2U);
@@ -159,7 +159,7 @@ TEST(GgufParse, EveryMetadataValueType) {
   nested.u32(gt::u32).u64(2).u32(1).u32(2);
   nested.u32(gt::u32).u64(1).u32(3);
   w.kv("t.nested", gt::array, nested);
-  const auto f = parse(w.build());
+  const auto f = parse_gguf_bytes(w.build());
   ASSERT_TRUE(f.has_value()) << f.error().message;
   EXPECT_EQ(f->version, 2U);
   const auto& md = f->metadata;
@@ -204,7 +204,7 @@ TEST(GgufParse, AlignmentIsHonoured) {
   w.u32("general.alignment", 64);
   w.tensor("a", gg::F32, {3});
   w.tensor("b", gg::F32, {5});
-  const auto f = parse(w.build());
+  const auto f = parse_gguf_bytes(w.build());
   ASSERT_TRUE(f.has_value()) << f.error().message;
   EXPECT_EQ(f->alignment, 64U);
   EXPECT_EQ(f->data_offset % 64, 0U);
@@ -223,10 +223,10 @@ TEST(GgufParse, AlignmentIsHonoured) {
 
 TEST(GgufParse, EveryPrefixFailsCleanly) {
   const auto b = tiny_writer().build();
-  ASSERT_TRUE(parse(b).has_value());
+  ASSERT_TRUE(parse_gguf_bytes(b).has_value());
   for (size_t n = 0; n < b.size(); ++n) {
     const std::vector<uint8_t> prefix(b.begin(), b.begin() + static_cast<std::ptrdiff_t>(n));
-    const auto r = parse(prefix);
+    const auto r = parse_gguf_bytes(prefix);
     ASSERT_FALSE(r.has_value()) << "prefix of " << n << " bytes parsed";
     EXPECT_EQ(r.error().kind, ErrorKind::input);
     EXPECT_EQ(r.error().message.find('\n'), std::string::npos);
@@ -235,7 +235,7 @@ TEST(GgufParse, EveryPrefixFailsCleanly) {
 
 TEST(GgufParse, PrefixOfLargerFileIsEnoughForTheHeader) {
   const auto b = tiny_writer().build();
-  const auto f = parse(b);
+  const auto f = parse_gguf_bytes(b);
   ASSERT_TRUE(f.has_value());
   // Only the header bytes, but the true file size: tensor data is not needed.
   const std::vector<uint8_t> header(b.begin(),

@@ -59,6 +59,7 @@ RecordResult run_one(const nlohmann::json& r) {
   const auto fraction = number(r, "gpu_memory_utilization");
   if (fraction && fraction_given) s.gpu_memory_utilization = *fraction;
   if (auto v = number(r, "max_model_len")) s.max_model_len = static_cast<uint64_t>(*v);
+  if (auto v = number(r, "max_input_tokens")) s.max_input_tokens = static_cast<uint64_t>(*v);
   if (auto v = number(r, "block_size")) s.block_size = static_cast<uint32_t>(*v);
   // The batch the engine printed where it is not the server's default (vLLM's offline LLM
   // class profiles 8192 tokens on small GPUs).

@@ -22,8 +22,9 @@ void register_parse_log_command(CLI::App& app) {
       "parse-log",
       "Read an engine's startup log: the memory it reported per component and device "
       "(confidence: reported by engine), its settings and model facts.\n"
-      "Exit codes: 0 memory figures found; 1 the file was read but no memory line was "
-      "recognised (so a script never takes an empty report for a log that reported nothing); "
+      "Exit codes: 0 memory figures found (or, for TGI, whose log prints no sizes, its KV cache "
+      "in tokens); 1 the file was read but no memory line was recognised (so a script never "
+      "takes an empty report for a log that reported nothing); "
       "2 the file is missing or unreadable, or a bad flag.");
   cmd->add_option("file", opts->path,
                   "The log file (stdout/stderr of the engine as printed); - reads standard input")
@@ -41,7 +42,9 @@ void register_parse_log_command(CLI::App& app) {
         opts->engine == "auto" ? engines::Engine::unknown : *engines::find_engine(opts->engine));
     const auto log = value_or_fatal(enginelog::parse_engine_log_file(opts->path, options));
     emit(opts->out, report::text::engine_log_json(log), report::text::engine_log_text(log));
-    if (!enginelog::has_memory_figures(log)) {
+    const auto& kv = log.settings;
+    const bool kv_in_tokens = kv.kv_cache_tokens || kv.num_gpu_blocks || kv.max_total_num_tokens;
+    if (!enginelog::has_memory_figures(log) && !kv_in_tokens) {
       // Exit 1: the input was fine as a file but gave no figure, a runtime outcome.
       throw Fatal({ErrorKind::internal,
                    fmt::format("no memory lines recognised in '{}' ({} lines read, engine: {})",

@@ -99,6 +99,13 @@ estimate::EstimateInput build_estimate_input(const EstimateOptions& o) {
     if (!n) throw Fatal({ErrorKind::usage, "--max-model-len: " + n.error().message});
     s.max_model_len = *n;
   }
+  if (!o.max_input_tokens.empty()) {
+    auto n = parse_count(o.max_input_tokens);
+    if (!n || *n == 0)
+      throw Fatal({ErrorKind::usage, fmt::format("--max-input-tokens: '{}' is not a token count",
+                                                 o.max_input_tokens)});
+    s.max_input_tokens = *n;
+  }
   s.max_num_seqs = o.max_num_seqs;
   s.max_num_batched_tokens = o.max_num_batched_tokens;
   s.cuda_graph_max_bs = o.cuda_graph_max_bs;
@@ -223,13 +230,14 @@ void add_estimate_options(CLI::App* cmd, EstimateOptions& o) {
   cmd->add_option("-g,--gpu", o.gpu, "GPU as people write it: H100, h100-sxm, A100-80GB, 4090 ...")
       ->envname("KVPROF_GPU");
   cmd->add_option("--gpu-mem", o.gpu_mem, "Usable memory of a GPU not in the catalog, e.g. 24GiB");
-  cmd->add_option("--engine", o.engine, "vllm | sglang | trtllm | llamacpp | hf")
+  cmd->add_option("--engine", o.engine, "vllm | sglang | trtllm | llamacpp | hf | tgi")
       ->capture_default_str();
   cmd->add_option("--engine-version", o.engine_version, engines::engine_versions_help())
       ->envname("KVPROF_ENGINE_VERSION");
   auto* par = cmd->add_option_group("parallelism");
-  par->add_option("--tensor-parallel-size,--tp,--tp-size,--tp_size", o.tp,
-                  "Tensor parallel size (vLLM -tp, SGLang --tp-size, TensorRT-LLM --tp_size)")
+  par->add_option("--tensor-parallel-size,--tp,--tp-size,--tp_size,--num-shard", o.tp,
+                  "Tensor parallel size (vLLM -tp, SGLang --tp-size, TensorRT-LLM --tp_size, TGI "
+                  "--num-shard)")
       ->check(CLI::Range(1, 1024));
   par->add_option("--pipeline-parallel-size,--pp,--pp-size,--pp_size", o.pp,
                   "Pipeline parallel size (vLLM -pp, SGLang --pp-size, TensorRT-LLM --pp_size)")
@@ -256,23 +264,29 @@ void add_estimate_options(CLI::App* cmd, EstimateOptions& o) {
   auto* eng = cmd->add_option_group("engine settings");
   eng->add_option(
       "--gpu-memory-utilization,--mem-fraction-static,--free-gpu-memory-fraction,--kv_cache_free_"
-      "gpu_memory_fraction",
+      "gpu_memory_fraction,--cuda-memory-fraction",
       o.memory_fraction,
       "vLLM gpu_memory_utilization (0.9) / SGLang mem_fraction_static / TRT-LLM "
-      "free_gpu_memory_fraction");
+      "free_gpu_memory_fraction / TGI cuda_memory_fraction (1.0)");
   eng->add_option(
-      "--max-model-len,--ctx-size,--context-length,--max_seq_len", o.max_model_len,
-      "Max tokens per request (llama.cpp -c, SGLang --context-length, TensorRT-LLM --max_seq_len); "
+      "--max-model-len,--ctx-size,--context-length,--max_seq_len,--max-total-tokens",
+      o.max_model_len,
+      "Max tokens per request (llama.cpp -c, SGLang --context-length, TensorRT-LLM --max_seq_len, "
+      "TGI --max-total-tokens); "
       "32k is 32000 and 32K 32768, as vLLM reads them; default: the model's");
-  eng->add_option("--max-num-seqs,--max-running-requests,--max_batch_size", o.max_num_seqs,
-                  "Max sequences per batch");
-  eng->add_option("--max-num-batched-tokens,--chunked-prefill-size,--max_num_tokens",
-                  o.max_num_batched_tokens, "Token budget per step (profile-run size)");
+  eng->add_option("--max-input-tokens,--max-input-length", o.max_input_tokens,
+                  "TGI: longest prompt (default: its release's, from the model and the warmup)");
+  eng->add_option("--max-num-seqs,--max-running-requests,--max_batch_size,--max-batch-size",
+                  o.max_num_seqs, "Max sequences per batch");
+  eng->add_option(
+      "--max-num-batched-tokens,--chunked-prefill-size,--max_num_tokens,--max-batch-prefill-tokens",
+      o.max_num_batched_tokens,
+      "Token budget per step (profile-run size; TGI: its warmup prefill)");
   eng->add_option("--block-size,--page-size,--tokens_per_block", o.block_size,
                   "KV block size in tokens (vLLM --block-size 16, SGLang --page-size, TensorRT-LLM "
                   "tokens_per_block)");
   eng->add_option("--dtype", o.dtype, "auto | bfloat16 | float16 | float32")->capture_default_str();
-  eng->add_option("-q,--quantization", o.quantization,
+  eng->add_option("-q,--quantization,--quantize", o.quantization,
                   "Checkpoint method (awq, gptq_marlin, compressed-tensors, ...), runtime fp8, a "
                   "what-if method on an unquantized model (awq, gptq, w4a16, w8a8, nvfp4, mxfp4, "
                   "bnb-4bit) or, with --engine llamacpp, a GGUF mix (Q4_K_M, Q8_0, ...)");

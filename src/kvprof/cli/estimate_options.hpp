@@ -38,6 +38,7 @@ struct EstimateOptions {
   bool dp_lm_head = false;
   std::optional<double> memory_fraction;
   std::string max_model_len;
+  std::string max_input_tokens;  // TGI --max-input-tokens
   std::optional<uint32_t> max_num_seqs;
   std::optional<uint32_t> max_num_batched_tokens;
   std::optional<uint32_t> cuda_graph_max_bs;

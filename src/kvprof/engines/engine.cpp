@@ -44,8 +44,8 @@ constexpr std::array<EngineRow, 7> k_engine_rows{{
      KvAllocation::cells, false, 8080, k_llamacpp_images},
     {Engine::hf, "hf", "HF transformers", k_hf_aliases, "", "", "", KvAllocation::grows, false, 0,
      k_no_aliases},
-    {Engine::tgi, "tgi", "TGI", k_tgi_aliases, "tgi_", "", "", KvAllocation::paged_pool, false, 80,
-     k_tgi_images},
+    {Engine::tgi, "tgi", "TGI", k_tgi_aliases, "tgi_", "--num-shard", "", KvAllocation::paged_pool,
+     true, 80, k_tgi_images},
 }};
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include "kvprof/engines/llamacpp/releases.hpp"
 #include "kvprof/engines/sglang/releases.hpp"
 #include "kvprof/engines/sglang/sglang.hpp"
+#include "kvprof/engines/tgi/releases.hpp"
 #include "kvprof/engines/tgi/tgi.hpp"
 #include "kvprof/engines/trtllm/trtllm.hpp"
 #include "kvprof/engines/vllm/releases.hpp"
@@ -32,6 +33,12 @@ Expected<std::string> parse_sglang_release(std::string_view text) {
   return std::string((*rules)->name);
 }
 
+Expected<std::string> parse_tgi_release_name(std::string_view text) {
+  auto rules = parse_tgi_release(text);
+  if (!rules) return std::unexpected(rules.error());
+  return std::string((*rules)->name);
+}
+
 Expected<std::string> parse_llamacpp_release_name(std::string_view text) {
   auto release = parse_llamacpp_release(text);
   if (!release) return std::unexpected(release.error());
@@ -49,13 +56,14 @@ constexpr std::array<EngineFunctions, 7> k_engine_functions{{
     {Engine::llamacpp, &estimate_llamacpp, &parse_llamacpp_release_name, &llamacpp_log_reader,
      &read_llamacpp_metrics, &read_llamacpp_command},
     {Engine::hf, &estimate_hf, nullptr, nullptr, nullptr, nullptr},
-    {Engine::tgi, nullptr, nullptr, nullptr, &read_tgi_metrics, nullptr},
+    {Engine::tgi, &estimate_tgi, &parse_tgi_release_name, &tgi_log_reader, &read_tgi_metrics,
+     &read_tgi_command},
 }};
 
 // The order the log readers try a line of an engine not yet known: llama.cpp's first (its lines
-// are the most distinctive), then vLLM, SGLang and TensorRT-LLM.
-constexpr std::array<Engine, 4> k_log_reading_order{Engine::llamacpp, Engine::vllm, Engine::sglang,
-                                                    Engine::trtllm};
+// are the most distinctive), then vLLM, SGLang, TensorRT-LLM and TGI.
+constexpr std::array<Engine, 5> k_log_reading_order{Engine::llamacpp, Engine::vllm, Engine::sglang,
+                                                    Engine::trtllm, Engine::tgi};
 
 // "a, b or c".
 std::string names_list(const std::vector<std::string_view>& names) {
@@ -125,9 +133,10 @@ std::string engine_versions_help() {
   return fmt::format(
       "Release whose memory rules to follow (default: vLLM v0.19, the newest checked against "
       "public startups; SGLang and TensorRT-LLM: the newest modelled). vLLM: {}. SGLang: {}. "
-      "TensorRT-LLM: 1.x. llama.cpp: a build (b5640) or version (v0.4.0), rows {}. A patch "
-      "release (v0.7.3, 0.4.7.post1) takes the rules of the row that covers it",
-      vllm_supported_versions(), sglang_supported_versions(), llamacpp_supported_releases());
+      "TensorRT-LLM: 1.x. llama.cpp: a build (b5640) or version (v0.4.0), rows {}. TGI: {}. A "
+      "patch release (v0.7.3, 0.4.7.post1) takes the rules of the row that covers it",
+      vllm_supported_versions(), sglang_supported_versions(), llamacpp_supported_releases(),
+      tgi_supported_releases());
 }
 
 enginelog::ParseOptions log_parse_options(Engine engine) {

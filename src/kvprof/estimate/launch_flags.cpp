@@ -1,6 +1,7 @@
 // The plan settings a server's flags set (see launch_flags.hpp).
 #include "kvprof/estimate/launch_flags.hpp"
 
+#include <algorithm>
 #include <type_traits>
 
 #include "kvprof/model/dtype.hpp"
@@ -95,6 +96,26 @@ bool set_one(FlagWalk& walk, LaunchSetting setting, LaunchReading& out) {
       if (!moe_backend_splits_experts(walk.value().value_or(""))) return false;
       s.enable_expert_parallel = true;
       return true;
+    case LaunchSetting::max_input_tokens: {
+      const auto n = parse_count(walk.value().value_or(""));
+      if (!n || *n == 0) return false;
+      s.max_input_tokens = *n;
+      return true;
+    }
+    case LaunchSetting::cuda_graph_sizes: {
+      uint64_t largest = 0;
+      for (const auto& size : split(walk.value().value_or(""), ',')) {
+        const auto n = read_count(std::optional<std::string>(trim(size)));
+        if (!n) return false;
+        largest = std::max<uint64_t>(largest, *n);
+      }
+      if (largest == 0) {
+        s.enforce_eager = true;
+      } else {
+        s.cuda_graph_max_bs = static_cast<uint32_t>(std::min<uint64_t>(largest, UINT32_MAX));
+      }
+      return true;
+    }
     case LaunchSetting::kv_cache_memory_bytes: {
       const auto b = parse_bytes(walk.value().value_or(""));
       if (!b) return false;

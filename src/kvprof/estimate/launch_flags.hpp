@@ -35,6 +35,8 @@ enum class LaunchSetting {
   moe_dense_tp_size,        // a count above 0
   enable_dp_lm_head,        // a bare flag
   moe_a2a_backend,          // deepep or mooncake: experts over the tp GPUs (SGLang)
+  max_input_tokens,         // a count above 0 (TGI)
+  cuda_graph_sizes,         // "1,2,4,8": the largest is the graphs' batch size, "0" none (TGI)
 };
 
 // One flag of an engine: its names and the setting it sets; `given` is the setting's name in

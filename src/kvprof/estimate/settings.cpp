@@ -18,7 +18,8 @@ Expected<KvCacheDtype> parse_kv_cache_dtype(std::string_view text) {
   if (s == "fp16" || s == "f16" || s == "float16" || s == "half") return KvCacheDtype::f16;
   if (s == "bf16" || s == "bfloat16") return KvCacheDtype::bf16;
   if (s == "fp32" || s == "f32" || s == "float32") return KvCacheDtype::f32;
-  if (s == "fp8" || s == "fp8_e4m3" || s == "fp8_inc") return KvCacheDtype::fp8_e4m3;
+  if (s == "fp8" || s == "fp8_e4m3" || s == "fp8_e4m3fn" || s == "fp8_inc")
+    return KvCacheDtype::fp8_e4m3;
   if (s == "fp8_e5m2") return KvCacheDtype::fp8_e5m2;
   if (s == "q8_0") return KvCacheDtype::q8_0;
   if (s == "q4_0") return KvCacheDtype::q4_0;

@@ -46,6 +46,7 @@ struct EngineSettings {
   std::optional<double> gpu_memory_utilization;  // vLLM (0.9); SGLang mem_fraction_static;
                                                  // TRT-LLM free_gpu_memory_fraction
   std::optional<uint64_t> max_model_len;         // default: the model's max_position_embeddings
+  std::optional<uint64_t> max_input_tokens;      // TGI --max-input-tokens (default: its release's)
   std::optional<uint32_t> max_num_seqs;
   std::optional<uint32_t> max_num_batched_tokens;
   std::optional<uint32_t> block_size;

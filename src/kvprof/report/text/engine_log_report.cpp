@@ -165,7 +165,7 @@ nlohmann::json engine_log_json(const EngineLogReport& log) {
 
 std::string engine_log_text(const EngineLogReport& log) {
   std::string out = fmt::format("engine: {}", engines::engine_name(log.engine));
-  if (log.version) out += fmt::format(" (build {})", show(log.version));
+  if (log.version) out += fmt::format(" (release {})", show(log.version));
   out += fmt::format("   {} lines read, {} recognised", log.n_lines, log.n_recognised_lines);
   if (log.n_skipped_long_lines > 0) {
     out += fmt::format(", {} too long and skipped", log.n_skipped_long_lines);
