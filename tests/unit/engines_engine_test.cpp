@@ -28,8 +28,11 @@ TEST(EngineRows, OneRowPerEngineInTheEnumsOrderWithUniqueNames) {
       EXPECT_TRUE(spellings.insert(alias).second) << alias;
       EXPECT_EQ(find_engine(alias), rows[i].id) << alias;
     }
-    // An engine with parallel flags names both; a planned engine has a display name.
-    EXPECT_EQ(rows[i].tensor_parallel_flag.empty(), rows[i].pipeline_parallel_flag.empty());
+    // An engine with a pipeline flag has a tensor one (TGI has only --num-shard); a planned
+    // engine has a display name.
+    if (!rows[i].pipeline_parallel_flag.empty()) {
+      EXPECT_FALSE(rows[i].tensor_parallel_flag.empty()) << rows[i].name;
+    }
     EXPECT_FALSE(rows[i].display_name.empty());
   }
   EXPECT_EQ(find_engine("  LLaMA.cpp "), Engine::llamacpp);
@@ -39,14 +42,16 @@ TEST(EngineRows, OneRowPerEngineInTheEnumsOrderWithUniqueNames) {
 TEST(EngineRows, ThePlannerTakesOnlyPlannedEngines) {
   EXPECT_EQ(parse_planned_engine("tensorrt-llm"), Engine::trtllm);
   EXPECT_EQ(parse_planned_engine("transformers"), Engine::hf);
-  for (const std::string bad : {"tgi", "unknown", "ollama"}) {
+  EXPECT_EQ(parse_planned_engine("text-generation-inference"), Engine::tgi);
+  for (const std::string bad : {"unknown", "ollama"}) {
     const auto e = parse_planned_engine(bad);
     ASSERT_FALSE(e.has_value()) << bad;
     EXPECT_EQ(e.error().kind, ErrorKind::usage);
     EXPECT_EQ(e.error().message,
-              "unknown engine '" + bad + "' (use vllm, sglang, trtllm, llamacpp or hf)");
+              "unknown engine '" + bad + "' (use vllm, sglang, trtllm, llamacpp, hf or tgi)");
   }
   EXPECT_EQ(engine_row(Engine::sglang).tensor_parallel_flag, "--tp-size");
+  EXPECT_EQ(engine_row(Engine::tgi).tensor_parallel_flag, "--num-shard");
   EXPECT_EQ(engine_row(Engine::vllm).metrics_prefix, "vllm:");
 }
 
@@ -70,7 +75,7 @@ TEST(EngineRegistry, OneRowOfFunctionsPerEngineAgreeingWithItsIdentity) {
   EXPECT_TRUE(unknown.plan == nullptr && unknown.parse_release == nullptr &&
               unknown.log_reader == nullptr && unknown.read_metrics == nullptr);
   EXPECT_EQ(log_read_engine_names(),
-            (std::vector<std::string_view>{"vllm", "sglang", "trtllm", "llamacpp"}));
+            (std::vector<std::string_view>{"vllm", "sglang", "trtllm", "llamacpp", "tgi"}));
 }
 
 TEST(EngineRegistry, ReleasesGoToTheEnginesOwnTable) {
@@ -81,8 +86,8 @@ TEST(EngineRegistry, ReleasesGoToTheEnginesOwnTable) {
   const auto none = parse_engine_version(Engine::hf, "4.50");
   ASSERT_FALSE(none.has_value());
   EXPECT_EQ(none.error().message,
-            "--engine-version applies to --engine vllm, sglang, trtllm or llamacpp; kvprof models "
-            "hf without versions");
+            "--engine-version applies to --engine vllm, sglang, trtllm, llamacpp or tgi; kvprof "
+            "models hf without versions");
   estimate::EngineSettings s;
   s.engine = Engine::sglang;
   s.engine_version = "no such release";
