@@ -36,7 +36,7 @@ std::string read_text(const fs::path& file) {
   return s.str();
 }
 
-class BenchEstimateWith : public testing::Test {
+class BenchEstimateWith : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     s_dir = fs::temp_directory_path() / ("kvprof_bench_estwith_" + std::to_string(::getpid()));

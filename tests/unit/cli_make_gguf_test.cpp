@@ -22,7 +22,7 @@ namespace fs = std::filesystem;
 using kvprof::test::Run;
 using kvprof::test::run_kvprof;
 
-class CliMakeGguf : public testing::Test {
+class CliMakeGguf : public ::testing::Test {
  protected:
   void SetUp() override {
     m_dir = fs::temp_directory_path() / ("kvprof-cli-make-gguf-" + std::to_string(::getpid()));

@@ -115,7 +115,7 @@ const Setting k_settings[] = {
     {1536, 2, false, "f16", "f16", 2048, 256, true, true},  // --swa-full
 };
 
-class PlanVsLlama : public testing::TestWithParam<ModelCase> {
+class PlanVsLlama : public ::testing::TestWithParam<ModelCase> {
  protected:
   void SetUp() override {
     m_dir = fs::temp_directory_path() /
@@ -220,7 +220,7 @@ TEST_P(PlanVsLlama, WeightsKvAndComputeToTheByte) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, PlanVsLlama, testing::ValuesIn(k_models),
+INSTANTIATE_TEST_SUITE_P(Models, PlanVsLlama, ::testing::ValuesIn(k_models),
                          [](const auto& param_info) { return std::string(param_info.param.name); });
 
 // The bench process (a child that loads the model, fills one ubatch and decodes) grows by the

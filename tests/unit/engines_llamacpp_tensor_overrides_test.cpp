@@ -75,7 +75,7 @@ TEST(TensorOverrides, ServerCommandsKeepTheirOrder) {
   })) << testing::PrintToString(bad->notes);
 }
 
-class TensorOverridesOnAGguf : public testing::Test {
+class TensorOverridesOnAGguf : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     s_dir = fs::temp_directory_path() / ("kvprof_ot_" + std::to_string(::getpid()));

@@ -192,4 +192,24 @@ TEST(ModelCatalog, ADistillOrFineTuneIsTheBaseItsNameSays) {
   EXPECT_EQ(id_of("random/thing-2b"), "-");
 }
 
+// Models air-gapped clusters serve, offline: DeepSeek V2 and V2.5 (MLA, 160 experts), Zephyr
+// (a Mistral 7B fine-tune whose name does not say so), Ministral 8B.
+TEST(ModelCatalog, BigDeploymentFamiliesResolveOffline) {
+  for (const char* id :
+       {"deepseek-ai/DeepSeek-V2", "deepseek-ai/DeepSeek-V2-Chat", "deepseek-ai/DeepSeek-V2.5"}) {
+    const auto m = catalog_model(id);
+    ASSERT_TRUE(m.has_value()) << id;
+    EXPECT_EQ(m->moe.n_expert, 160U) << id;
+    EXPECT_EQ(m->mla.kv_lora_rank, 512U) << id;
+    EXPECT_EQ(m->n_layer, 60U) << id;
+  }
+  const auto zephyr = catalog_model("HuggingFaceH4/zephyr-7b-beta");
+  ASSERT_TRUE(zephyr.has_value());
+  EXPECT_EQ(zephyr->n_head_kv, 8U);
+  EXPECT_EQ(zephyr->hidden_size, 4096U);
+  const auto ministral = catalog_model("mistralai/Ministral-8B-Instruct-2410");
+  ASSERT_TRUE(ministral.has_value());
+  EXPECT_EQ(ministral->n_layer, 36U);
+}
+
 }  // namespace kvprof::model

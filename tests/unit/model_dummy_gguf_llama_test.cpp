@@ -24,7 +24,7 @@ using kvprof::model::DummyGgufOptions;
 using kvprof::test::k_dummy_cases;
 using kvprof::test::k_dummy_vocab_size;
 
-class DummyGgufLlama : public testing::TestWithParam<kvprof::test::DummyCase> {
+class DummyGgufLlama : public ::testing::TestWithParam<kvprof::test::DummyCase> {
  protected:
   void SetUp() override {
     m_dir = fs::temp_directory_path() /
@@ -98,7 +98,7 @@ TEST_P(DummyGgufLlama, LoadsTokenizesAndDecodes) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Archs, DummyGgufLlama, testing::ValuesIn(k_dummy_cases),
+INSTANTIATE_TEST_SUITE_P(Archs, DummyGgufLlama, ::testing::ValuesIn(k_dummy_cases),
                          [](const auto& param_info) { return std::string(param_info.param.name); });
 
 }  // namespace

@@ -34,7 +34,7 @@ auto fill_with(uint8_t value) {
   };
 }
 
-class DummyGguf : public testing::Test {
+class DummyGguf : public ::testing::Test {
  protected:
   void SetUp() override {
     m_dir = fs::temp_directory_path() / ("kvprof-dummy-gguf-" + std::to_string(::getpid()));

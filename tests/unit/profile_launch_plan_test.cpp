@@ -15,7 +15,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class PlanFromProps : public testing::Test {
+class PlanFromProps : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     s_dir = fs::temp_directory_path() / ("kvprof_props_plan_" + std::to_string(::getpid()));

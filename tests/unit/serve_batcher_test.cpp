@@ -18,7 +18,7 @@ namespace fs = std::filesystem;
 using kvprof::serve::BatcherSettings;
 using kvprof::serve::ContinuousBatcher;
 
-class ServeBatcher : public testing::Test {
+class ServeBatcher : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     s_dir = fs::temp_directory_path() / ("kvprof_serve_batcher_" + std::to_string(::getpid()));

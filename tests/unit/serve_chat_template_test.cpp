@@ -30,7 +30,7 @@ const char* const k_chatml_text =
     "<|im_start|>system\nw1 w2<|im_end|>\n<|im_start|>user\nw3 w4 w5<|im_end|>\n"
     "<|im_start|>assistant\n";
 
-class ServeChatTemplate : public testing::Test {
+class ServeChatTemplate : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     s_dir = fs::temp_directory_path() / ("kvprof_serve_chat_" + std::to_string(::getpid()));

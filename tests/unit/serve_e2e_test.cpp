@@ -24,7 +24,7 @@ using kvprof::test::http_request;
 using kvprof::test::ServeProcess;
 using nlohmann::json;
 
-class ServeE2E : public testing::Test {
+class ServeE2E : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     s_dir = fs::temp_directory_path() / ("kvprof_serve_e2e_" + std::to_string(::getpid()));

@@ -107,6 +107,14 @@ estimate::EstimateInput build_estimate_input(const EstimateOptions& o) {
     s.max_input_tokens = *n;
   }
   s.max_num_seqs = o.max_num_seqs;
+  const auto gib_bytes = [](std::optional<double> gib) -> std::optional<uint64_t> {
+    if (!gib) return std::nullopt;
+    return static_cast<uint64_t>(*gib * static_cast<double>(1ULL << 30));
+  };
+  s.cpu_offload_bytes = gib_bytes(o.cpu_offload_gib);
+  s.swap_space_bytes = gib_bytes(o.swap_space_gib);
+  s.kv_offloading_bytes = gib_bytes(o.kv_offloading_gib);
+  s.kv_transfer_config = o.kv_transfer_config;
   s.max_num_batched_tokens = o.max_num_batched_tokens;
   s.cuda_graph_max_bs = o.cuda_graph_max_bs;
   s.block_size = o.block_size;
@@ -298,6 +306,18 @@ void add_estimate_options(CLI::App* cmd, EstimateOptions& o) {
   eng->add_flag("--enforce-eager,--disable-cuda-graph", o.enforce_eager,
                 "No CUDA graphs (SGLang --disable-cuda-graph)");
   eng->add_option("--kv-cache-memory", o.kv_cache_memory, "vLLM: fixed KV cache size, e.g. 20GiB");
+  eng->add_option("--cpu-offload-gb", o.cpu_offload_gib,
+                  "vLLM: GiB of each GPU's weights kept in pinned host memory")
+      ->check(CLI::Range(0.0, 1e6));
+  eng->add_option("--swap-space", o.swap_space_gib,
+                  "vLLM V0 (before v0.8): GiB of host swap space per GPU (default 4)")
+      ->check(CLI::Range(0.0, 1e6));
+  eng->add_option("--kv-offloading-size", o.kv_offloading_gib,
+                  "vLLM: GiB of KV cache offloaded to host memory, over all TP ranks")
+      ->check(CLI::Range(0.0, 1e6));
+  eng->add_option("--kv-transfer-config", o.kv_transfer_config,
+                  "vLLM: a KV connector's JSON (LMCache, NIXL, ...): its GPU buffers are not "
+                  "planned, and the plan says so");
   eng->add_option("--num-gpu-blocks-override", o.num_gpu_blocks_override,
                   "vLLM: force the block count");
   eng->add_option("--n-gpu-layers,--ngl", o.n_gpu_layers,

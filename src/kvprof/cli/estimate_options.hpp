@@ -48,6 +48,10 @@ struct EstimateOptions {
   std::string kv_cache_dtype = "auto";
   bool enforce_eager = false;
   std::string kv_cache_memory;
+  std::optional<double> cpu_offload_gib;    // vLLM --cpu-offload-gb
+  std::optional<double> swap_space_gib;     // vLLM --swap-space
+  std::optional<double> kv_offloading_gib;  // vLLM --kv-offloading-size
+  std::string kv_transfer_config;           // vLLM --kv-transfer-config
   std::optional<uint32_t> num_gpu_blocks_override;
   std::optional<uint32_t> n_gpu_layers;
   std::string tensor_split;                  // -ts 3,1

@@ -116,6 +116,20 @@ bool set_one(FlagWalk& walk, LaunchSetting setting, LaunchReading& out) {
       }
       return true;
     }
+    case LaunchSetting::cpu_offload_gib:
+    case LaunchSetting::swap_space_gib:
+    case LaunchSetting::kv_offloading_gib: {
+      const auto gib = read_number(walk.value());
+      if (!gib || !(*gib >= 0) || *gib > 1e6) return false;
+      const auto bytes = static_cast<uint64_t>(*gib * static_cast<double>(1ULL << 30));
+      (setting == LaunchSetting::cpu_offload_gib  ? s.cpu_offload_bytes
+       : setting == LaunchSetting::swap_space_gib ? s.swap_space_bytes
+                                                  : s.kv_offloading_bytes) = bytes;
+      return true;
+    }
+    case LaunchSetting::kv_transfer_config:
+      s.kv_transfer_config = walk.value().value_or("");
+      return !s.kv_transfer_config.empty();
     case LaunchSetting::kv_cache_memory_bytes: {
       const auto b = parse_bytes(walk.value().value_or(""));
       if (!b) return false;

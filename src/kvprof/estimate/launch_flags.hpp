@@ -37,6 +37,10 @@ enum class LaunchSetting {
   moe_a2a_backend,          // deepep or mooncake: experts over the tp GPUs (SGLang)
   max_input_tokens,         // a count above 0 (TGI)
   cuda_graph_sizes,         // "1,2,4,8": the largest is the graphs' batch size, "0" none (TGI)
+  cpu_offload_gib,          // GiB (vLLM --cpu-offload-gb)
+  swap_space_gib,           // GiB (vLLM --swap-space)
+  kv_offloading_gib,        // GiB (vLLM --kv-offloading-size)
+  kv_transfer_config,       // a connector's JSON (vLLM --kv-transfer-config)
 };
 
 // One flag of an engine: its names and the setting it sets; `given` is the setting's name in

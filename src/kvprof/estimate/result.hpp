@@ -133,6 +133,9 @@ struct Estimate {
   std::function<uint64_t(uint64_t)> request_kv_bytes;
   uint32_t max_parallel_requests = 0;       // engine slot limit (llama.cpp -np), 0 = none
   std::optional<LlamaCppSummary> llamacpp;  // llama.cpp only
+  // Host memory the engine pins for each GPU: offloaded weights, V0's swap space, an offloaded
+  // KV cache (vLLM --cpu-offload-gb, --swap-space, --kv-offloading-size).
+  uint64_t host_pinned_bytes = 0;
 
   Verdict verdict = Verdict::fits;
   // Where the engine dies when it does not start: "loading weights", "the profile run",

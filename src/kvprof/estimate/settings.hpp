@@ -55,6 +55,13 @@ struct EngineSettings {
   KvCacheDtype kv_cache_dtype = KvCacheDtype::auto_;
   bool enforce_eager = false;
   std::optional<uint64_t> kv_cache_memory_bytes;  // vLLM --kv-cache-memory
+  // vLLM's host memory: --cpu-offload-gb (weights per GPU moved to pinned host memory),
+  // --swap-space (V0's CPU blocks, 4 GiB when unset), --kv-offloading-size (a host KV cache, the
+  // size summed over the TP ranks); --kv-transfer-config names a KV connector (its JSON).
+  std::optional<uint64_t> cpu_offload_bytes;
+  std::optional<uint64_t> swap_space_bytes;
+  std::optional<uint64_t> kv_offloading_bytes;
+  std::string kv_transfer_config;
   std::optional<uint32_t> num_gpu_blocks_override;
   std::string engine_version;  // release whose rules apply ("0.7", "v0.10.1"; "" = latest)
   std::optional<uint32_t> cuda_graph_max_bs;  // SGLang --cuda-graph-max-bs

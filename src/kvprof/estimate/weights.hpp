@@ -37,11 +37,12 @@ struct WeightBreakdown {
   uint64_t embedding_bytes = 0;  // token embedding (+ positions)
   uint64_t lm_head_bytes = 0;
   uint64_t attention_bytes = 0;
-  uint64_t mlp_bytes = 0;     // dense MLPs and shared experts
-  uint64_t expert_bytes = 0;  // routed experts
-  uint64_t other_bytes = 0;   // norms, routers, SSM mixers, vision tower
-  uint64_t buffer_bytes = 0;  // non-parameter buffers the engine keeps (rope cos/sin cache)
-  uint64_t params_total = 0;  // parameters of the whole model
+  uint64_t mlp_bytes = 0;        // dense MLPs and shared experts
+  uint64_t expert_bytes = 0;     // routed experts
+  uint64_t other_bytes = 0;      // norms, routers, SSM mixers, vision tower
+  uint64_t buffer_bytes = 0;     // non-parameter buffers the engine keeps (rope cos/sin cache)
+  uint64_t offloaded_bytes = 0;  // decoder weights in pinned host memory (not in total_bytes)
+  uint64_t params_total = 0;     // parameters of the whole model
   uint64_t params_on_rank = 0;
   uint32_t layers_on_rank = 0;
   bool exact = false;  // from the checkpoint's own tensor list

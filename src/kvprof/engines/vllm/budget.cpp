@@ -144,9 +144,18 @@ VllmSplitPlan vllm_split_plan(const model::ModelSpec& m, const model::ModelSpec*
   for (uint32_t r = 0; r < pp; ++r) {
     wopt.pp_rank = r;
     plan.weights.push_back(weights_per_rank(m, wopt));
+    auto& w = plan.weights.back();
     if (const uint64_t pad = mxfp4_padding_bytes(m, wopt, mxfp4); pad > 0) {
-      plan.weights.back().expert_bytes += pad;
-      plan.weights.back().total_bytes += pad;
+      w.expert_bytes += pad;
+      w.total_bytes += pad;
+    }
+    // --cpu-offload-gb: each decoder layer's parameters move to pinned host memory, in order,
+    // until the GiB per GPU are reached (models/utils.py maybe_offload_to_cpu; whole parameters,
+    // so up to one more than asked); embeddings, the LM head and buffers stay.
+    if (s.cpu_offload_bytes) {
+      const uint64_t decoder = w.total_bytes - w.embedding_bytes - w.lm_head_bytes - w.buffer_bytes;
+      w.offloaded_bytes = std::min(*s.cpu_offload_bytes, decoder);
+      w.total_bytes -= w.offloaded_bytes;
     }
     KvLayout layout = kv_layout(m, tp, pp, r, s.kv_cache_dtype, compute_dtype);
     if (!rules.hybrid_kv_groups) treat_windows_as_full(layout);

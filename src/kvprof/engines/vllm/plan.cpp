@@ -100,7 +100,8 @@ Expected<Estimate> estimate_vllm(const EstimateInput& in) {
   lf.non_torch_bytes = mb.non_torch_bytes;
   lf.available_kv_bytes = rep.available_kv_cache_bytes;
   lf.num_gpu_blocks = b.num_blocks;
-  lf.num_cpu_blocks = b.bytes_per_block > 0 ? k_vllm_v0_swap_space_bytes / b.bytes_per_block : 0;
+  const uint64_t swap_bytes = s.swap_space_bytes.value_or(k_vllm_v0_swap_space_bytes);
+  lf.num_cpu_blocks = b.bytes_per_block > 0 ? swap_bytes / b.bytes_per_block : 0;
   lf.kv_cache_tokens = rep.kv_cache_tokens;
   lf.max_model_len = rep.max_model_len;
   lf.max_concurrency = b.kv.max_concurrency;
@@ -108,6 +109,29 @@ Expected<Estimate> estimate_vllm(const EstimateInput& in) {
   lf.enforce_eager = s.enforce_eager;
   VllmLogLines log = vllm_log_lines(rules, lf);
   rep.log_lines = std::move(log.lines);
+
+  // Pinned host memory per GPU: offloaded weights, V0's swap space, an offloaded KV cache.
+  est.host_pinned_bytes = weights.offloaded_bytes + (rules.v0_engine ? swap_bytes : 0) +
+                          s.kv_offloading_bytes.value_or(0) / s.tensor_parallel_size;
+  if (weights.offloaded_bytes > 0) {
+    est.notes.push_back(fmt::format(
+        "--cpu-offload-gb: {} of each GPU's decoder weights live in pinned host memory and cross "
+        "PCIe at every forward pass (\"Model loading took\" counts only what stays)",
+        format_bytes(weights.offloaded_bytes)));
+  }
+  if (!rules.v0_engine && s.swap_space_bytes) {
+    est.notes.push_back(
+        fmt::format("vLLM {} runs the V1 engine, which has no swap space: "
+                    "--swap-space is ignored",
+                    rules.name));
+  }
+  if (!s.kv_transfer_config.empty()) {
+    est.warnings.push_back(
+        "--kv-transfer-config: a KV connector (LMCache, NIXL, offloading, ...) is not in the plan: "
+        "the GPU buffers it allocates before vLLM sizes its cache come out of the KV cache, so "
+        "vLLM's cache is smaller than planned; its host cache is the connector's own setting");
+    if (est.confidence == "high") est.confidence = "medium";
+  }
 
   // vLLM refuses to start when the budget is gone or one max-length request does not fit.
   if (b.binding_available_bytes <= 0 || b.num_blocks == 0) {

@@ -195,6 +195,7 @@ nlohmann::json estimate_json(const Estimate& e) {
       {"start_failure",
        e.start_failure.empty() ? nlohmann::json(nullptr) : nlohmann::json(e.start_failure)},
       {"headroom_bytes", e.headroom_bytes},
+      {"host_pinned_bytes", e.host_pinned_bytes},
       {"binding_pp_rank", e.binding_pp_rank},
       {"confidence", e.confidence},
       {"warnings", e.warnings},
@@ -266,6 +267,15 @@ std::string estimate_text(const Estimate& e) {
     out += e.llamacpp->max_ctx_size > 0
                ? fmt::format("\nlargest -c that fits: {}\n", e.llamacpp->max_ctx_size)
                : std::string("\nno -c fits\n");
+  }
+  if (e.host_pinned_bytes > 0) {
+    out += fmt::format(
+        "\nhost memory pinned per GPU: {:.2f} GiB (weights {:.2f}{})\n",
+        bytes_to_gib(e.host_pinned_bytes), bytes_to_gib(e.weights.offloaded_bytes),
+        e.settings.kv_offloading_bytes
+            ? fmt::format(", KV cache {:.2f}", bytes_to_gib(*e.settings.kv_offloading_bytes /
+                                                            e.settings.tensor_parallel_size))
+            : "");
   }
   out += fmt::format("\nKV bytes per token per GPU: {}", e.kv_bytes_per_token);
   if (e.state_bytes_per_request > 0) {
