@@ -74,6 +74,22 @@ TEST(CliParseLog, VllmQuoteIsDetected) {
   std::filesystem::remove(path);
 }
 
+TEST(CliParseLog, AV0LogSaysWhichReleaseToPlanItWith) {
+  const auto path = std::filesystem::temp_directory_path() / "kvprof_parse_log_v0.log";
+  {
+    std::ofstream out(path);
+    out << "INFO 03-25 21:32:47 model_runner.py:1116] Loading model weights took 14.9888 GB\n"
+           "INFO 03-25 21:32:48 executor_base.py:108] # CUDA blocks: 2356, # CPU blocks: 2048\n";
+  }
+  const auto r = run_kvprof("parse-log " + path.string());
+  ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_NE(r.out.find("no release printed; vLLM 0.7 by its wording"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("plan it with --engine-version 0.7"), std::string::npos) << r.out;
+  const auto j = nlohmann::json::parse(run_kvprof("parse-log --json " + path.string()).out);
+  EXPECT_EQ(j.at("release_from_wording").at("release"), "0.7");
+  std::filesystem::remove(path);
+}
+
 TEST(CliParseLog, MissingFileIsOneLineExitTwo) {
   const auto r = run_kvprof("parse-log /no/such/engine.log");
   EXPECT_EQ(r.rc, 2);

@@ -104,6 +104,42 @@ TEST(EngineLogVllm, RankDevicesVersionAndOlderWording) {
   EXPECT_EQ(r.settings.num_gpu_blocks->value, 28035U);
 }
 
+// A V0 log without a version line says which modelled release its wording is: the block count's
+// wording changed in v0.6.5 ("# GPU blocks" -> "# CUDA blocks"); V0's model runner printed
+// "Loading model weights took" until V1's "Model loading took".
+TEST(EngineLogVllm, AV0LogWithoutAVersionIsTheReleaseItsWordingBelongsTo) {
+  // tests/fixtures/vllm_versions/v0.7.jsonl (oracle-samples/oci-data-science-ai-samples).
+  const std::string v07 =
+      "INFO 03-25 21:32:47 model_runner.py:1116] Loading model weights took 14.9888 GB\n"
+      "INFO 03-25 21:32:48 executor_base.py:108] # CUDA blocks: 2356, # CPU blocks: 2048\n";
+  auto r = parse_engine_log(v07, engines::log_parse_options());
+  EXPECT_EQ(r.engine, engines::Engine::vllm);
+  ASSERT_TRUE(r.release_from_wording);
+  EXPECT_EQ(r.release_from_wording->release, "0.7");
+  EXPECT_EQ(r.release_from_wording->source.line_no, 2U);
+  ASSERT_TRUE(r.settings.num_gpu_blocks);
+  EXPECT_EQ(r.settings.num_gpu_blocks->value, 2356U);
+  r = parse_engine_log(
+      "INFO 07-19 10:00:05 gpu_executor.py:102] # GPU blocks: 2806, # CPU "
+      "blocks: 2048\n",
+      engines::log_parse_options(engines::Engine::vllm));
+  ASSERT_TRUE(r.release_from_wording);
+  EXPECT_EQ(r.release_from_wording->release, "0.6");
+  // The weights line alone is a weaker hint, kept until a block line comes.
+  r = parse_engine_log(
+      "INFO 03-25 21:32:47 model_runner.py:1116] Loading model weights took "
+      "14.9888 GB\n",
+      engines::log_parse_options(engines::Engine::vllm));
+  ASSERT_TRUE(r.release_from_wording);
+  EXPECT_EQ(r.release_from_wording->release, "0.7");
+  // A V1 log names no V0 release.
+  r = parse_engine_log(
+      "(EngineCore pid=1) INFO [gpu_worker.py:436] Available KV cache memory: "
+      "61.66 GiB\n",
+      engines::log_parse_options());
+  EXPECT_FALSE(r.release_from_wording);
+}
+
 TEST(EngineLogVllm, CudaGraphsCapturedAndEnforceEager) {
   // tqdm bars: updates split by '\r' on one line, two passes, a TP worker printing the same
   // passes again (graphs are per GPU), then an older single-pass wording in another log.

@@ -113,11 +113,20 @@ struct BreakdownRow {
 
 inline constexpr uint64_t k_breakdown_tolerance_bytes = 1ULL << 19;  // 0.5 MiB
 
+// The modelled release a log's wording belongs to when it prints no version (vLLM V0's "# GPU
+// blocks"), and why.
+struct ReleaseFromWording {
+  std::string release;  // as --engine-version takes it: "0.6", "0.7"
+  std::string reason;   // "'# GPU blocks' is V0's wording before v0.6.5"
+  LineRef source;
+};
+
 struct EngineLogReport {
   engines::Engine engine = engines::Engine::unknown;
   std::optional<Printed<std::string>> version;  // "6527 (abc1234)" for llama.cpp, "0.19.0" for vLLM
-  std::vector<MemoryFigure> figures;            // in log order
-  std::vector<BreakdownRow> breakdown;          // the last memory breakdown table printed
+  std::optional<ReleaseFromWording> release_from_wording;  // where `version` is not printed
+  std::vector<MemoryFigure> figures;                       // in log order
+  std::vector<BreakdownRow> breakdown;  // the last memory breakdown table printed
   PrintedSettings settings;
   std::vector<GraphCapture> graph_captures;  // in the order first seen (at most 16)
   ModelFacts model;

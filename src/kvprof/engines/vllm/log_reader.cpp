@@ -163,6 +163,15 @@ bool parse_enforce_eager(const LineInput& in, EngineLogReport& report) {
   return true;
 }
 
+// Notes the release row the wording of line `in` belongs to; a `decisive` line (the block count's
+// wording, which changed in v0.6.5) replaces a weaker hint.
+void wording_of(EngineLogReport& report, const LineInput& in, const char* release,
+                const char* reason, bool decisive) {
+  auto& w = report.release_from_wording;
+  if (w && !decisive) return;
+  w = ReleaseFromWording{release, reason, ref(in)};
+}
+
 bool is_vllm_marker(std::string_view text) {
   return contains(text, "(EngineCore") || contains(text, "(APIServer pid=") ||
          contains(text, "vLLM API server") || contains(text, "(VllmWorker");
@@ -175,16 +184,27 @@ bool parse_vllm_line(const LineInput& in, EngineLogReport& report) {
   if (contains(text, "enforce_eager") && parse_enforce_eager(in, report)) return true;
   if (contains(text, "Model loading took"))
     return figure_after(in, "Model loading took", Component::weights, report);
-  if (contains(text, "Loading model weights took"))  // v0: "Loading model weights took 6.1138 GB"
+  if (contains(text, "Loading model weights took")) {  // v0: "Loading model weights took 6.1138 GB"
+    wording_of(report, in, "0.7", "'Loading model weights took' is V0's model runner (before v0.8)",
+               false);
     return figure_after(in, "Loading model weights took", Component::weights, report);
+  }
   if (contains(text, "Available KV cache memory:"))
     return figure_after(in, "Available KV cache memory:", Component::kv_cache, report);
   if (contains(text, "Graph capturing finished in"))
     return figure_after(in, ", took", Component::cuda_graph, report);
   if (contains(text, "GPU KV cache size:"))
     return uint_after(in, "GPU KV cache size:", s.kv_cache_tokens);
-  if (contains(text, "# GPU blocks:")) return uint_after(in, "# GPU blocks:", s.num_gpu_blocks);
-  if (contains(text, "# cuda blocks:")) return uint_after(in, "# cuda blocks:", s.num_gpu_blocks);
+  if (contains(text, "# GPU blocks:")) {
+    wording_of(report, in, "0.6", "'# GPU blocks' is V0's wording before v0.6.5", true);
+    return uint_after(in, "# GPU blocks:", s.num_gpu_blocks);
+  }
+  // "# %s blocks" with the platform's name: "CUDA" (dispatch_key) or "cuda" (device_name).
+  for (const char* key : {"# CUDA blocks:", "# cuda blocks:"}) {
+    if (!contains(text, key)) continue;
+    wording_of(report, in, "0.7", "'# CUDA blocks' is V0's wording of v0.6.5 - v0.7", true);
+    return uint_after(in, key, s.num_gpu_blocks);
+  }
   if (contains(text, "num_gpu_blocks is:"))
     return uint_after(in, "num_gpu_blocks is:", s.num_gpu_blocks);
   if (contains(text, "Maximum concurrency for ")) {

@@ -74,6 +74,12 @@ nlohmann::json engine_log_json(const EngineLogReport& log) {
                       {"confidence", "reported by engine"}};
   j["version"] = nullptr;
   if (log.version) put(j, "version", log.version);
+  j["release_from_wording"] = nullptr;
+  if (log.release_from_wording && !log.version) {
+    const auto& w = *log.release_from_wording;
+    j["release_from_wording"] = {
+        {"release", w.release}, {"reason", w.reason}, {"line", w.source.line_no}};
+  }
   auto& figures = j["figures"] = nlohmann::json::array();
   for (const auto& f : log.figures) {
     nlohmann::json fj = {{"component", component_name(f.component)},
@@ -165,7 +171,16 @@ nlohmann::json engine_log_json(const EngineLogReport& log) {
 
 std::string engine_log_text(const EngineLogReport& log) {
   std::string out = fmt::format("engine: {}", engines::engine_name(log.engine));
-  if (log.version) out += fmt::format(" (release {})", show(log.version));
+  if (log.version) {
+    out += fmt::format(" (release {})", show(log.version));
+  } else if (log.release_from_wording) {
+    const auto& w = *log.release_from_wording;
+    out += fmt::format(
+        " (no release printed; {} {} by its wording: {} (line {}); plan it with "
+        "--engine-version {})",
+        engines::engine_row(log.engine).display_name, w.release, w.reason, w.source.line_no,
+        w.release);
+  }
   out += fmt::format("   {} lines read, {} recognised", log.n_lines, log.n_recognised_lines);
   if (log.n_skipped_long_lines > 0) {
     out += fmt::format(", {} too long and skipped", log.n_skipped_long_lines);
