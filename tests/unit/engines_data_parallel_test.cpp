@@ -6,6 +6,7 @@
 
 #include "kvprof/engines/registry.hpp"
 #include "kvprof/model/catalog.hpp"
+#include "support/run_kvprof.hpp"
 
 namespace kvprof::engines {
 namespace {
@@ -104,6 +105,22 @@ TEST(DataParallel, SglangCommandWithDpAttentionIsReadAsSglangPlansIt) {
       "--moe-a2a-backend none");
   ASSERT_TRUE(other.has_value());
   EXPECT_FALSE(other->settings.enable_expert_parallel);
+}
+
+TEST(DataParallel, ThePlanSaysEveryRankPrintsTheLines) {
+  const auto r = test::run_kvprof(
+      "estimate -m Qwen/Qwen3-30B-A3B --gpu H100 --dp 4 --enable-expert-parallel "
+      "--max-model-len 32768");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_NE(r.out.find("will log on each of its 4 data-parallel ranks (DP0 - DP3):"),
+            std::string::npos)
+      << r.out;
+  const auto bad = test::run_kvprof(
+      "estimate -m Qwen/Qwen3-30B-A3B --engine sglang --gpu H100 --tp 4 --dp 3 "
+      "--enable-dp-attention");
+  EXPECT_EQ(bad.rc, 2);
+  EXPECT_NE(bad.out.find("--dp-size 3 must be 2 or more and divide --tp-size 4"), std::string::npos)
+      << bad.out;
 }
 
 }  // namespace

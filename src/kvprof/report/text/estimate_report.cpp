@@ -284,8 +284,13 @@ std::string estimate_text(const Estimate& e) {
   if (e.kv_heads_replicated) out += "  (KV heads replicated: fewer KV heads than TP ranks)";
   out += "\n\n";
   if (!e.engine_report.log_lines.empty()) {
-    out +=
-        fmt::format("{} will log{}:\n", engine, e.start_failure.empty() ? "" : ", before it stops");
+    // Data-parallel ranks each print their own lines with the same figures.
+    const uint32_t dp = e.settings.data_parallel_size;
+    const std::string ranks =
+        dp > 1 ? fmt::format(" on each of its {} data-parallel ranks (DP0 - DP{})", dp, dp - 1)
+               : "";
+    out += fmt::format("{} will log{}{}:\n", engine, ranks,
+                       e.start_failure.empty() ? "" : ", before it stops");
     for (const auto& line : e.engine_report.log_lines)
       out += "  " + line + "\n";
     out += "\n";
