@@ -176,6 +176,16 @@ std::string_view Cursor::read_token(std::string_view stops) {
   return m_text.substr(start, m_pos - start);
 }
 
+std::optional<uint64_t> read_list_count(Cursor& c, uint64_t max_items) {
+  uint64_t n = 0;
+  while (n < max_items && c.read_uint()) {
+    ++n;
+    if (!c.eat(",")) break;
+  }
+  if (n == 0 || !c.eat("]")) return std::nullopt;
+  return n;
+}
+
 std::string_view word_before(std::string_view text, size_t end) {
   end = std::min(end, text.size());
   while (end > 0 && (text[end - 1] == ' ' || text[end - 1] == '\t'))

@@ -45,6 +45,10 @@ class Cursor {
   size_t m_pos = 0;
 };
 
+// Reads the items of a list of whole numbers after its '[' ("32, 16, 8]"): how many there are,
+// the cursor past the ']'; nullopt when it is empty, not closed or longer than `max_items`.
+std::optional<uint64_t> read_list_count(Cursor& c, uint64_t max_items = 4096);
+
 // Returns the whitespace-delimited word that ends right before `end` in `text` (spaces skipped).
 std::string_view word_before(std::string_view text, size_t end);
 

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 
 namespace kvprof {
 
@@ -11,6 +12,19 @@ std::string to_lower(std::string_view s) {
   for (char& c : out)
     c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return out;
+}
+
+std::optional<std::string_view> read_version_numbers(std::string_view v, std::span<uint32_t> out) {
+  std::fill(out.begin(), out.end(), 0U);
+  const char* p = v.data();
+  const char* end = v.data() + v.size();
+  for (size_t i = 0; i < out.size() && p < end; ++i) {
+    const auto [q, ec] = std::from_chars(p, end, out[i]);
+    if (ec != std::errc{}) return std::nullopt;
+    p = q;
+    if (p < end && *p == '.') ++p;
+  }
+  return std::string_view(p, static_cast<size_t>(end - p));
 }
 
 std::string_view trim_view(std::string_view s) {

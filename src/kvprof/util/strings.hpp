@@ -1,6 +1,8 @@
 // Small string helpers shared by the parsers and the CLI.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -25,6 +27,11 @@ bool iequals(std::string_view a, std::string_view b);
 
 // Percent-encodes `s` for a URL query value (RFC 3986: every byte but A-Z a-z 0-9 - . _ ~).
 std::string percent_encode(std::string_view s);
+
+// Reads up to out.size() dot-separated whole numbers from the start of `v` into `out` (missing
+// ones 0) and returns what follows them ("0.4.7.post1" -> {0, 4, 7}, "post1"); nullopt when a
+// number is expected and not there ("0.x").
+std::optional<std::string_view> read_version_numbers(std::string_view v, std::span<uint32_t> out);
 
 // Levenshtein distance between `a` and `b` (case-insensitive).
 size_t edit_distance(std::string_view a, std::string_view b);

@@ -61,13 +61,9 @@ bool parse_kv_allocated(const LineInput& in, EngineLogReport& report) {
 bool parse_graph_batch_sizes(const LineInput& in, EngineLogReport& report) {
   Cursor c(in.text);
   c.seek_past("Capture cuda graph bs [");
-  uint64_t n = 0;
-  while (n < 4096 && c.read_uint()) {
-    ++n;
-    if (!c.eat(",")) break;
-  }
-  if (n == 0 || !c.eat("]")) return false;
-  report.settings.cuda_graphs = Printed<uint64_t>{n, ref(in)};
+  const auto n = read_list_count(c);
+  if (!n) return false;
+  report.settings.cuda_graphs = Printed<uint64_t>{*n, ref(in)};
   return true;
 }
 

@@ -167,22 +167,16 @@ double vlm_factor(const SglangDefaultsInput& in) {
 
 // "0.4.7.post1" -> {0, 4, 7, 1}; false when it is not such a version.
 bool split_version(std::string_view v, std::array<uint32_t, 4>& out) {
-  out = {0, 0, 0, 0};
-  const char* p = v.data();
-  const char* end = v.data() + v.size();
-  for (size_t i = 0; i < 3 && p < end; ++i) {
-    auto [q, ec] = std::from_chars(p, end, out[i]);
-    if (ec != std::errc{}) return false;
-    p = q;
-    if (p < end && *p == '.') ++p;
-  }
-  if (p == end) return true;
-  const std::string_view rest(p, static_cast<size_t>(end - p));
-  if (rest.starts_with("post")) {
-    auto [q, ec] = std::from_chars(p + 4, end, out[3]);
+  out[3] = 0;
+  const auto rest = read_version_numbers(v, std::span<uint32_t>(out.data(), 3));
+  if (!rest) return false;
+  if (rest->empty()) return true;
+  if (rest->starts_with("post")) {
+    const char* end = rest->data() + rest->size();
+    auto [q, ec] = std::from_chars(rest->data() + 4, end, out[3]);
     return ec == std::errc{} && q == end;
   }
-  return rest.starts_with("rc") || rest.starts_with("dev");
+  return rest->starts_with("rc") || rest->starts_with("dev");
 }
 
 }  // namespace

@@ -29,13 +29,8 @@ std::optional<uint64_t> tgi_count_after(std::string_view text, std::string_view 
 bool parse_tgi_graph_sizes(const LineInput& in, EngineLogReport& report) {
   Cursor c(in.text);
   c.seek_past("Cuda Graphs are enabled for sizes [");
-  uint64_t n = 0;
-  while (n < 4096 && c.read_uint()) {
-    ++n;
-    if (!c.eat(",")) break;
-  }
-  if (n == 0 || !c.eat("]")) return false;
-  return keep_first(report.settings.cuda_graphs, n, in);
+  const auto n = read_list_count(c);
+  return n && keep_first(report.settings.cuda_graphs, *n, in);
 }
 
 bool parse_tgi_version(const LineInput& in, EngineLogReport& report) {

@@ -17,7 +17,6 @@
 
 #include <algorithm>
 #include <array>
-#include <charconv>
 #include <cmath>
 #include <tuple>
 
@@ -41,18 +40,10 @@ constexpr std::array<TgiReleaseRules, 10> k_tgi_releases{{
     {"v3.3", "v3.3.0 - v3.3.7", 3, 3, 0, 0.90, true, 1, R::prefill_by_compute, true, false, true},
 }};
 
-// "3.3.5" -> {3, 3, 5}; false when it is not such a version.
+// "3.3.5" -> {3, 3, 5}; false when it is not such a version ("3.3.5-rocm" is).
 bool split_tgi_version(std::string_view v, std::array<uint32_t, 3>& out) {
-  out = {0, 0, 0};
-  const char* p = v.data();
-  const char* end = v.data() + v.size();
-  for (size_t i = 0; i < 3 && p < end; ++i) {
-    auto [q, ec] = std::from_chars(p, end, out[i]);
-    if (ec != std::errc{}) return false;
-    p = q;
-    if (p < end && *p == '.') ++p;
-  }
-  return p == end || std::string_view(p, static_cast<size_t>(end - p)).starts_with("-");
+  const auto rest = read_version_numbers(v, out);
+  return rest && (rest->empty() || rest->starts_with("-"));
 }
 
 // The launcher's fp16 flops per card (launcher/src/main.rs ComputeType::f16_flop), by kvprof's
