@@ -36,7 +36,10 @@ TEST(LaunchCommand, LlamaServerLeftAtOneSlotRunsFourSharingOneCache) {
     ASSERT_TRUE(r.has_value()) << cmd;
     EXPECT_EQ(r->settings.n_parallel, 4U) << cmd;
     EXPECT_TRUE(r->settings.kv_unified) << cmd;
-    EXPECT_EQ(r->settings.max_model_len, 4096U) << cmd;  // llama-server's -c default
+    // The newest llama-server starts with the model's own context, which --fit lowers.
+    EXPECT_FALSE(r->settings.max_model_len.has_value()) << cmd;
+    EXPECT_TRUE(r->settings.ctx_of_model) << cmd;
+    EXPECT_EQ(r->settings.fit, true) << cmd;
     EXPECT_FALSE(r->notes.empty());
   }
   const auto kept = read_launch_command("llama-server -m m.gguf -kvu -np 2 -fa");
@@ -131,16 +134,22 @@ TEST(LaunchCommand, NoneForOtherProgramsAndBrokenCommands) {
   EXPECT_FALSE(read_launch_command("python3 my_server.py --port 8000").has_value());
   EXPECT_FALSE(read_launch_command("llama-server -m 'unclosed").has_value());
   EXPECT_FALSE(read_launch_command("").has_value());
-  // -c 0 (the model's own context) is planned with llama-server's 4096, said in a note.
+  // -c 0 is the model's own context (0, as the plan reads it), said in a note.
   const auto zero = read_launch_command("llama-server -m m.gguf -c 0 -np 2");
   ASSERT_TRUE(zero.has_value());
-  EXPECT_EQ(zero->settings.max_model_len, 4096U);
+  EXPECT_EQ(zero->settings.max_model_len, 0U);
   EXPECT_NE(zero->notes.front().find("-c 0"), std::string::npos) << zero->notes.front();
-  // A bad number is left at the default, with a note.
+  // A bad number is left at the default (the model's context on the newest release), with a note.
   const auto r = read_launch_command("llama-server -m m.gguf -c lots");
   ASSERT_TRUE(r.has_value());
-  EXPECT_EQ(r->settings.max_model_len, 4096U);
+  EXPECT_TRUE(r->settings.ctx_of_model);
   EXPECT_GE(r->notes.size(), 2U);
+  // -fit off, -fitt and -fitc as llama-server reads them.
+  const auto fit = read_launch_command("llama-server -m m.gguf -fit off -fitt 2048,512 -fitc 8192");
+  ASSERT_TRUE(fit.has_value());
+  EXPECT_EQ(fit->settings.fit, false);
+  EXPECT_EQ(fit->settings.fit_target_bytes, 2048ULL << 20);
+  EXPECT_EQ(fit->settings.fit_ctx, 8192U);
 }
 
 }  // namespace

@@ -18,7 +18,7 @@ namespace kvprof::cli {
 
 namespace {
 
-constexpr double k_gib = 1024.0 * 1024.0 * 1024.0;
+constexpr double k_gib_f = 1024.0 * 1024.0 * 1024.0;
 
 struct ValidateState {
   std::string run;
@@ -48,8 +48,8 @@ void run_validate(const ValidateState& st) {
       throw Fatal({ErrorKind::usage, fmt::format("--calc-*: {} is not a size in GiB", **gib)});
     }
     any_calc = true;
-    reference[component] = **gib * k_gib;
-    calc_total += **gib * k_gib;
+    reference[component] = **gib * k_gib_f;
+    calc_total += **gib * k_gib_f;
   }
   if (any_calc) {
     if (!st.estimate_with.empty()) {

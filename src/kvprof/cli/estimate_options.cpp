@@ -180,6 +180,24 @@ estimate::EstimateInput build_estimate_input(const EstimateOptions& o) {
   s.use_mmap = !o.no_mmap;
   s.swa_full = o.swa_full;
   s.kv_unified = !o.no_kv_unified;
+  if (!o.fit.empty()) {
+    const std::string f = to_lower(o.fit);
+    if (f != "on" && f != "off") {
+      throw Fatal({ErrorKind::usage, fmt::format("--fit: '{}' (use on or off)", o.fit)});
+    }
+    s.fit = f == "on";
+  }
+  if (!o.fit_target_mib.empty()) {
+    // One value per device in llama.cpp; kvprof plans the busiest GPU with the first.
+    const auto first = trim(split(o.fit_target_mib, ',').front());
+    const auto mib_count = parse_count(first);
+    if (!mib_count || *mib_count > (1ULL << 30)) {
+      throw Fatal(
+          {ErrorKind::usage, fmt::format("--fit-target: '{}' is not MiB", o.fit_target_mib)});
+    }
+    s.fit_target_bytes = *mib_count << 20;
+  }
+  if (o.fit_ctx) s.fit_ctx = *o.fit_ctx;
   if (!o.host_mem.empty()) {
     auto b = parse_bytes(o.host_mem);
     if (!b || *b == 0) {
@@ -345,6 +363,14 @@ void add_estimate_options(CLI::App* cmd, EstimateOptions& o) {
   eng->add_option("--cache-type-v", o.cache_type_v, "llama.cpp -ctv (quantized needs -fa on)");
   eng->add_flag("--no-mmap", o.no_mmap, "llama.cpp: read the model into RAM instead of mapping");
   eng->add_flag("--swa-full", o.swa_full, "llama.cpp: full-size cache for sliding-window layers");
+  eng->add_option("--fit", o.fit,
+                  "llama.cpp --fit on|off: what llama-server (b7407+, on by default there) "
+                  "chooses for the -c, -ngl and MoE experts not given, to leave --fit-target free "
+                  "(default here: off, the flags as given)");
+  eng->add_option("--fit-target", o.fit_target_mib,
+                  "llama.cpp: MiB --fit leaves free on the device (1024)");
+  eng->add_option("--fit-ctx", o.fit_ctx, "llama.cpp: the smallest context --fit may choose (4096)")
+      ->check(CLI::Range(1U, UINT32_MAX));
   eng->add_flag("--no-kv-unified,!--kv-unified", o.no_kv_unified,
                 "llama.cpp: one KV stream per slot (--kv-unified, -kvu: one shared by all)");
   eng->add_option("--host-mem", o.host_mem,
@@ -399,6 +425,9 @@ std::vector<std::string> normalize_short_flags(std::vector<std::string> args) {
       {"-ot", "--override-tensor"},
       {"-cmoe", "--cpu-moe"},
       {"-ncmoe", "--n-cpu-moe"},
+      {"-fit", "--fit"},
+      {"-fitt", "--fit-target"},
+      {"-fitc", "--fit-ctx"},
   };
   for (auto& a : args) {
     for (const auto& [from, to] : k_aliases) {

@@ -67,6 +67,9 @@ struct EstimateOptions {
   bool no_mmap = false;
   bool swa_full = false;
   bool no_kv_unified = false;
+  std::string fit;                  // llama.cpp --fit on|off ("" = off)
+  std::string fit_target_mib;       // --fit-target MiB[,MiB...]
+  std::optional<uint32_t> fit_ctx;  // --fit-ctx
   std::string host_mem;
   std::string speculative_model;
   uint32_t num_speculative_tokens = 0;

@@ -108,6 +108,11 @@ struct LlamaCppSummary {
   uint64_t max_ctx_size = 0;  // largest -c (multiple of 256) that fits; 0 = none
   // llama.cpp's debug line for each tensor an override (-ot, --cpu-moe) placed.
   std::vector<std::string> override_lines;
+  // --fit: what llama-fit-params would print (-c N -ngl N [-ot "..."]), whether it met its
+  // target, and the lines it logs; empty args without --fit.
+  std::string fit_args;
+  bool fit_success = true;
+  std::vector<std::string> fit_lines;
 };
 
 struct Estimate {

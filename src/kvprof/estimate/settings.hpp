@@ -83,7 +83,13 @@ struct EngineSettings {
   bool use_mmap = true;      // --no-mmap
   bool swa_full = false;     // --swa-full
   bool kv_unified = true;    // --kv-unified (one KV stream for all slots)
-  bool no_gpu = false;       // --gpu cpu: a CPU-only deployment
+  // --fit (llama-server's default from b7407): the context, layers and experts not given, fitted
+  // to leave --fit-target free; unset = off in `estimate`, the release's default for a command.
+  std::optional<bool> fit;
+  uint64_t fit_target_bytes = 1ULL << 30;  // --fit-target (MiB on the command line)
+  uint32_t fit_ctx = 4096;                 // --fit-ctx: the context is not lowered below it
+  bool ctx_of_model = false;  // -c 0, or no -c where the release starts with the model's context
+  bool no_gpu = false;        // --gpu cpu: a CPU-only deployment
   std::optional<uint64_t> host_memory_bytes;  // --host-mem (default: this machine's RAM)
   // Speculative decoding (seed 000): a draft model and extra CUDA graph sets.
   std::string speculative_model;  // catalog id / path of the draft model ("" = none)

@@ -14,7 +14,7 @@
 namespace kvprof::model {
 namespace {
 
-constexpr uint64_t k_max_layers = k_gguf_kept_numbers;
+constexpr uint64_t k_max_gguf_layers = k_gguf_kept_numbers;
 
 // Reads "<arch>.<suffix>" keys; remembers the first error (missing or mistyped key).
 class Keys {
@@ -414,9 +414,10 @@ Expected<ModelSpec> model_from_gguf(const GgufFile& gguf, std::string_view sourc
   };
   m.n_layer = keys.req_u32("block_count");
   if (keys.error()) return fail_with();
-  if (m.n_layer == 0 || m.n_layer > k_max_layers) {
-    return fail(ErrorKind::input, fmt::format("GGUF: {} is {} (1 to {} supported)",
-                                              keys.name("block_count"), m.n_layer, k_max_layers));
+  if (m.n_layer == 0 || m.n_layer > k_max_gguf_layers) {
+    return fail(ErrorKind::input,
+                fmt::format("GGUF: {} is {} (1 to {} supported)", keys.name("block_count"),
+                            m.n_layer, k_max_gguf_layers));
   }
   m.layers.assign(m.n_layer, LayerSpec{});
   m.hidden_size = keys.req_u32("embedding_length");

@@ -22,7 +22,7 @@ namespace {
 using nlohmann::json;
 namespace fs = std::filesystem;
 
-constexpr uint64_t k_max_dim = 1ULL << 48;  // one dimension; real tensors are far below
+constexpr uint64_t k_max_safetensors_dim = 1ULL << 48;  // one dimension; real tensors are far below
 constexpr size_t k_max_rank = 16;
 constexpr int k_max_header_depth = 8;
 
@@ -76,7 +76,7 @@ Expected<TensorInfo> parse_tensor(const std::string& name, const json& v, uint64
       return bad(fmt::format("tensor '{}': shape must hold non-negative integers", name));
     }
     const auto dim = d.get<uint64_t>();
-    if (dim > k_max_dim || __builtin_mul_overflow(n_elements, dim, &n_elements)) {
+    if (dim > k_max_safetensors_dim || __builtin_mul_overflow(n_elements, dim, &n_elements)) {
       return bad(fmt::format("tensor '{}': shape overflows", name));
     }
     t.shape.push_back(dim);

@@ -13,7 +13,7 @@ namespace {
 
 using nlohmann::json;
 
-constexpr size_t k_max_models = 64;
+constexpr size_t k_max_served_models = 64;
 constexpr size_t k_max_model_id_bytes = 512;
 constexpr size_t k_max_short_text_bytes = 128;
 constexpr size_t k_max_message_bytes = 300;
@@ -55,14 +55,14 @@ bool read_model_list(std::string_view body, ServerInfo& info) {
         to_valid_utf8(*id) != *id) {
       continue;
     }
-    if (info.models.size() < k_max_models) info.models.push_back(*id);
+    if (info.models.size() < k_max_served_models) info.models.push_back(*id);
     const auto len = m.find("max_model_len");
     if (len != m.end() && len->is_number_unsigned() &&
-        info.max_model_len_tokens.size() < k_max_models) {
+        info.max_model_len_tokens.size() < k_max_served_models) {
       info.max_model_len_tokens[*id] = len->get<uint64_t>();
     }
     const auto meta = m.find("meta");
-    if (meta != m.end() && meta->is_object() && info.vocab_tokens.size() < k_max_models) {
+    if (meta != m.end() && meta->is_object() && info.vocab_tokens.size() < k_max_served_models) {
       const auto n_vocab = meta->find("n_vocab");
       if (n_vocab != meta->end() && n_vocab->is_number_integer() && n_vocab->get<int64_t>() > 0 &&
           static_cast<uint64_t>(n_vocab->get<int64_t>()) <= k_max_vocab_tokens) {

@@ -19,7 +19,7 @@ namespace {
 constexpr size_t k_max_settings = 400;
 constexpr size_t k_max_value_chars = 300;
 constexpr size_t k_max_conditions = 10000;
-constexpr size_t k_max_command_chars = 8192;
+constexpr size_t k_max_summary_command_chars = 8192;
 constexpr size_t k_max_command_tokens = 512;
 
 // The member `key` of an object, or null.
@@ -239,7 +239,7 @@ void read_profile(const json& s, RunSummary& r) {
   // The command as launched, whole: its flags are settings (a long model path must not cut them).
   if (const json* c = path(s, {"launch", "command"}); c != nullptr && c->is_string()) {
     r.launch_command =
-        to_valid_utf8(words_prefix(c->get_ref<const std::string&>(), k_max_command_chars));
+        to_valid_utf8(words_prefix(c->get_ref<const std::string&>(), k_max_summary_command_chars));
   }
 }
 
@@ -373,7 +373,7 @@ std::string RunSummary::gpu_name() const {
 }
 
 std::map<std::string, std::string> command_flags(std::string_view command) {
-  command = words_prefix(command, k_max_command_chars);
+  command = words_prefix(command, k_max_summary_command_chars);
   std::vector<std::string> tokens;
   std::string current;
   bool in_token = false;

@@ -26,6 +26,7 @@ struct ReadFlags {
   bool ctx_of_model = false;  // -c 0: the context the model was trained with
   bool kv_unified = false;
   bool draft = false;
+  std::optional<bool> fit;  // -fit on|off
 };
 
 void read_flags(std::span<const std::string> args, estimate::LaunchReading& out, ReadFlags& f) {
@@ -143,6 +144,28 @@ void read_flags(std::span<const std::string> args, estimate::LaunchReading& out,
         if (ec == std::errc{} && p == t.data() + t.size() && share >= 0)
           s.tensor_split.push_back(share);
       }
+    } else if (w.is({"-fit", "--fit"})) {
+      const std::string v = to_lower(w.value().value_or("on"));
+      f.fit = v != "off" && v != "0" && v != "false";
+      out.given.insert("fit");
+    } else if (w.is({"-fitt", "--fit-target"})) {
+      // One MiB value per device; kvprof plans the busiest GPU with the first.
+      const auto v = w.value();
+      const auto first = trim(split(v.value_or(""), ',').front());
+      if (auto n = read_count(std::optional<std::string>(first)); n && *n <= (1ULL << 30)) {
+        s.fit_target_bytes = *n << 20;
+        out.given.insert("fit-target");
+      } else {
+        unread(flag, v);
+      }
+    } else if (w.is({"-fitc", "--fit-ctx"})) {
+      const auto v = w.value();
+      if (auto n = read_count(v); n && *n > 0 && *n <= UINT32_MAX) {
+        s.fit_ctx = static_cast<uint32_t>(*n);
+        out.given.insert("fit-ctx");
+      } else {
+        unread(flag, v);
+      }
     } else if (w.is({"-md", "--model-draft", "-hfd", "--hf-repo-draft"})) {
       f.draft = true;
       out.notes.push_back(fmt::format("{}: the draft model is not in the plan", flag));
@@ -167,17 +190,25 @@ bool read_llamacpp_command(std::span<const std::string> words, estimate::LaunchR
   // The release the server is (when known: its --version, its /props) decides its defaults.
   const auto release = parse_llamacpp_release(s.engine_version);
   const LlamaCppReleaseRules& rules = release ? *release->rules : llamacpp_latest_release();
+  // --fit: llama-server's default from b7407 (-fit off turns it off); kvprof serve has none.
+  const bool has_fit = !kvprof_serve && rules.first_build >= 7407;
+  if (has_fit) s.fit = f.fit.value_or(true);
   if (!s.max_model_len) {
-    s.max_model_len = k_default_ctx;
-    if (f.ctx_of_model) {
+    if (f.ctx_of_model && !kvprof_serve) {
+      s.max_model_len = 0;  // the model's own context, never lowered by --fit (b7826)
+      out.notes.push_back("-c 0: the model's own context");
+    } else if (f.ctx_of_model) {
+      s.max_model_len = k_default_ctx;
       out.notes.push_back(fmt::format(
           "-c 0 (the model's own context): planned with {} cells; give -c", k_default_ctx));
     } else if (!kvprof_serve && rules.server_default_ctx == 0) {
+      s.ctx_of_model = true;
       out.notes.push_back(fmt::format(
-          "no -c: this llama-server starts with the model's own context ({}), which --fit may "
-          "lower to what fits; planned with {} cells, give -c",
-          rules.first_build >= 7407 ? "from b7407" : "before b4014", k_default_ctx));
+          "no -c: this llama-server starts with the model's own context ({}){}",
+          rules.first_build >= 7407 ? "from b7407" : "before b4014",
+          s.fit.value_or(false) ? ", which --fit lowers to what leaves --fit-target free" : ""));
     } else {
+      s.max_model_len = k_default_ctx;
       out.notes.push_back(
           fmt::format("no -c: planned with {} cells, {}'s default", k_default_ctx, out.program));
     }

@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "kvprof/engines/llamacpp/buffers.hpp"
+#include "kvprof/engines/llamacpp/fit.hpp"
 #include "kvprof/engines/llamacpp/tensor_overrides.hpp"
 #include "kvprof/estimate/engine_common.hpp"
 #include "kvprof/estimate/estimate.hpp"
@@ -23,12 +24,12 @@ using namespace kvprof::estimate;  // NOLINT: the planner below every engine
 
 namespace {
 
-constexpr double k_mib = 1024.0 * 1024.0;
-constexpr uint64_t k_cuda_context_bytes = 300ULL << 20;  // CUDA context + cuBLAS, per GPU
+constexpr double k_mib_f = 1024.0 * 1024.0;
+constexpr uint64_t k_llamacpp_cuda_context_bytes = 300ULL << 20;  // CUDA context + cuBLAS, per GPU
 constexpr uint32_t k_ctx_step = 256;
 
 double mib(uint64_t bytes) {
-  return static_cast<double>(bytes) / k_mib;
+  return static_cast<double>(bytes) / k_mib_f;
 }
 
 // -ctk/-ctv, else --kv-cache-dtype in llama.cpp's types, else f16.
@@ -59,7 +60,7 @@ struct Budget {
 
 // What one GPU needs: its buffers and, when it runs anything, the CUDA context.
 uint64_t gpu_need(const LlamaCppDevice& d) {
-  return d.total_bytes() + (d.layers > 0 || d.output ? k_cuda_context_bytes : 0);
+  return d.total_bytes() + (d.layers > 0 || d.output ? k_llamacpp_cuda_context_bytes : 0);
 }
 
 // The GPU that needs the most (the one that decides whether the split fits); nullptr without.
@@ -197,6 +198,39 @@ Expected<LlamaCppSettings> llamacpp_settings(const EngineSettings& s) {
   return ps;
 }
 
+namespace {
+
+// llama.cpp's --fit of `ps` against the busiest GPU (or, without one, the host's RAM); `given`
+// says which settings the user stated.
+LlamaCppFitResult fit_for_device(const model::ModelSpec& m, const EngineSettings& given,
+                                 LlamaCppSettings ps, const Budget& budget, uint32_t build) {
+  LlamaCppFitInput fi;
+  fi.free_bytes = ps.has_gpu ? budget.gpu_bytes : budget.host_bytes;
+  fi.target_bytes = given.fit_target_bytes;
+  fi.n_ctx_min = given.fit_ctx;
+  fi.build = build;
+  fi.layers_given = given.n_gpu_layers.has_value() || !given.tensor_split.empty() ||
+                    !given.tensor_overrides.empty();
+  // -c not given where the release starts with the model's context (or -c 0 before b7826, which
+  // turned an explicit 0 into "the whole context, not lowered").
+  const bool model_ctx = (!given.max_model_len && ps.release->server_default_ctx == 0) ||
+                         given.ctx_of_model || (given.max_model_len && *given.max_model_len == 0);
+  const bool explicit_zero = given.max_model_len && *given.max_model_len == 0;
+  if (model_ctx) {
+    ps.n_ctx = static_cast<uint32_t>(std::min<uint64_t>(
+        m.max_position_embeddings > 0 ? m.max_position_embeddings : 4096, UINT32_MAX));
+  }
+  fi.ctx_auto = model_ctx && !(explicit_zero && (build == 0 || build >= 7826));
+  const auto use = [&m, &budget](const LlamaCppSettings& t) -> std::optional<uint64_t> {
+    const auto q = plan_llamacpp(m, t);
+    if (!q) return std::nullopt;
+    return budget.gpu_bytes > 0 ? gpu_need(*q) : q->host_total_bytes;
+  };
+  return fit_llamacpp(m, ps, fi, use);
+}
+
+}  // namespace
+
 Expected<Estimate> estimate_llamacpp(const EstimateInput& in) {
   // -q Q4_K_M (any llama-quantize mix): the model as that GGUF would be.
   std::optional<model::ModelSpec> as_mix;
@@ -215,6 +249,11 @@ Expected<Estimate> estimate_llamacpp(const EstimateInput& in) {
     return fail(ErrorKind::usage,
                 "llama.cpp splits layers over GPUs with -ngl and -ts (--tensor-split 1,1), not "
                 "-tp/-pp/-dp");
+  }
+  // -c 0, or no -c where the server starts with the model's own context; else llama-server's
+  // 4096.
+  if (s.ctx_of_model || (s.max_model_len && *s.max_model_len == 0)) {
+    s.max_model_len = m.max_position_embeddings > 0 ? m.max_position_embeddings : 4096;
   }
   if (!s.max_model_len) s.max_model_len = 4096;  // llama-server --ctx-size
   auto quant = resolve_quantization(m, s);
@@ -236,19 +275,41 @@ Expected<Estimate> estimate_llamacpp(const EstimateInput& in) {
 
   auto settings = llamacpp_settings(s);
   if (!settings) return std::unexpected(settings.error());
+  Budget budget;
+  budget.host_bytes = s.host_memory_bytes.value_or(sys::read_mem_info().total_bytes.value_or(0));
+  budget.gpu_bytes = settings->has_gpu ? in.gpu.memory_bytes : 0;
+  const auto release = parse_llamacpp_release(s.engine_version);
+  const uint32_t build = release ? release->build : 0;
+  std::optional<LlamaCppFitResult> fitted;
+  if (s.fit.value_or(false)) {
+    if (settings->release->first_build < 7407) {
+      est.warnings.push_back(
+          fmt::format("--fit: llama.cpp {} has none (from b7407): planned with the flags as given",
+                      release ? release->name : "this release"));
+    } else if (!settings->has_gpu && build != 0 && build < 8840) {
+      est.warnings.push_back(fmt::format(
+          "--fit: llama.cpp {} fits only GPU settings (a CPU-only context from b8840): planned "
+          "with the flags as given",
+          release->name));
+    } else {
+      fitted = fit_for_device(m, in.settings, *settings, budget, build);
+      *settings = fitted->settings;
+      s.max_model_len = settings->n_ctx;
+      if (fitted->changed && settings->has_gpu)
+        s.n_gpu_layers = static_cast<uint32_t>(std::max(settings->n_gpu_layers, 0));
+      s.tensor_overrides = settings->tensor_overrides;
+    }
+  }
   const LlamaCppSettings& ps = *settings;
   auto plan = plan_llamacpp(m, ps);
   if (!plan) return std::unexpected(plan.error());
   const LlamaCppPlan& p = *plan;
-  if (auto release = parse_llamacpp_release(s.engine_version)) {
+  if (release) {
     if (!release->warning.empty()) est.warnings.push_back(release->warning);
     if (s.flash_attn_auto && !ps.release->flash_attn_auto)
       est.warnings.push_back(flash_attn_default_note(m, ps, p, release->name));
   }
 
-  Budget budget;
-  budget.host_bytes = s.host_memory_bytes.value_or(sys::read_mem_info().total_bytes.value_or(0));
-  budget.gpu_bytes = ps.has_gpu ? in.gpu.memory_bytes : 0;
   LlamaCppSummary sum;
   sum.has_gpu = ps.has_gpu;
   sum.gpu_layers = p.gpu_layers;
@@ -314,6 +375,17 @@ Expected<Estimate> estimate_llamacpp(const EstimateInput& in) {
   }
   sum.max_ctx_size = lo * k_ctx_step;
   sum.override_lines = p.override_lines;
+  if (fitted) {
+    sum.fit_args = fitted->args;
+    sum.fit_success = fitted->success;
+    sum.fit_lines = fitted->lines;
+    if (!fitted->success) {
+      est.warnings.push_back(
+          "--fit: even the fitted settings leave less than --fit-target free; llama.cpp loads "
+          "them anyway (" +
+          fitted->args + ")");
+    }
+  }
 
   MemoryBreakdown& mb = est.per_gpu;
   if (ps.has_gpu) {
@@ -386,7 +458,10 @@ Expected<Estimate> estimate_llamacpp(const EstimateInput& in) {
     est.warnings.push_back(fmt::format(
         "{} tensor override{} (-ot, --cpu-moe, --n-cpu-moe) put {:.2f} GiB of weights in host "
         "memory, placed by name as llama.cpp does; the compute buffers are still those of -ngl's "
-        "placement (the host-side expert matmuls' own buffers are not modelled)",
+        "placement: for prompt batches of 32 tokens or more llama.cpp copies host experts into "
+        "the GPU's compute buffer (op offload; --no-op-offload turns it off), which is not "
+        "planned, so the GPU needs more (3.5 GiB more in llama.cpp's own Qwen3-30B-A3B --fit "
+        "example)",
         ps.tensor_overrides.size(), ps.tensor_overrides.size() == 1 ? "" : "s",
         mib(p.overridden_host_bytes) / 1024));
   }

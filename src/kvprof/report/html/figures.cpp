@@ -11,8 +11,8 @@
 namespace kvprof::report::html {
 namespace {
 
-constexpr double k_gib = 1024.0 * 1024.0 * 1024.0;
-constexpr double k_mib = 1024.0 * 1024.0;
+constexpr double k_gib_f = 1024.0 * 1024.0 * 1024.0;
+constexpr double k_mib_f = 1024.0 * 1024.0;
 
 // What the figures put on their x axis: the concurrency, or — for an experiment that holds the
 // concurrency and varies the input length (a bench --seqlens sweep) — the input length, so each
@@ -117,7 +117,7 @@ std::string Figure::natures() const {
 }
 
 MemoryUnit memory_unit(double max_bytes) {
-  return max_bytes >= k_gib ? MemoryUnit{"GiB", k_gib} : MemoryUnit{"MiB", k_mib};
+  return max_bytes >= k_gib_f ? MemoryUnit{"GiB", k_gib_f} : MemoryUnit{"MiB", k_mib_f};
 }
 
 std::string run_caption(const RunData& run) {

@@ -65,7 +65,11 @@ nlohmann::json llamacpp_json(const estimate::LlamaCppSummary& l) {
           {"min_n_cpu_moe",
            l.min_n_cpu_moe ? nlohmann::json(*l.min_n_cpu_moe) : nlohmann::json(nullptr)},
           {"max_ctx_size", l.max_ctx_size},
-          {"override_log_lines", l.override_lines}};
+          {"override_log_lines", l.override_lines},
+          {"fit", l.fit_args.empty() ? nlohmann::json(nullptr)
+                                     : nlohmann::json{{"args", l.fit_args},
+                                                      {"success", l.fit_success},
+                                                      {"log_lines", l.fit_lines}}}};
 }
 
 std::string llamacpp_text(const estimate::LlamaCppSummary& l) {
@@ -97,6 +101,16 @@ std::string llamacpp_text(const estimate::LlamaCppSummary& l) {
     out += fmt::format("{} tensors placed by -ot/--cpu-moe (llama-server -v logs each), e.g.: {}\n",
                        l.override_lines.size(), l.override_lines.front());
   }
+  return out;
+}
+
+// What --fit chose (as llama-fit-params prints it) and the lines it logs.
+std::string fit_text(const estimate::LlamaCppSummary& l) {
+  if (l.fit_args.empty()) return "";
+  std::string out =
+      fmt::format("\n--fit chooses{}: {}\n", l.fit_success ? "" : " (target not met)", l.fit_args);
+  for (const auto& line : l.fit_lines)
+    out += "  " + line + "\n";
   return out;
 }
 
@@ -263,6 +277,7 @@ std::string estimate_text(const Estimate& e) {
   parts.add_row({"headroom", signed_gib(e.headroom_bytes)});
   out += parts.render();
   if (e.llamacpp && e.llamacpp->has_gpu) out += llamacpp_text(*e.llamacpp);
+  if (e.llamacpp) out += fit_text(*e.llamacpp);
   if (cpu_only) {
     out += e.llamacpp->max_ctx_size > 0
                ? fmt::format("\nlargest -c that fits: {}\n", e.llamacpp->max_ctx_size)

@@ -1,0 +1,145 @@
+// llama.cpp's --fit, planned: the context it lowers when -c is not given, the layers and MoE
+// experts it moves when -ngl and the overrides are not given, and what it leaves alone when they
+// are; the lines it logs and what llama-fit-params prints.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "kvprof/engines/registry.hpp"
+#include "kvprof/model/catalog.hpp"
+
+namespace kvprof::engines {
+namespace {
+
+estimate::EstimateInput llama_input(const char* model, const char* gpu, const char* release) {
+  estimate::EstimateInput in;
+  in.model = model::catalog_model(model).value();
+  in.gpu = gpu::find_gpu(gpu).value();
+  in.settings.engine = Engine::llamacpp;
+  in.settings.engine_version = release;
+  in.settings.fit = true;
+  in.settings.host_memory_bytes = 256ULL << 30;
+  return in;
+}
+
+bool has_line(const estimate::Estimate& e, const std::string& part) {
+  for (const auto& l : e.llamacpp->fit_lines) {
+    if (l.find(part) != std::string::npos) return true;
+  }
+  return false;
+}
+
+// tools/fit-params/README.md of b7416 (#16653): Qwen3-30B-A3B in f16 on one RTX 4090 logs
+// "context size reduced from 40960 to 4096 -> need 3456 MiB less memory in total", then fills
+// the GPU with dense-only layers converted to full ones front to back ("48 layers (34
+// overflowing)"; -ngl counts the output layer only from b7475). kvprof's context step is the same
+// to the MiB; it keeps more full layers (17 against 14): the GPU compute buffer that copies host
+// experts for prompt batches (op offload) is not planned yet.
+TEST(LlamaCppFit, TheMoeExampleOfLlamaCppsReadme) {
+  auto in = llama_input("Qwen/Qwen3-30B-A3B", "RTX-4090", "b7416");
+  const auto est = plan(in).value();
+  ASSERT_TRUE(est.llamacpp.has_value());
+  const auto& l = *est.llamacpp;
+  EXPECT_TRUE(has_line(est,
+                       "llama_params_fit_impl: context size reduced from 40960 to 4096 -> "
+                       "need 3456 MiB less memory in total"));
+  EXPECT_TRUE(has_line(est, "cannot fulfill margin of 1024 MiB"));
+  EXPECT_TRUE(has_line(est, "with only dense weights in device memory there is a total surplus"));
+  EXPECT_TRUE(has_line(est, "- CUDA0: 48 layers (31 overflowing)"));
+  EXPECT_TRUE(l.fit_success);
+  EXPECT_TRUE(l.fit_args.starts_with("-c 4096 -ngl 48 -ot \"blk\\.17\\.")) << l.fit_args;
+  // b7416's pattern has no gate_up (from b8497).
+  EXPECT_NE(l.fit_args.find("ffn_(up|down|gate)_(ch|)exps=CPU"), std::string::npos);
+  EXPECT_EQ(est.settings.max_model_len, 4096U);
+  // What it chose leaves the target free, and the plan of it is what the table shows.
+  EXPECT_LE(est.per_gpu.total_bytes, in.gpu.memory_bytes - (1ULL << 30));
+}
+
+TEST(LlamaCppFit, ADenseModelKeepsTheLargestContextThenTheMostLayers) {
+  // Llama 3.1 8B in bf16 (15 GiB) on a 24 GB card: the context alone makes it fit.
+  auto in = llama_input("meta-llama/Llama-3.1-8B-Instruct", "RTX-4090", "b8121");
+  const auto est = plan(in).value();
+  const uint64_t ctx = *est.settings.max_model_len;
+  EXPECT_GT(ctx, 4096U);
+  EXPECT_LT(ctx, 131072U);
+  EXPECT_EQ(ctx % 256, 0U);
+  EXPECT_TRUE(has_line(est, "entire model can be fit by reducing context"));
+  EXPECT_EQ(est.llamacpp->fit_args, "-c " + std::to_string(ctx) + " -ngl -1");
+  // 256 cells more would not have met the target.
+  auto more = in;
+  more.settings.fit = false;
+  more.settings.max_model_len = ctx + 1024;
+  EXPECT_GT(plan(more).value().per_gpu.total_bytes, in.gpu.memory_bytes - (1ULL << 30));
+  // On a 12 GB card the weights do not fit at 4096 cells: as many layers as fit.
+  auto small = llama_input("meta-llama/Llama-3.1-8B-Instruct", "RTX-4070-TI", "b8121");
+  const auto layers = plan(small).value();
+  EXPECT_EQ(layers.settings.max_model_len, 4096U);
+  ASSERT_TRUE(layers.settings.n_gpu_layers.has_value());
+  EXPECT_LT(*layers.settings.n_gpu_layers, 33U);
+  EXPECT_TRUE(has_line(layers, "filling dense layers back-to-front:"));
+  EXPECT_LE(layers.per_gpu.total_bytes, small.gpu.memory_bytes - (1ULL << 30));
+  auto one_more = small;
+  one_more.settings.fit = false;
+  one_more.settings.max_model_len = 4096;
+  one_more.settings.n_gpu_layers = *layers.settings.n_gpu_layers + 1;
+  EXPECT_GT(plan(one_more).value().per_gpu.total_bytes, small.gpu.memory_bytes - (1ULL << 30));
+}
+
+TEST(LlamaCppFit, WhatTheUserGaveIsLeftAlone) {
+  auto in = llama_input("meta-llama/Llama-3.1-8B-Instruct", "RTX-4070-TI", "b8121");
+  in.settings.n_gpu_layers = 99;
+  const auto est = plan(in).value();
+  // The context is still lowered, then llama.cpp gives up and loads it as it is.
+  EXPECT_EQ(est.settings.max_model_len, 4096U);
+  EXPECT_FALSE(est.llamacpp->fit_success);
+  EXPECT_TRUE(has_line(est, "already set by user, abort"));
+  // A -c given is never lowered; -c 0 is the whole context, not lowered from b7826 on.
+  in.settings.n_gpu_layers.reset();
+  in.settings.max_model_len = 16384;
+  EXPECT_EQ(plan(in).value().settings.max_model_len, 16384U);
+  in.settings.max_model_len = 0;
+  EXPECT_EQ(plan(in).value().settings.max_model_len, 131072U);
+  // A release without --fit plans the flags as given, and says so.
+  auto old = llama_input("meta-llama/Llama-3.1-8B-Instruct", "RTX-4070-TI", "b5640");
+  const auto old_est = plan(old).value();
+  EXPECT_TRUE(old_est.llamacpp->fit_args.empty());
+  ASSERT_FALSE(old_est.warnings.empty());
+  bool said = false;
+  for (const auto& w : old_est.warnings)
+    said = said || w.find("--fit: llama.cpp b5640 has none") != std::string::npos;
+  EXPECT_TRUE(said);
+}
+
+// From b8840 a CPU-only llama.cpp fits the context to the host's RAM.
+TEST(LlamaCppFit, OnTheCpuTheContextFitsTheHostsMemory) {
+  auto in = llama_input("meta-llama/Llama-3.1-8B-Instruct", "H100", "v0.5.0");
+  in.settings.no_gpu = true;
+  in.settings.host_memory_bytes = 24ULL << 30;
+  const auto est = plan(in).value();
+  EXPECT_LT(*est.settings.max_model_len, 131072U);
+  EXPECT_TRUE(has_line(est, "of host memory"));
+  EXPECT_LE(est.llamacpp->host_total_bytes, (24ULL << 30) - (1ULL << 30));
+}
+
+// A llama-server command of the newest release fits by default, as the server does.
+TEST(LlamaCppFit, ALaunchedServerFitsByDefault) {
+  const auto r = read_launch_command("llama-server -m /models/llama-3.1-8b.gguf");
+  ASSERT_TRUE(r.has_value());
+  estimate::EstimateInput in;
+  in.model = model::catalog_model("meta-llama/Llama-3.1-8B-Instruct").value();
+  in.gpu = gpu::find_gpu("RTX-4090").value();
+  in.settings = r->settings;
+  in.settings.host_memory_bytes = 256ULL << 30;
+  const auto est = plan(in).value();
+  EXPECT_FALSE(est.llamacpp->fit_args.empty());
+  EXPECT_LT(*est.settings.max_model_len, 131072U);
+  auto off = read_launch_command("llama-server -m /models/llama-3.1-8b.gguf -fit off");
+  in.settings = off->settings;
+  in.settings.host_memory_bytes = 256ULL << 30;
+  const auto whole = plan(in).value();
+  EXPECT_TRUE(whole.llamacpp->fit_args.empty());
+  EXPECT_EQ(whole.settings.max_model_len, 131072U);  // the model's own context, as the server
+}
+
+}  // namespace
+}  // namespace kvprof::engines
