@@ -4,6 +4,7 @@
 #include <set>
 #include <string>
 
+#include "kvprof/engines/llamacpp/tensor_overrides.hpp"
 #include "kvprof/engines/registry.hpp"
 
 namespace kvprof::engines {
@@ -150,6 +151,27 @@ TEST(LaunchCommand, NoneForOtherProgramsAndBrokenCommands) {
   EXPECT_EQ(fit->settings.fit, false);
   EXPECT_EQ(fit->settings.fit_target_bytes, 2048ULL << 20);
   EXPECT_EQ(fit->settings.fit_ctx, 8192U);
+}
+
+// -dev as llama-server reads it: "none" keeps everything on the host; several GPUs share the
+// layers.
+TEST(LaunchCommand, DevicesDecideWhereLlamaCppOffloads) {
+  const auto none = read_launch_command("llama-server -m m.gguf -c 4096 -dev none");
+  ASSERT_TRUE(none.has_value());
+  EXPECT_TRUE(none->settings.no_gpu);
+  const auto two = read_launch_command("llama-server -m m.gguf -c 4096 --device CUDA0,CUDA1");
+  ASSERT_TRUE(two.has_value());
+  EXPECT_EQ(two->settings.tensor_split, (std::vector<double>{1.0, 1.0}));
+  const auto split = read_launch_command("llama-server -m m.gguf -dev CUDA0,CUDA1 -ts 3,1");
+  ASSERT_TRUE(split.has_value());
+  EXPECT_EQ(split->settings.tensor_split, (std::vector<double>{3.0, 1.0}));
+  const auto bad = read_launch_command("llama-server -m m.gguf -dev Vulkan0");
+  ASSERT_TRUE(bad.has_value());
+  EXPECT_FALSE(bad->settings.no_gpu);
+  EXPECT_NE(bad->notes.front().find("'Vulkan0' is not a GPU"), std::string::npos)
+      << bad->notes.front();
+  EXPECT_FALSE(parse_device_list("CUDA0,CUDA0").has_value());
+  EXPECT_EQ(parse_device_list(" none ").value().size(), 0U);
 }
 
 }  // namespace

@@ -180,6 +180,16 @@ estimate::EstimateInput build_estimate_input(const EstimateOptions& o) {
   s.use_mmap = !o.no_mmap;
   s.swa_full = o.swa_full;
   s.kv_unified = !o.no_kv_unified;
+  if (!o.device.empty()) {
+    const auto devices = value_or_fatal(engines::parse_device_list(o.device));
+    if (devices.empty()) {
+      // -dev none: llama.cpp offloads nothing, whatever the machine has.
+      in.gpu = gpu::no_gpu();
+      s.no_gpu = true;
+    } else if (devices.size() > 1 && s.tensor_split.empty()) {
+      s.tensor_split.assign(devices.size(), 1.0);  // llama.cpp splits over the devices it uses
+    }
+  }
   if (!o.fit.empty()) {
     const std::string f = to_lower(o.fit);
     if (f != "on" && f != "off") {
@@ -363,6 +373,9 @@ void add_estimate_options(CLI::App* cmd, EstimateOptions& o) {
   eng->add_option("--cache-type-v", o.cache_type_v, "llama.cpp -ctv (quantized needs -fa on)");
   eng->add_flag("--no-mmap", o.no_mmap, "llama.cpp: read the model into RAM instead of mapping");
   eng->add_flag("--swa-full", o.swa_full, "llama.cpp: full-size cache for sliding-window layers");
+  eng->add_option("--device,--dev", o.device,
+                  "llama.cpp -dev: the GPUs to offload to, CUDA0,CUDA1 (layers split over them) or "
+                  "none (everything on the host)");
   eng->add_option("--fit", o.fit,
                   "llama.cpp --fit on|off: what llama-server (b7407+, on by default there) "
                   "chooses for the -c, -ngl and MoE experts not given, to leave --fit-target free "
@@ -425,6 +438,7 @@ std::vector<std::string> normalize_short_flags(std::vector<std::string> args) {
       {"-ot", "--override-tensor"},
       {"-cmoe", "--cpu-moe"},
       {"-ncmoe", "--n-cpu-moe"},
+      {"-dev", "--device"},
       {"-fit", "--fit"},
       {"-fitt", "--fit-target"},
       {"-fitc", "--fit-ctx"},

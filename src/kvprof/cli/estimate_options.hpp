@@ -67,6 +67,7 @@ struct EstimateOptions {
   bool no_mmap = false;
   bool swa_full = false;
   bool no_kv_unified = false;
+  std::string device;               // llama.cpp -dev CUDA0,CUDA1 | none
   std::string fit;                  // llama.cpp --fit on|off ("" = off)
   std::string fit_target_mib;       // --fit-target MiB[,MiB...]
   std::optional<uint32_t> fit_ctx;  // --fit-ctx

@@ -27,6 +27,7 @@ struct ReadFlags {
   bool kv_unified = false;
   bool draft = false;
   std::optional<bool> fit;  // -fit on|off
+  uint32_t devices = 0;     // -dev with more than one GPU
 };
 
 void read_flags(std::span<const std::string> args, estimate::LaunchReading& out, ReadFlags& f) {
@@ -144,6 +145,20 @@ void read_flags(std::span<const std::string> args, estimate::LaunchReading& out,
         if (ec == std::errc{} && p == t.data() + t.size() && share >= 0)
           s.tensor_split.push_back(share);
       }
+    } else if (w.is({"-dev", "--device"})) {
+      const auto v = w.value();
+      if (auto devices = parse_device_list(v.value_or("")); devices && v) {
+        if (devices->empty()) {
+          s.no_gpu = true;
+        } else if (devices->size() > 1) {
+          f.devices = static_cast<uint32_t>(devices->size());
+        }
+        out.given.insert("device");
+      } else {
+        out.notes.push_back(
+            (devices ? std::string("-dev without a value") : devices.error().message) +
+            ": not in the plan");
+      }
     } else if (w.is({"-fit", "--fit"})) {
       const std::string v = to_lower(w.value().value_or("on"));
       f.fit = v != "off" && v != "0" && v != "false";
@@ -190,6 +205,8 @@ bool read_llamacpp_command(std::span<const std::string> words, estimate::LaunchR
   // The release the server is (when known: its --version, its /props) decides its defaults.
   const auto release = parse_llamacpp_release(s.engine_version);
   const LlamaCppReleaseRules& rules = release ? *release->rules : llamacpp_latest_release();
+  // -dev CUDA0,CUDA1 without -ts: the layers split evenly over them.
+  if (f.devices > 1 && s.tensor_split.empty()) s.tensor_split.assign(f.devices, 1.0);
   // --fit: llama-server's default from b7407 (-fit off turns it off); kvprof serve has none.
   const bool has_fit = !kvprof_serve && rules.first_build >= 7407;
   if (has_fit) s.fit = f.fit.value_or(true);

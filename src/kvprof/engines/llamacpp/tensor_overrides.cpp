@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <optional>
 
@@ -85,6 +86,27 @@ Expected<std::vector<estimate::TensorOverride>> n_cpu_moe_overrides(uint32_t n_l
   std::vector<estimate::TensorOverride> out;
   for (uint32_t il = 0; il < n_layers; ++il)
     out.push_back({fmt::format("blk\\.{}\\.ffn_(up|down|gate)_exps", il), "CPU"});
+  return out;
+}
+
+Expected<std::vector<std::string>> parse_device_list(std::string_view value) {
+  const std::string v = trim(value);
+  if (v == "none") return std::vector<std::string>{};
+  if (v.size() > 4096) return fail(ErrorKind::usage, "--device: over 4096 characters");
+  std::vector<std::string> out;
+  for (const auto& part : split(v, ',')) {
+    const std::string name = trim(part);
+    const auto device = buffer_device(name);
+    if (!device || *device < 0) {
+      return fail(ErrorKind::usage, fmt::format("--device: '{}' is not a GPU of llama.cpp's CUDA "
+                                                "build (CUDA0, CUDA1, ... or none)",
+                                                name.substr(0, 64)));
+    }
+    if (std::find(out.begin(), out.end(), name) != out.end())
+      return fail(ErrorKind::usage, fmt::format("--device: {} given twice", name));
+    out.push_back(name);
+    if (out.size() > 256) return fail(ErrorKind::usage, "--device: over 256 devices");
+  }
   return out;
 }
 

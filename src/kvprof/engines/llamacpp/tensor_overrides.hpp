@@ -30,6 +30,11 @@ estimate::TensorOverride cpu_moe_override();
 // --n-cpu-moe N: the experts of the first N layers on the host (N at most 4096).
 Expected<std::vector<estimate::TensorOverride>> n_cpu_moe_overrides(uint32_t n_layers);
 
+// -dev/--device LIST ("CUDA0,CUDA1", "none"): the GPUs llama.cpp offloads to, by the names its
+// CUDA build gives them; empty for "none" (everything on the host). A usage error for another
+// name, a repeated one, or more than 256.
+Expected<std::vector<std::string>> parse_device_list(std::string_view value);
+
 // The overrides compiled once for placing a model's tensors.
 class TensorPlacement {
  public:
