@@ -188,6 +188,12 @@ TEST(TgiCli, EstimateAndParseLogSpeakTgi) {
       "meta-llama/Llama-3.1-8B-Instruct --gpu A10G");
   EXPECT_EQ(bad.rc, 2);
   EXPECT_NE(bad.out.find("not a modelled TGI release"), std::string::npos) << bad.out;
+  const auto limits = test::run_kvprof(
+      "estimate --engine tgi -m meta-llama/Llama-3.1-8B-Instruct --gpu A10G --max-input-tokens "
+      "4096 --max-total-tokens 4096");
+  EXPECT_EQ(limits.rc, 2);
+  EXPECT_NE(limits.out.find("`max_input_tokens` must be < `max_total_tokens`"), std::string::npos)
+      << limits.out;
 }
 
 }  // namespace

@@ -53,24 +53,31 @@ std::string cache_type_name(uint32_t type) {
 json llamacpp_settings_json(const Estimate& est, const AssumptionSources& src) {
   const auto ps = llamacpp_settings(est.settings);
   if (!ps) return json::object();
-  return {{"ctx_size", setting(ps->n_ctx, src, "max-model-len", "llama-server's")},
-          {"parallel", setting(ps->n_seq_max, src, "parallel", "")},
-          {"batch_size", setting(ps->n_batch, src, "batch-size", "")},
-          {"ubatch_size", setting(ps->n_ubatch, src, "ubatch-size", "")},
-          {"flash_attn", setting(ps->flash_attn ? "on" : "off", src, "flash-attn", "")},
-          {"cache_type_k", setting(cache_type_name(ps->type_k), src, "cache-type-k", "")},
-          {"cache_type_v", setting(cache_type_name(ps->type_v), src, "cache-type-v", "")},
-          {"n_gpu_layers", setting(ps->has_gpu ? ps->n_gpu_layers : 0, src, "n-gpu-layers",
-                                   ps->has_gpu ? "all (-1)" : "none without a GPU")},
-          {"mmap", setting(ps->use_mmap, src, "no-mmap", "")},
-          {"swa_full", setting(ps->swa_full, src, "swa-full", "")},
-          {"kv_unified", setting(ps->kv_unified, src, "no-kv-unified", "")},
-          {"tensor_split", setting(json(ps->tensor_split), src, "tensor-split", "one GPU")},
-          {"tensor_overrides", setting(overrides_json(ps->tensor_overrides), src,
-                                       src.given.contains("cpu-moe")     ? "cpu-moe"
-                                       : src.given.contains("n-cpu-moe") ? "n-cpu-moe"
-                                                                         : "override-tensor",
-                                       "none: -ngl places every tensor")}};
+  json out = {{"ctx_size", setting(ps->n_ctx, src, "max-model-len", "llama-server's")},
+              {"parallel", setting(ps->n_seq_max, src, "parallel", "")},
+              {"batch_size", setting(ps->n_batch, src, "batch-size", "")},
+              {"ubatch_size", setting(ps->n_ubatch, src, "ubatch-size", "")},
+              {"flash_attn", setting(ps->flash_attn ? "on" : "off", src, "flash-attn", "")},
+              {"cache_type_k", setting(cache_type_name(ps->type_k), src, "cache-type-k", "")},
+              {"cache_type_v", setting(cache_type_name(ps->type_v), src, "cache-type-v", "")},
+              {"n_gpu_layers", setting(ps->has_gpu ? ps->n_gpu_layers : 0, src, "n-gpu-layers",
+                                       ps->has_gpu ? "all (-1)" : "none without a GPU")},
+              {"mmap", setting(ps->use_mmap, src, "no-mmap", "")},
+              {"swa_full", setting(ps->swa_full, src, "swa-full", "")},
+              {"kv_unified", setting(ps->kv_unified, src, "no-kv-unified", "")},
+              {"tensor_split", setting(json(ps->tensor_split), src, "tensor-split", "one GPU")},
+              {"tensor_overrides", setting(overrides_json(ps->tensor_overrides), src,
+                                           src.given.contains("cpu-moe")     ? "cpu-moe"
+                                           : src.given.contains("n-cpu-moe") ? "n-cpu-moe"
+                                                                             : "override-tensor",
+                                           "none: -ngl places every tensor")}};
+  // What --fit chose for the settings not given.
+  if (est.llamacpp && !est.llamacpp->fit_args.empty()) {
+    for (const char* name : {"ctx_size", "n_gpu_layers", "tensor_overrides"}) {
+      if (out[name].value("origin", "") == "default") out[name]["origin"] = "fit";
+    }
+  }
+  return out;
 }
 
 }  // namespace
@@ -137,7 +144,9 @@ std::string assumptions_text(const json& a) {
   for (const auto& [name, s] : settings.items()) {
     if (s.at("value").is_null()) continue;
     out += fmt::format("; {} {}{}", name, value_text(s.at("value")),
-                       s.value("origin", "") == "given" ? "" : " (default)");
+                       s.value("origin", "") == "given" ? ""
+                       : s.value("origin", "") == "fit" ? " (--fit)"
+                                                        : " (default)");
   }
   return out + "\n";
 }

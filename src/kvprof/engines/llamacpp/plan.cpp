@@ -295,8 +295,8 @@ Expected<Estimate> estimate_llamacpp(const EstimateInput& in) {
       fitted = fit_for_device(m, in.settings, *settings, budget, build);
       *settings = fitted->settings;
       s.max_model_len = settings->n_ctx;
-      if (fitted->changed && settings->has_gpu)
-        s.n_gpu_layers = static_cast<uint32_t>(std::max(settings->n_gpu_layers, 0));
+      if (settings->has_gpu && settings->n_gpu_layers >= 0)
+        s.n_gpu_layers = static_cast<uint32_t>(settings->n_gpu_layers);
       s.tensor_overrides = settings->tensor_overrides;
     }
   }

@@ -138,6 +138,16 @@ Expected<Estimate> estimate_tgi(const EstimateInput& in) {
                 fmt::format("--cuda-memory-fraction {} is not in (0, 1]", fraction));
   }
   TgiLimits limits = tgi_limits(r, in, fraction);
+  // The launcher's own checks (launcher/src/main.rs).
+  if (limits.max_total_tokens && *limits.max_total_tokens < 2) {
+    return fail(ErrorKind::usage, "--max-total-tokens must be at least 2");
+  }
+  if (limits.max_input_tokens && limits.max_total_tokens &&
+      *limits.max_input_tokens >= *limits.max_total_tokens) {
+    return fail(ErrorKind::usage,
+                fmt::format("`max_input_tokens` must be < `max_total_tokens`: {} >= {}",
+                            *limits.max_input_tokens, *limits.max_total_tokens));
+  }
   EngineSettings settings = in.settings;
   settings.max_model_len = limits.max_total_tokens;  // unset: picked below, after the warmup
   auto c = prepare_engine(in, settings);
