@@ -460,7 +460,7 @@ Expected<Estimate> estimate_llamacpp(const EstimateInput& in) {
         "memory, placed by name as llama.cpp does; the compute buffers are still those of -ngl's "
         "placement: for prompt batches of 32 tokens or more llama.cpp copies host experts into "
         "the GPU's compute buffer (op offload; --no-op-offload turns it off), which is not "
-        "planned, so the GPU needs more (3.5 GiB more in llama.cpp's own Qwen3-30B-A3B --fit "
+        "planned, so the GPU needs more (4.4 GiB more in llama.cpp's own Qwen3-30B-A3B --fit "
         "example)",
         ps.tensor_overrides.size(), ps.tensor_overrides.size() == 1 ? "" : "s",
         mib(p.overridden_host_bytes) / 1024));
