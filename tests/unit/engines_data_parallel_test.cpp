@@ -121,6 +121,10 @@ TEST(DataParallel, ThePlanSaysEveryRankPrintsTheLines) {
   EXPECT_EQ(bad.rc, 2);
   EXPECT_NE(bad.out.find("--dp-size 3 must be 2 or more and divide --tp-size 4"), std::string::npos)
       << bad.out;
+  const auto vllm = test::run_kvprof(
+      "estimate -m Qwen/Qwen3-30B-A3B --gpu H100 --tp 4 --dp 4 --enable-dp-attention");
+  EXPECT_EQ(vllm.rc, 2);
+  EXPECT_NE(vllm.out.find("are SGLang's"), std::string::npos) << vllm.out;
 }
 
 }  // namespace

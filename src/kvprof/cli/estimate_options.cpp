@@ -89,6 +89,15 @@ estimate::EstimateInput build_estimate_input(const EstimateOptions& o) {
                              "--tp-size {} (the tp GPUs hold the dp attention replicas)",
                              o.dp, o.tp)});
   }
+  const bool sglang_split = s.enable_dp_attention || o.ep_size > 1 || o.moe_dense_tp_size ||
+                            o.dp_lm_head || !o.moe_a2a_backend.empty();
+  if (sglang_split && s.engine != engines::Engine::sglang && s.engine != engines::Engine::trtllm) {
+    throw Fatal({ErrorKind::usage,
+                 fmt::format("--enable-dp-attention, --ep-size, --moe-a2a-backend, "
+                             "--moe-dense-tp-size and --enable-dp-lm-head are SGLang's (and "
+                             "TensorRT-LLM's attention DP): not --engine {}",
+                             engines::engine_name(s.engine))});
+  }
   if (o.ep_size > 1 && o.tp % o.ep_size != 0) {
     throw Fatal(
         {ErrorKind::usage, fmt::format("--ep-size {} must divide --tp-size {}", o.ep_size, o.tp)});
