@@ -114,6 +114,29 @@ TEST(TgiPlan, AHalfSizeFractionLeavesLessAndATooLargePrefillStopsTheWarmup) {
             std::string::npos);
 }
 
+// TGI's runtime quantization names: int8 weights for bitsandbytes and eetq, 4-bit for
+// bitsandbytes-nf4; bitsandbytes turns CUDA graphs off, as its launcher logs.
+TEST(TgiPlan, ItsQuantizeNamesAreTheWeightsTheyLeave) {
+  auto in = tgi_input("meta-llama/Llama-3.1-8B-Instruct", "A10G", "2.2.0");
+  const auto bf16 = plan(in).value();
+  in.settings.quantization = "bitsandbytes";
+  const auto int8 = plan(in).value();
+  EXPECT_LT(int8.per_gpu.weights_bytes * 10, bf16.per_gpu.weights_bytes * 6);
+  EXPECT_EQ(int8.per_gpu.cuda_graph_bytes, 0U);
+  bool said = false;
+  for (const auto& l : int8.engine_report.log_lines)
+    said = said || l == "Bitsandbytes doesn't work with cuda graphs, deactivating them";
+  EXPECT_TRUE(said);
+  in.settings.quantization = "eetq";
+  const auto eetq = plan(in).value();
+  EXPECT_EQ(eetq.per_gpu.weights_bytes, int8.per_gpu.weights_bytes);
+  EXPECT_GT(eetq.per_gpu.cuda_graph_bytes, 0U);
+  in.settings.quantization = "bitsandbytes-nf4";
+  const auto nf4 = plan(in).value();
+  EXPECT_LT(nf4.per_gpu.weights_bytes, int8.per_gpu.weights_bytes);
+  EXPECT_GT(nf4.engine_report.kv_cache_tokens, int8.engine_report.kv_cache_tokens);
+}
+
 TEST(EngineLogTgi, V2StartupGivesTheRoutersTokensAndTheGraphs) {
   const auto r = enginelog::parse_engine_log(read_fixture("tgi_logs/v2.2.0_a10g_llama31_8b.log"),
                                              log_parse_options());

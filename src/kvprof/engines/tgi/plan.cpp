@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 
 #include "kvprof/engines/tgi/releases.hpp"
 #include "kvprof/engines/tgi/tgi.hpp"
@@ -36,6 +37,11 @@ constexpr double k_tgi_sharded_logprob_bytes_per_logit = 4.0;
 // NCCL's buffers of a sharded TGI (no custom all-reduce): assumed.
 constexpr uint64_t k_tgi_nccl_bytes = 256ULL << 20;
 constexpr uint64_t k_tgi_cublas_bytes = 72ULL << 20;
+
+// v3.0.0, from which only 8-bit bitsandbytes turns CUDA graphs off (4-bit from v3.0.2 in fact;
+// the v3.0 row stands for both).
+constexpr uint32_t k_tgi_v3 = 3;
+constexpr uint32_t k_tgi_v3_minor = 0;
 
 // TGI captures 6 graphs (batch sizes 1 - 32) where vLLM's calibrated pool holds 51 up to 512
 // tokens: assumed a quarter of that pool, not yet checked against a TGI log (none prints it).
@@ -137,7 +143,21 @@ Expected<Estimate> estimate_tgi(const EstimateInput& in) {
     return fail(ErrorKind::usage,
                 fmt::format("--cuda-memory-fraction {} is not in (0, 1]", fraction));
   }
-  TgiLimits limits = tgi_limits(r, in, fraction);
+  // TGI's --quantize names for runtime methods, as the weights they leave: bitsandbytes and eetq
+  // hold int8 weights, bitsandbytes-nf4/-fp4 4-bit blocks (models/__init__.py).
+  EstimateInput runtime = in;
+  auto& q = runtime.settings.quantization;
+  const std::string tgi_quantize = q;
+  if (q == "bitsandbytes" || q == "eetq") q = "w8a8";
+  if (q == "bitsandbytes-nf4" || q == "bitsandbytes-fp4") q = "bnb-4bit";
+  // "Bitsandbytes doesn't work with cuda graphs, deactivating them" (launcher, 8-bit only from
+  // v3.0.2; every bitsandbytes before).
+  if (tgi_quantize == "bitsandbytes" ||
+      (tgi_quantize.starts_with("bitsandbytes-") &&
+       std::tie(r.first_major, r.first_minor) < std::tie(k_tgi_v3, k_tgi_v3_minor))) {
+    runtime.settings.enforce_eager = true;
+  }
+  TgiLimits limits = tgi_limits(r, runtime, fraction);
   // The launcher's own checks (launcher/src/main.rs).
   if (limits.max_total_tokens && *limits.max_total_tokens < 2) {
     return fail(ErrorKind::usage, "--max-total-tokens must be at least 2");
@@ -148,9 +168,9 @@ Expected<Estimate> estimate_tgi(const EstimateInput& in) {
                 fmt::format("`max_input_tokens` must be < `max_total_tokens`: {} >= {}",
                             *limits.max_input_tokens, *limits.max_total_tokens));
   }
-  EngineSettings settings = in.settings;
+  EngineSettings settings = runtime.settings;
   settings.max_model_len = limits.max_total_tokens;  // unset: picked below, after the warmup
-  auto c = prepare_engine(in, settings);
+  auto c = prepare_engine(runtime, settings);
   if (!c) return std::unexpected(c.error());
   Estimate& est = c->est;
   auto& s = est.settings;
@@ -241,6 +261,9 @@ Expected<Estimate> estimate_tgi(const EstimateInput& in) {
   rep.log_lines = std::move(limits.log_lines);
   if (!s.enforce_eager)
     rep.log_lines.emplace_back("Using default cuda graphs [1, 2, 4, 8, 16, 32]");
+  if (s.enforce_eager && tgi_quantize.starts_with("bitsandbytes")) {
+    rep.log_lines.emplace_back("Bitsandbytes doesn't work with cuda graphs, deactivating them");
+  }
   if (r.logs_kv_blocks) {
     rep.log_lines.push_back(fmt::format("KV-cache blocks: {}, size: {}", blocks, block_tokens));
   }
@@ -272,6 +295,12 @@ Expected<Estimate> estimate_tgi(const EstimateInput& in) {
         "TGI stops after its warmup: \"Not enough memory to handle `max_total_tokens={}`\" "
         "(the cache holds {} tokens)",
         *limits.max_total_tokens, tokens));
+  }
+  if (tgi_quantize != s.quantization) {
+    est.notes.push_back(
+        fmt::format("--quantize {}: planned as {} weights{}", tgi_quantize,
+                    s.quantization == "w8a8" ? "int8" : "4-bit NF4",
+                    s.enforce_eager ? ", without CUDA graphs (TGI turns them off)" : ""));
   }
   finish_engine(
       est, starts,
