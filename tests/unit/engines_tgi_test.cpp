@@ -80,6 +80,14 @@ TEST(TgiPlan, V2DefaultsAndTheLinesTgiPrints) {
   EXPECT_EQ(est.engine_report.max_model_len, 4096U);
   EXPECT_EQ(est.engine_report.kv_cache_tokens % 16, 0U);
   EXPECT_EQ(est.settings.engine_version, "v2.0");
+  EXPECT_EQ(est.engine_report.cuda_graphs, 6U);
+  // --cuda-graphs 1,2,4: three graphs, and no "default" line.
+  auto fewer = tgi_input("meta-llama/Llama-3.1-8B-Instruct", "A10G", "2.2.0");
+  fewer.settings.cuda_graph_max_bs = 4;
+  const auto three = plan(fewer).value();
+  EXPECT_EQ(three.engine_report.cuda_graphs, 3U);
+  for (const auto& l : three.engine_report.log_lines)
+    EXPECT_FALSE(l.starts_with("Using default cuda graphs")) << l;
 }
 
 TEST(TgiPlan, V3PicksItsLimitsAfterTheWarmupAndLogsThem) {

@@ -256,11 +256,22 @@ Expected<Estimate> estimate_tgi(const EstimateInput& in) {
   rep.available_kv_cache_bytes = mb.kv_cache_bytes;
   rep.kv_cache_tokens = tokens;
   rep.num_gpu_blocks = blocks;
-  rep.cuda_graphs = s.enforce_eager ? 0 : 6;
+  // The default batch sizes 1 - 32, or those of a --cuda-graphs list up to its largest.
+  static constexpr uint32_t k_default_graph_sizes[] = {1, 2, 4, 8, 16, 32};
+  uint32_t graphs = 0;
+  for (const uint32_t bs : k_default_graph_sizes)
+    graphs += bs <= s.cuda_graph_max_bs.value_or(32) ? 1 : 0;
+  rep.cuda_graphs = s.enforce_eager ? 0 : std::max<uint32_t>(graphs, 1);
   rep.max_concurrency = static_cast<double>(tokens) / static_cast<double>(*limits.max_total_tokens);
   rep.log_lines = std::move(limits.log_lines);
-  if (!s.enforce_eager)
+  if (!s.enforce_eager && !s.cuda_graph_max_bs)
     rep.log_lines.emplace_back("Using default cuda graphs [1, 2, 4, 8, 16, 32]");
+  if (!s.enforce_eager && s.cuda_graph_max_bs) {
+    est.notes.push_back(fmt::format(
+        "--cuda-graphs: planned as the powers of two up to {} ({} graphs); the graph pool is "
+        "sized as for the default list",
+        *s.cuda_graph_max_bs, rep.cuda_graphs));
+  }
   if (s.enforce_eager && tgi_quantize.starts_with("bitsandbytes")) {
     rep.log_lines.emplace_back("Bitsandbytes doesn't work with cuda graphs, deactivating them");
   }
