@@ -156,7 +156,7 @@ class LlamaLib {
 };
 
 // The library, or a skip (failure when KVPROF_REQUIRE_LLAMA=1) saying how to get it.
-#define KVPROF_REQUIRE_LLAMA_OR_SKIP(lib_var)                                              \
+#define KVPROF_REQUIRE_LLAMA_LIB_OR_SKIP(lib_var)                                          \
   std::string llama_why_;                                                                  \
   kvprof::test::LlamaLib* lib_var = kvprof::test::LlamaLib::get(llama_why_);               \
   if (lib_var == nullptr) {                                                                \

@@ -33,8 +33,10 @@ bool has_line(const estimate::Estimate& e, const std::string& part) {
 // "context size reduced from 40960 to 4096 -> need 3456 MiB less memory in total", then fills
 // the GPU with dense-only layers converted to full ones front to back ("48 layers (34
 // overflowing)"; -ngl counts the output layer only from b7475). kvprof's context step is the same
-// to the MiB; it keeps more full layers (17 against 14): the GPU compute buffer that copies host
-// experts for prompt batches (op offload) is not planned yet.
+// to the MiB. On the card's whole memory kvprof keeps 17 full layers; the README's machine had
+// less free: its last line says 19187 MiB used and 1199 free, 20386 MiB measured after llama.cpp's
+// CUDA context existed. Given that (plus the 300 MiB context kvprof counts), kvprof keeps the same
+// 14 full layers.
 TEST(LlamaCppFit, TheMoeExampleOfLlamaCppsReadme) {
   auto in = llama_input("Qwen/Qwen3-30B-A3B", "RTX-4090", "b7416");
   const auto est = plan(in).value();
@@ -53,6 +55,54 @@ TEST(LlamaCppFit, TheMoeExampleOfLlamaCppsReadme) {
   EXPECT_EQ(est.settings.max_model_len, 4096U);
   // What it chose leaves the target free, and the plan of it is what the table shows.
   EXPECT_LE(est.per_gpu.total_bytes, in.gpu.memory_bytes - (1ULL << 30));
+}
+
+TEST(LlamaCppFit, TheMoeExampleWithTheFreeMemoryItMeasured) {
+  auto in = llama_input("Qwen/Qwen3-30B-A3B", "RTX-4090", "b7416");
+  in.gpu.memory_bytes = (20386ULL + 300) << 20;
+  const auto est = plan(in).value();
+  ASSERT_TRUE(est.llamacpp.has_value());
+  EXPECT_TRUE(has_line(est, "- CUDA0: 48 layers (34 overflowing)"));
+  EXPECT_TRUE(est.llamacpp->fit_args.starts_with("-c 4096 -ngl 48 -ot \"blk\\.14\\."))
+      << est.llamacpp->fit_args;
+}
+
+// The MiB figure of the planned line naming `what` ("CUDA0 compute buffer size"); -1 without.
+double planned_mib(const estimate::Estimate& e, const std::string& what) {
+  for (const auto& l : e.engine_report.log_lines) {
+    const size_t at = l.find(what + " =");
+    if (at != std::string::npos) return std::stod(l.substr(at + what.size() + 2));
+  }
+  return -1;
+}
+
+// The same README runs llama-server with what the fit printed (-c 4096 -ngl 48 and the experts of
+// layers 14-47 on the host) and ends with llama.cpp's memory breakdown: CUDA0 17904 MiB of model,
+// 384 of context, 898 of compute; the host 58259 of model (the whole file mapped: the token
+// embeddings lead it, the output layer and the host experts trail it) and 12 of compute. The
+// compute figures are op offload's: the output layer stays on the host at -ngl 48 before b7475,
+// and its product for the 512 tokens of a prompt batch runs on the GPU, the 593.5 MiB f16 matrix
+// copied into the compute buffer next to the 512 x 151,936 logits.
+TEST(LlamaCppFit, TheReadmesBreakdownOfTheFittedSettingsWithOpOffload) {
+  auto in = llama_input("Qwen/Qwen3-30B-A3B", "RTX-4090", "b7416");
+  in.settings.fit = false;
+  in.settings.max_model_len = 4096;
+  in.settings.n_gpu_layers = 48;
+  for (int il = 14; il < 48; ++il) {
+    in.settings.tensor_overrides.push_back(
+        {"blk\\." + std::to_string(il) + "\\.ffn_(up|down|gate)_(ch|)exps", "CPU"});
+  }
+  const auto est = plan(in).value();
+  EXPECT_NEAR(planned_mib(est, "CUDA0 model buffer size"), 17904, 17904 * 0.01);
+  EXPECT_NEAR(planned_mib(est, "CPU_Mapped model buffer size"), 58259, 58259 * 0.01);
+  EXPECT_NEAR(planned_mib(est, "CUDA0 KV buffer size"), 384, 0.5);
+  EXPECT_NEAR(planned_mib(est, "CUDA0 compute buffer size"), 898, 898 * 0.02);
+  EXPECT_LT(planned_mib(est, "CPU compute buffer size"), 16);
+  // --no-op-offload: the logits are the host's again and the GPU keeps its own stages.
+  in.settings.op_offload = false;
+  const auto off = plan(in).value();
+  EXPECT_LT(planned_mib(off, "CUDA0 compute buffer size"), 400);
+  EXPECT_GT(planned_mib(off, "CPU compute buffer size"), 290);
 }
 
 TEST(LlamaCppFit, ADenseModelKeepsTheLargestContextThenTheMostLayers) {

@@ -2,6 +2,7 @@
 // logs in tests/fixtures/tgi_logs/, sources in their README) and its launcher's command. The
 // plan against public startups is held in analysis_engine_versions_test.cpp
 // (tests/fixtures/tgi_versions/).
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <fstream>

@@ -79,7 +79,7 @@ void check_in_llama(kvprof::test::LlamaLib& lib, const fs::path& file, uint64_t 
 }
 
 TEST_P(DummyGgufLlama, LoadsTokenizesAndDecodes) {
-  KVPROF_REQUIRE_LLAMA_OR_SKIP(lib);
+  KVPROF_REQUIRE_LLAMA_LIB_OR_SKIP(lib);
   const kvprof::test::DummyCase& c = GetParam();
   const fs::path config = m_dir / "config.json";
   std::ofstream(config) << c.config;

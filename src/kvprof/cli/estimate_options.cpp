@@ -181,13 +181,15 @@ estimate::EstimateInput build_estimate_input(const EstimateOptions& o) {
   // auto: llama.cpp turns it on where the backend supports it, as CUDA and the CPU do.
   s.flash_attn = fa != "off" && fa != "0";
   s.flash_attn_auto = fa == "auto";
-  s.n_parallel = std::max<uint32_t>(o.n_parallel, 1);
+  s.n_parallel = std::max<uint32_t>(o.n_parallel.value_or(1), 1);
+  s.n_parallel_given = o.n_parallel.has_value();
   s.n_ubatch = std::max<uint32_t>(o.n_ubatch, 1);
   s.n_batch = std::max<uint32_t>(o.n_batch, 1);
   s.cache_type_k = o.cache_type_k;
   s.cache_type_v = o.cache_type_v;
   s.use_mmap = !o.no_mmap;
   s.swa_full = o.swa_full;
+  s.op_offload = !o.no_op_offload;
   s.kv_unified = !o.no_kv_unified;
   if (!o.device.empty()) {
     const auto devices = value_or_fatal(engines::parse_device_list(o.device));
@@ -275,7 +277,7 @@ void add_estimate_options(CLI::App* cmd, EstimateOptions& o) {
   cmd->add_option("-g,--gpu", o.gpu, "GPU as people write it: H100, h100-sxm, A100-80GB, 4090 ...")
       ->envname("KVPROF_GPU");
   cmd->add_option("--gpu-mem", o.gpu_mem, "Usable memory of a GPU not in the catalog, e.g. 24GiB");
-  cmd->add_option("--engine", o.engine, "vllm | sglang | trtllm | llamacpp | hf | tgi")
+  cmd->add_option("--engine", o.engine, "vllm | sglang | trtllm | llamacpp | hf | tgi | ollama")
       ->capture_default_str();
   cmd->add_option("--engine-version", o.engine_version, engines::engine_versions_help())
       ->envname("KVPROF_ENGINE_VERSION");
@@ -314,10 +316,10 @@ void add_estimate_options(CLI::App* cmd, EstimateOptions& o) {
       "vLLM gpu_memory_utilization (0.9) / SGLang mem_fraction_static / TRT-LLM "
       "free_gpu_memory_fraction / TGI cuda_memory_fraction (1.0)");
   eng->add_option(
-      "--max-model-len,--ctx-size,--context-length,--max_seq_len,--max-total-tokens",
+      "--max-model-len,--ctx-size,--context-length,--max_seq_len,--max-total-tokens,--num-ctx",
       o.max_model_len,
       "Max tokens per request (llama.cpp -c, SGLang --context-length, TensorRT-LLM --max_seq_len, "
-      "TGI --max-total-tokens); "
+      "TGI --max-total-tokens, Ollama num_ctx / OLLAMA_CONTEXT_LENGTH: per slot); "
       "32k is 32000 and 32K 32768, as vLLM reads them; default: the model's");
   eng->add_option("--max-input-tokens,--max-input-length", o.max_input_tokens,
                   "TGI: longest prompt (default: its release's, from the model and the warmup)");
@@ -357,8 +359,9 @@ void add_estimate_options(CLI::App* cmd, EstimateOptions& o) {
                   "planned, and the plan says so");
   eng->add_option("--num-gpu-blocks-override", o.num_gpu_blocks_override,
                   "vLLM: force the block count");
-  eng->add_option("--n-gpu-layers,--ngl", o.n_gpu_layers,
-                  "llama.cpp -ngl: layers offloaded to the GPU");
+  eng->add_option("--n-gpu-layers,--ngl,--num-gpu", o.n_gpu_layers,
+                  "llama.cpp -ngl: layers offloaded to the GPU (Ollama num_gpu; default: its "
+                  "estimate's)");
   eng->add_option("--tensor-split,--ts", o.tensor_split,
                   "llama.cpp -ts: each GPU's share of the offloaded layers, e.g. 3,1 (two GPUs of "
                   "--gpu; all 0 or absent: an even split)");
@@ -372,16 +375,22 @@ void add_estimate_options(CLI::App* cmd, EstimateOptions& o) {
                   "llama.cpp --n-cpu-moe N: the experts of the first N layers stay in host memory");
   eng->add_option("--flash-attn,--fa", o.flash_attn,
                   "llama.cpp -fa: on | off | auto (on from b6325, when auto became the default; "
-                  "off before)")
+                  "off before); Ollama's OLLAMA_FLASH_ATTENTION (auto: its release's default)")
       ->capture_default_str();
-  eng->add_option("--parallel,--np", o.n_parallel, "llama.cpp -np: slots")->capture_default_str();
+  eng->add_option("--parallel,--np,--num-parallel", o.n_parallel,
+                  "llama.cpp -np: slots (1); Ollama's OLLAMA_NUM_PARALLEL (its release's default)");
   eng->add_option("--ubatch-size", o.n_ubatch, "llama.cpp -ub")->capture_default_str();
   eng->add_option("--batch-size", o.n_batch, "llama.cpp -b")->capture_default_str();
   eng->add_option("--cache-type-k", o.cache_type_k,
-                  "llama.cpp -ctk: f16 bf16 f32 q8_0 q4_0 q4_1 q5_0 q5_1 iq4_nl");
+                  "llama.cpp -ctk: f16 bf16 f32 q8_0 q4_0 q4_1 q5_0 q5_1 iq4_nl (Ollama's "
+                  "OLLAMA_KV_CACHE_TYPE: f16 q8_0 q4_0)");
   eng->add_option("--cache-type-v", o.cache_type_v, "llama.cpp -ctv (quantized needs -fa on)");
   eng->add_flag("--no-mmap", o.no_mmap, "llama.cpp: read the model into RAM instead of mapping");
   eng->add_flag("--swa-full", o.swa_full, "llama.cpp: full-size cache for sliding-window layers");
+  eng->add_flag("--no-op-offload", o.no_op_offload,
+                "llama.cpp --no-op-offload (b5346+): the products of weights in host memory stay "
+                "on the CPU (by default a CUDA build copies each weight into the first GPU's "
+                "compute buffer for prompt batches of 32+ tokens)");
   eng->add_option("--device,--dev", o.device,
                   "llama.cpp -dev: the GPUs to offload to, CUDA0,CUDA1 (layers split over them) or "
                   "none (everything on the host)");

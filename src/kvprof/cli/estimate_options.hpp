@@ -59,13 +59,14 @@ struct EstimateOptions {
   bool cpu_moe = false;                      // --cpu-moe
   std::optional<uint32_t> n_cpu_moe;         // --n-cpu-moe N
   std::string flash_attn = "auto";
-  uint32_t n_parallel = 1;
+  std::optional<uint32_t> n_parallel;  // -np; unset: 1 (Ollama: its own default)
   uint32_t n_ubatch = 512;
   uint32_t n_batch = 2048;
   std::string cache_type_k;
   std::string cache_type_v;
   bool no_mmap = false;
   bool swa_full = false;
+  bool no_op_offload = false;
   bool no_kv_unified = false;
   std::string device;               // llama.cpp -dev CUDA0,CUDA1 | none
   std::string fit;                  // llama.cpp --fit on|off ("" = off)

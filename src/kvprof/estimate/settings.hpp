@@ -75,13 +75,15 @@ struct EngineSettings {
   // One output per slot in the reserved graph, as llama-server (from b9460) and kvprof serve do;
   // false: libllama's default of every token (kvprof bench).
   bool llamacpp_outputs_per_slot = true;
-  uint32_t n_parallel = 1;  // -np slots
+  uint32_t n_parallel = 1;        // -np slots
+  bool n_parallel_given = false;  // -np stated (Ollama picks its own otherwise)
   uint32_t n_ubatch = 512;
   uint32_t n_batch = 2048;   // -b
   std::string cache_type_k;  // -ctk (llama.cpp names); "" = --kv-cache-dtype or f16
   std::string cache_type_v;  // -ctv
   bool use_mmap = true;      // --no-mmap
   bool swa_full = false;     // --swa-full
+  bool op_offload = true;    // llama.cpp: --no-op-offload turns it off (b5346+)
   bool kv_unified = true;    // --kv-unified (one KV stream for all slots)
   // --fit (llama-server's default from b7407): the context, layers and experts not given, fitted
   // to leave --fit-target free; unset = off in `estimate`, the release's default for a command.

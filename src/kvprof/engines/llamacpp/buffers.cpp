@@ -185,6 +185,13 @@ void place_weights(const ModelSpec& m, const LlamaCppSettings& s, LlamaCppPlan& 
       continue;
     }
     plan.model_host_resident_bytes += t.bytes;
+    if (t.dims >= 2 && t.slot != Slot::token_embd && !repacked(t, s)) {
+      uint64_t& largest = t.slot == Slot::output ? plan.host_output_matrix_bytes
+                          : t.name.find("ffn_") != std::string::npos
+                              ? plan.host_ffn_matrix_bytes
+                              : plan.host_attention_matrix_bytes;
+      largest = std::max(largest, t.bytes);
+    }
     if (repacked(t, s)) {
       plan.model_repack_bytes += t.bytes;
       continue;
@@ -193,7 +200,8 @@ void place_weights(const ModelSpec& m, const LlamaCppSettings& s, LlamaCppPlan& 
     span_begin = std::min(span_begin, t.offset);
     span_end = std::max(span_end, t.offset + t.bytes);
   }
-  // Tied embeddings: the output layer on the GPU is a copy of the token embeddings.
+  // Tied embeddings: the output layer multiplies by the token embeddings (on the GPU a copy).
+  if (!plan.output_on_gpu && !has_output_matrix) plan.host_output_matrix_bytes = token_embd_bytes;
   if (plan.output_on_gpu && !has_output_matrix) {
     plan.model_gpu_bytes += token_embd_bytes;
     plan.gpus[static_cast<size_t>(plan.output_gpu)].model_bytes += token_embd_bytes;
@@ -307,6 +315,39 @@ struct Stage {
   uint64_t fixed_bytes = 0;  // besides: what does not grow with the tokens (the outputs' logits)
 };
 
+// ggml's scheduler with a CUDA backend (op offload, on unless --no-op-offload): a product with
+// a weight in host memory and a batch of 32 tokens or more runs on the first GPU, the weight
+// copied into its compute buffer for that op alone (each such weight starts a split of its own,
+// so one copy is alive at a time). That GPU's buffer becomes the largest of its own stages and
+// of each stage with its largest host weight; the other stage sizes are bytes of the reserved
+// graph. True when the output layer's product moved to the GPU.
+bool add_op_offload(const LlamaCppSettings& s, LlamaCppPlan& plan, uint64_t attention_bytes,
+                    uint64_t ffn_bytes, uint64_t logits_bytes, uint64_t n_outputs) {
+  constexpr uint64_t k_min_offload_batch = 32;  // the CUDA backend's op_offload_min_batch_size
+  if (!s.has_gpu || !s.op_offload || plan.gpus.empty() || plan.n_ubatch < k_min_offload_batch) {
+    return false;
+  }
+  const bool output_moves = plan.host_output_matrix_bytes > 0 && n_outputs >= k_min_offload_batch;
+  LlamaCppDevice& first = plan.gpus.front();
+  uint64_t peak = first.compute_bytes;
+  uint64_t copy = 0;
+  const auto consider = [&](uint64_t matrix_bytes, uint64_t stage_bytes) {
+    if (matrix_bytes > 0 && matrix_bytes + stage_bytes > peak) {
+      peak = matrix_bytes + stage_bytes;
+      copy = matrix_bytes;
+    }
+  };
+  consider(plan.host_attention_matrix_bytes, attention_bytes);
+  consider(plan.host_ffn_matrix_bytes, ffn_bytes);
+  if (output_moves) consider(plan.host_output_matrix_bytes, logits_bytes);
+  if (copy > 0) {
+    plan.compute.gpu_bytes += peak - first.compute_bytes;
+    first.compute_bytes = peak;
+    plan.op_offload_copy_bytes = copy;
+  }
+  return output_moves;
+}
+
 // The compute buffer: the worst-case graph of n_ubatch tokens, every one an output, attending
 // to the whole cache. ggml's allocator reuses memory, so the buffer is about the largest stage
 // with what stays alive across it (the residual stream and the graph inputs).
@@ -399,6 +440,7 @@ void place_compute(const ModelSpec& m, const LlamaCppSettings& s, LlamaCppPlan& 
         n_tok * output.bytes_per_token + uint64_t{m.vocab_size} * 4 * std::max(1U, s.n_seq_max);
     plan.compute_host_resident_bytes = std::min(
         plan.compute.host_bytes, std::max(total(biggest({attention, ffn})), touched_logits));
+    add_op_offload(s, plan, total(attention), total(ffn), total(output), n_out);
     return;
   }
   // Offloaded: each device sizes its buffer for the stages it runs; the host keeps the graph
@@ -416,11 +458,15 @@ void place_compute(const ModelSpec& m, const LlamaCppSettings& s, LlamaCppPlan& 
       plan.compute_stage = st.name;
     }
   }
-  if (layers_on_host || !plan.output_on_gpu) {
-    const Stage host_stage = plan.output_on_gpu ? biggest({attention, ffn})
-                             : layers_on_host   ? biggest({output, attention, ffn})
-                                                : output;
-    plan.compute.host_bytes = total(host_stage);
+  // With op offload the host's logits are computed on the first GPU.
+  const bool output_moved =
+      add_op_offload(s, plan, total(attention), total(ffn), total(output), n_out);
+  const bool logits_on_host = !plan.output_on_gpu && !output_moved;
+  if (layers_on_host) {
+    plan.compute.host_bytes =
+        total(logits_on_host ? biggest({output, attention, ffn}) : biggest({attention, ffn}));
+  } else if (logits_on_host) {
+    plan.compute.host_bytes = total(output);
   } else {
     plan.compute.host_bytes = n_tok * (E * 4 + 8);
   }

@@ -36,7 +36,11 @@ struct LlamaCppSettings {
   bool has_gpu = false;               // a GPU backend is present (CUDA build on a GPU machine)
   bool use_mmap = true;               // --no-mmap reads the file instead
   bool swa_full = false;              // --swa-full
-  bool kv_unified = true;             // one KV stream shared by all sequences
+  // For batches of 32 tokens or more the CUDA backend runs the products of weights kept in host
+  // memory, copying each weight into the first GPU's compute buffer (op offload, ggml's
+  // scheduler); --no-op-offload (b5346+) keeps them on the CPU.
+  bool op_offload = true;
+  bool kv_unified = true;  // one KV stream shared by all sequences
   bool cpu_repack = true;  // the CPU backend repacks Q4_0 / Q4_K / IQ4_NL matrices (x86 AVX2+)
   // -ts: each GPU's share of the offloaded layers (3,1 = three quarters on the first); empty
   // or one entry: one GPU. All zero: an even split (llama.cpp splits by free memory; the GPUs
@@ -79,7 +83,13 @@ struct LlamaCppPlan {
   uint64_t model_host_bytes = 0;
   uint64_t model_repack_bytes = 0;
   uint64_t model_gpu_bytes = 0;
-  uint64_t model_host_resident_bytes = 0;    // host weights that occupy RAM once used
+  uint64_t model_host_resident_bytes = 0;  // host weights that occupy RAM once used
+  // The largest weight matrix in host memory (not repacked) that a layer's attention, its MLP
+  // and the output layer multiply by: what op offload copies into the first GPU's compute buffer.
+  uint64_t host_attention_matrix_bytes = 0;
+  uint64_t host_ffn_matrix_bytes = 0;
+  uint64_t host_output_matrix_bytes = 0;
+  uint64_t op_offload_copy_bytes = 0;        // the copy at the first GPU's compute peak (0: none)
   LlamaCppBuffer kv;                         // llama_kv_cache buffers
   LlamaCppBuffer compute;                    // graph compute buffers, as allocated
   uint64_t compute_host_resident_bytes = 0;  // of the host one, what a running server touches

@@ -104,6 +104,11 @@ void read_flags(std::span<const std::string> args, estimate::LaunchReading& out,
       out.given.insert("no-mmap");
     } else if (w.is({"--mmap"})) {
       s.use_mmap = true;
+    } else if (w.is({"--no-op-offload"})) {
+      s.op_offload = false;
+      out.given.insert("no-op-offload");
+    } else if (w.is({"--op-offload"})) {
+      s.op_offload = true;
     } else if (w.is({"--swa-full"})) {
       s.swa_full = true;
       out.given.insert("swa-full");

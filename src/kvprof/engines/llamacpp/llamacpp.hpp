@@ -21,6 +21,10 @@ namespace kvprof::engines {
 // llama.cpp's buffers for `input`, per device, and the host RAM a CPU deployment needs.
 Expected<estimate::Estimate> estimate_llamacpp(const estimate::EstimateInput& input);
 
+// The model llama.cpp loads for `input`: the model itself, or with -q MIX (a llama-quantize mix)
+// the GGUF that mix makes of it; a usage error for a mix of an already quantized model.
+Expected<model::ModelSpec> llamacpp_model(const estimate::EstimateInput& input);
+
 // The llama.cpp settings `settings` name (-c 4096 when no context is given), as
 // estimate_llamacpp plans them; usage error for a cache type llama.cpp lacks (fp8).
 Expected<LlamaCppSettings> llamacpp_settings(const estimate::EngineSettings& settings);

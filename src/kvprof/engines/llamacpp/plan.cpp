@@ -165,6 +165,13 @@ std::vector<std::string> llamacpp_log_lines(const LlamaCppPlan& p, const LlamaCp
   return out;
 }
 
+Expected<model::ModelSpec> llamacpp_model(const EstimateInput& in) {
+  if (const auto mix = model::find_gguf_mix(trim(in.settings.quantization))) {
+    return as_gguf_mix(in.model, *mix);
+  }
+  return in.model;
+}
+
 Expected<LlamaCppSettings> llamacpp_settings(const EngineSettings& s) {
   LlamaCppSettings ps;
   ps.n_ctx = 4096;  // llama-server --ctx-size
@@ -192,6 +199,7 @@ Expected<LlamaCppSettings> llamacpp_settings(const EngineSettings& s) {
   ps.n_gpu_layers = s.n_gpu_layers ? static_cast<int32_t>(*s.n_gpu_layers) : -1;
   ps.use_mmap = s.use_mmap;
   ps.swa_full = s.swa_full;
+  ps.op_offload = s.op_offload;
   ps.kv_unified = s.kv_unified;
   ps.tensor_split = s.tensor_split;
   ps.tensor_overrides = s.tensor_overrides;
@@ -235,8 +243,8 @@ Expected<Estimate> estimate_llamacpp(const EstimateInput& in) {
   // -q Q4_K_M (any llama-quantize mix): the model as that GGUF would be.
   std::optional<model::ModelSpec> as_mix;
   EngineSettings given = in.settings;
-  if (const auto mix = model::find_gguf_mix(trim(in.settings.quantization))) {
-    auto priced = as_gguf_mix(in.model, *mix);
+  if (model::find_gguf_mix(trim(in.settings.quantization))) {
+    auto priced = llamacpp_model(in);
     if (!priced) return std::unexpected(priced.error());
     as_mix = std::move(*priced);
     given.quantization.clear();
@@ -455,15 +463,18 @@ Expected<Estimate> estimate_llamacpp(const EstimateInput& in) {
           : "llama.cpp: weights and KV as libllama sizes its buffers (exact from a GGUF); compute "
             "buffer from the largest stage of the worst-case graph (logits, attention, MLP)");
   if (!ps.tensor_overrides.empty()) {
-    est.warnings.push_back(fmt::format(
+    est.notes.push_back(fmt::format(
         "{} tensor override{} (-ot, --cpu-moe, --n-cpu-moe) put {:.2f} GiB of weights in host "
-        "memory, placed by name as llama.cpp does; the compute buffers are still those of -ngl's "
-        "placement: for prompt batches of 32 tokens or more llama.cpp copies host experts into "
-        "the GPU's compute buffer (op offload; --no-op-offload turns it off), which is not "
-        "planned, so the GPU needs more (4.4 GiB more in llama.cpp's own Qwen3-30B-A3B --fit "
-        "example)",
+        "memory, placed by name as llama.cpp does",
         ps.tensor_overrides.size(), ps.tensor_overrides.size() == 1 ? "" : "s",
         mib(p.overridden_host_bytes) / 1024));
+  }
+  if (p.op_offload_copy_bytes > 0) {
+    est.notes.push_back(fmt::format(
+        "op offload: for prompt batches of 32 tokens or more the first GPU multiplies by the "
+        "weights kept in host memory, one at a time, each copied into its compute buffer: "
+        "{:.2f} MiB at its peak (--no-op-offload keeps those products on the CPU)",
+        mib(p.op_offload_copy_bytes)));
   }
   if (p.gpus.size() > 1) {
     est.notes.push_back(fmt::format(
