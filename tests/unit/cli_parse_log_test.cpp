@@ -139,7 +139,7 @@ TEST(CliParseLog, NothingRecognisedExitsOne) {
 
 TEST(CliParseLog, BadEngineIsUsageError) {
   const auto r =
-      run_kvprof("parse-log --engine ollama " + fixture("llama_cpp_logs/startup_f16_np4.log"));
+      run_kvprof("parse-log --engine mlc " + fixture("llama_cpp_logs/startup_f16_np4.log"));
   EXPECT_EQ(r.rc, 2);
 }
 

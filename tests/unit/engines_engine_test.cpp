@@ -16,7 +16,7 @@ namespace {
 
 TEST(EngineRows, OneRowPerEngineInTheEnumsOrderWithUniqueNames) {
   const auto rows = engine_rows();
-  ASSERT_EQ(rows.size(), static_cast<size_t>(Engine::tgi) + 1);
+  ASSERT_EQ(rows.size(), static_cast<size_t>(Engine::ollama) + 1);
   std::set<std::string_view> spellings;
   for (size_t i = 0; i < rows.size(); ++i) {
     EXPECT_EQ(static_cast<size_t>(rows[i].id), i);
@@ -36,19 +36,21 @@ TEST(EngineRows, OneRowPerEngineInTheEnumsOrderWithUniqueNames) {
     EXPECT_FALSE(rows[i].display_name.empty());
   }
   EXPECT_EQ(find_engine("  LLaMA.cpp "), Engine::llamacpp);
-  EXPECT_FALSE(find_engine("ollama").has_value());
+  EXPECT_EQ(find_engine("ollama"), Engine::ollama);
+  EXPECT_FALSE(find_engine("mlc-llm").has_value());
 }
 
 TEST(EngineRows, ThePlannerTakesOnlyPlannedEngines) {
   EXPECT_EQ(parse_planned_engine("tensorrt-llm"), Engine::trtllm);
   EXPECT_EQ(parse_planned_engine("transformers"), Engine::hf);
   EXPECT_EQ(parse_planned_engine("text-generation-inference"), Engine::tgi);
-  for (const std::string bad : {"unknown", "ollama"}) {
+  EXPECT_EQ(parse_planned_engine("ollama"), Engine::ollama);
+  for (const std::string bad : {"unknown", "mlc-llm"}) {
     const auto e = parse_planned_engine(bad);
     ASSERT_FALSE(e.has_value()) << bad;
     EXPECT_EQ(e.error().kind, ErrorKind::usage);
-    EXPECT_EQ(e.error().message,
-              "unknown engine '" + bad + "' (use vllm, sglang, trtllm, llamacpp, hf or tgi)");
+    EXPECT_EQ(e.error().message, "unknown engine '" + bad +
+                                     "' (use vllm, sglang, trtllm, llamacpp, hf, tgi or ollama)");
   }
   EXPECT_EQ(engine_row(Engine::sglang).tensor_parallel_flag, "--tp-size");
   EXPECT_EQ(engine_row(Engine::tgi).tensor_parallel_flag, "--num-shard");
@@ -86,8 +88,8 @@ TEST(EngineRegistry, ReleasesGoToTheEnginesOwnTable) {
   const auto none = parse_engine_version(Engine::hf, "4.50");
   ASSERT_FALSE(none.has_value());
   EXPECT_EQ(none.error().message,
-            "--engine-version applies to --engine vllm, sglang, trtllm, llamacpp or tgi; kvprof "
-            "models hf without versions");
+            "--engine-version applies to --engine vllm, sglang, trtllm, llamacpp, tgi or ollama; "
+            "kvprof models hf without versions");
   estimate::EngineSettings s;
   s.engine = Engine::sglang;
   s.engine_version = "no such release";

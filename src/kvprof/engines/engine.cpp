@@ -29,9 +29,10 @@ constexpr std::array<std::string_view, 1> k_sglang_images{"sglang"};
 constexpr std::array<std::string_view, 3> k_trtllm_images{"tensorrt-llm", "tensorrt_llm", "trtllm"};
 constexpr std::array<std::string_view, 3> k_llamacpp_images{"llama.cpp", "llama-cpp", "llamacpp"};
 constexpr std::array<std::string_view, 2> k_tgi_images{"text-generation-inference", "/tgi"};
+constexpr std::array<std::string_view, 1> k_ollama_images{"ollama"};
 
 // In the order of the enum.
-constexpr std::array<EngineRow, 7> k_engine_rows{{
+constexpr std::array<EngineRow, 8> k_engine_rows{{
     {Engine::unknown, "unknown", "an unknown engine", k_no_aliases, "", "", "", KvAllocation::grows,
      false, 0, k_no_aliases},
     {Engine::vllm, "vllm", "vLLM", k_no_aliases, "vllm:", "--tensor-parallel-size",
@@ -46,6 +47,8 @@ constexpr std::array<EngineRow, 7> k_engine_rows{{
      k_no_aliases},
     {Engine::tgi, "tgi", "TGI", k_tgi_aliases, "tgi_", "--num-shard", "", KvAllocation::paged_pool,
      true, 80, k_tgi_images},
+    {Engine::ollama, "ollama", "Ollama", k_no_aliases, "", "", "", KvAllocation::cells, false,
+     11434, k_ollama_images},
 }};
 
 }  // namespace

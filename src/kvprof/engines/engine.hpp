@@ -13,7 +13,7 @@
 
 namespace kvprof::engines {
 
-enum class Engine : uint8_t { unknown, vllm, sglang, trtllm, llamacpp, hf, tgi };
+enum class Engine : uint8_t { unknown, vllm, sglang, trtllm, llamacpp, hf, tgi, ollama };
 
 // How an engine holds its KV cache.
 enum class KvAllocation : uint8_t {
@@ -47,7 +47,7 @@ std::span<const EngineRow> engine_rows();
 // The row of `engine`.
 const EngineRow& engine_row(Engine engine);
 
-// "vllm", "sglang", "trtllm", "llamacpp", "hf", "tgi"; "unknown" for unknown.
+// "vllm", "sglang", "trtllm", "llamacpp", "hf", "tgi", "ollama"; "unknown" for unknown.
 std::string_view engine_name(Engine engine);
 
 // The engine named `text` (a name or an alias, any case, spaces trimmed); nullopt when none is.

@@ -8,6 +8,7 @@
 #include "kvprof/engines/hf/hf.hpp"
 #include "kvprof/engines/llamacpp/llamacpp.hpp"
 #include "kvprof/engines/llamacpp/releases.hpp"
+#include "kvprof/engines/ollama/ollama.hpp"
 #include "kvprof/engines/sglang/releases.hpp"
 #include "kvprof/engines/sglang/sglang.hpp"
 #include "kvprof/engines/tgi/releases.hpp"
@@ -46,7 +47,7 @@ Expected<std::string> parse_llamacpp_release_name(std::string_view text) {
 }
 
 // In the order of the enum.
-constexpr std::array<EngineFunctions, 7> k_engine_functions{{
+constexpr std::array<EngineFunctions, 8> k_engine_functions{{
     {Engine::unknown, nullptr, nullptr, nullptr, nullptr, nullptr},
     {Engine::vllm, &estimate_vllm, &parse_vllm_release, &vllm_log_reader, &read_vllm_metrics,
      &read_vllm_command},
@@ -58,6 +59,8 @@ constexpr std::array<EngineFunctions, 7> k_engine_functions{{
     {Engine::hf, &estimate_hf, nullptr, nullptr, nullptr, nullptr},
     {Engine::tgi, &estimate_tgi, &parse_tgi_release_name, &tgi_log_reader, &read_tgi_metrics,
      &read_tgi_command},
+    // Ollama's log holds llama.cpp's lines, which llama.cpp's reader reads.
+    {Engine::ollama, &estimate_ollama, &parse_ollama_release_name, nullptr, nullptr, nullptr},
 }};
 
 // The order the log readers try a line of an engine not yet known: llama.cpp's first (its lines
@@ -133,10 +136,11 @@ std::string engine_versions_help() {
   return fmt::format(
       "Release whose memory rules to follow (default: vLLM v0.19, the newest checked against "
       "public startups; SGLang and TensorRT-LLM: the newest modelled). vLLM: {}. SGLang: {}. "
-      "TensorRT-LLM: 1.x. llama.cpp: a build (b5640) or version (v0.4.0), rows {}. TGI: {}. A "
-      "patch release (v0.7.3, 0.4.7.post1) takes the rules of the row that covers it",
+      "TensorRT-LLM: 1.x. llama.cpp: a build (b5640) or version (v0.4.0), rows {}. TGI: {}. "
+      "Ollama: {} (with the llama.cpp each bundles). A patch release (v0.7.3, 0.4.7.post1) takes "
+      "the rules of the row that covers it",
       vllm_supported_versions(), sglang_supported_versions(), llamacpp_supported_releases(),
-      tgi_supported_releases());
+      tgi_supported_releases(), ollama_supported_releases());
 }
 
 enginelog::ParseOptions log_parse_options(Engine engine) {
