@@ -7,6 +7,7 @@
 
 #include "kvprof/engines/registry.hpp"
 #include "kvprof/model/catalog.hpp"
+#include "support/planned_lines.hpp"
 
 namespace kvprof::engines {
 namespace {
@@ -67,15 +68,6 @@ TEST(LlamaCppFit, TheMoeExampleWithTheFreeMemoryItMeasured) {
       << est.llamacpp->fit_args;
 }
 
-// The MiB figure of the planned line naming `what` ("CUDA0 compute buffer size"); -1 without.
-double planned_mib(const estimate::Estimate& e, const std::string& what) {
-  for (const auto& l : e.engine_report.log_lines) {
-    const size_t at = l.find(what + " =");
-    if (at != std::string::npos) return std::stod(l.substr(at + what.size() + 2));
-  }
-  return -1;
-}
-
 // The same README runs llama-server with what the fit printed (-c 4096 -ngl 48 and the experts of
 // layers 14-47 on the host) and ends with llama.cpp's memory breakdown: CUDA0 17904 MiB of model,
 // 384 of context, 898 of compute; the host 58259 of model (the whole file mapped: the token
@@ -93,16 +85,16 @@ TEST(LlamaCppFit, TheReadmesBreakdownOfTheFittedSettingsWithOpOffload) {
         {"blk\\." + std::to_string(il) + "\\.ffn_(up|down|gate)_(ch|)exps", "CPU"});
   }
   const auto est = plan(in).value();
-  EXPECT_NEAR(planned_mib(est, "CUDA0 model buffer size"), 17904, 17904 * 0.01);
-  EXPECT_NEAR(planned_mib(est, "CPU_Mapped model buffer size"), 58259, 58259 * 0.01);
-  EXPECT_NEAR(planned_mib(est, "CUDA0 KV buffer size"), 384, 0.5);
-  EXPECT_NEAR(planned_mib(est, "CUDA0 compute buffer size"), 898, 898 * 0.02);
-  EXPECT_LT(planned_mib(est, "CPU compute buffer size"), 16);
+  EXPECT_NEAR(test::planned_mib(est, "CUDA0 model buffer size"), 17904, 17904 * 0.01);
+  EXPECT_NEAR(test::planned_mib(est, "CPU_Mapped model buffer size"), 58259, 58259 * 0.01);
+  EXPECT_NEAR(test::planned_mib(est, "CUDA0 KV buffer size"), 384, 0.5);
+  EXPECT_NEAR(test::planned_mib(est, "CUDA0 compute buffer size"), 898, 898 * 0.02);
+  EXPECT_LT(test::planned_mib(est, "CPU compute buffer size"), 16);
   // --no-op-offload: the logits are the host's again and the GPU keeps its own stages.
   in.settings.op_offload = false;
   const auto off = plan(in).value();
-  EXPECT_LT(planned_mib(off, "CUDA0 compute buffer size"), 400);
-  EXPECT_GT(planned_mib(off, "CPU compute buffer size"), 290);
+  EXPECT_LT(test::planned_mib(off, "CUDA0 compute buffer size"), 400);
+  EXPECT_GT(test::planned_mib(off, "CPU compute buffer size"), 290);
 }
 
 TEST(LlamaCppFit, ADenseModelKeepsTheLargestContextThenTheMostLayers) {

@@ -8,6 +8,7 @@
 #include "kvprof/engines/ollama/ollama.hpp"
 #include "kvprof/engines/registry.hpp"
 #include "kvprof/model/catalog.hpp"
+#include "support/planned_lines.hpp"
 
 namespace kvprof::engines {
 namespace {
@@ -23,26 +24,10 @@ estimate::EstimateInput ollama_input(const char* model, const char* gpu, const c
   return in;
 }
 
-bool has_line(const estimate::Estimate& e, const std::string& part) {
-  for (const auto& l : e.engine_report.log_lines) {
-    if (l.find(part) != std::string::npos) return true;
-  }
-  return false;
-}
-
-// The MiB figure of the planned llama.cpp line naming `what`; -1 without.
-double planned_mib(const estimate::Estimate& e, const std::string& what) {
-  for (const auto& l : e.engine_report.log_lines) {
-    const size_t at = l.find(what + " =");
-    if (at != std::string::npos) return std::stod(l.substr(at + what.size() + 2));
-  }
-  return -1;
-}
-
 // Builds before b3569 named the weights' buffer by its device alone ("CUDA0 buffer size").
 double planned_weights_mib(const estimate::Estimate& e) {
-  const double model = planned_mib(e, "CUDA0 model buffer size");
-  return model >= 0 ? model : planned_mib(e, "CUDA0 buffer size");
+  const double model = test::planned_mib(e, "CUDA0 model buffer size");
+  return model >= 0 ? model : test::planned_mib(e, "CUDA0 buffer size");
 }
 
 bool has_note(const estimate::Estimate& e, const std::string& part) {
@@ -63,21 +48,22 @@ TEST(OllamaPlan, APublicT4StartupOfVersion039) {
   const auto est = plan(in).value();
   EXPECT_EQ(est.settings.engine, Engine::ollama);
   EXPECT_EQ(est.settings.engine_version, "v0.3.9");
-  EXPECT_TRUE(has_line(est,
-                       "msg=\"offload to cuda\" layers.requested=-1 layers.model=33 "
-                       "layers.offload=33"));
-  EXPECT_TRUE(has_line(est, "memory.required.full=\"6.2 GiB\""));
-  EXPECT_TRUE(has_line(est, "memory.required.kv=\"1.0 GiB\""));
-  EXPECT_TRUE(has_line(est, "memory.weights.total=\"4.7 GiB\""));
-  EXPECT_TRUE(has_line(est, "memory.weights.repeating=\"4.3 GiB\""));
-  EXPECT_TRUE(has_line(est, "memory.weights.nonrepeating=\"411.0 MiB\""));
-  EXPECT_TRUE(has_line(est, "memory.graph.full=\"560.0 MiB\""));
-  EXPECT_TRUE(has_line(est, "memory.graph.partial=\"677.5 MiB\""));
-  EXPECT_TRUE(has_line(est, "--ctx-size 8192 --batch-size 512 --n-gpu-layers 33 --parallel 4"));
+  EXPECT_TRUE(test::has_planned_line(est,
+                                     "msg=\"offload to cuda\" layers.requested=-1 layers.model=33 "
+                                     "layers.offload=33"));
+  EXPECT_TRUE(test::has_planned_line(est, "memory.required.full=\"6.2 GiB\""));
+  EXPECT_TRUE(test::has_planned_line(est, "memory.required.kv=\"1.0 GiB\""));
+  EXPECT_TRUE(test::has_planned_line(est, "memory.weights.total=\"4.7 GiB\""));
+  EXPECT_TRUE(test::has_planned_line(est, "memory.weights.repeating=\"4.3 GiB\""));
+  EXPECT_TRUE(test::has_planned_line(est, "memory.weights.nonrepeating=\"411.0 MiB\""));
+  EXPECT_TRUE(test::has_planned_line(est, "memory.graph.full=\"560.0 MiB\""));
+  EXPECT_TRUE(test::has_planned_line(est, "memory.graph.partial=\"677.5 MiB\""));
+  EXPECT_TRUE(test::has_planned_line(
+      est, "--ctx-size 8192 --batch-size 512 --n-gpu-layers 33 --parallel 4"));
   EXPECT_NEAR(planned_weights_mib(est), 4156.00, 4156 * 0.01);
-  EXPECT_NEAR(planned_mib(est, "CUDA0 KV buffer size"), 1024.00, 0.01);
+  EXPECT_NEAR(test::planned_mib(est, "CUDA0 KV buffer size"), 1024.00, 0.01);
   // The GPU compute buffer is planned from the graph's stages: 572.01 MiB, 2.1% over.
-  EXPECT_NEAR(planned_mib(est, "CUDA0 compute buffer size"), 560.00, 560 * 0.025);
+  EXPECT_NEAR(test::planned_mib(est, "CUDA0 compute buffer size"), 560.00, 560 * 0.025);
   EXPECT_TRUE(has_note(est, "`ollama ps` shows SIZE 6.7 GB and 100% GPU")) << est.notes[0];
 }
 
@@ -88,16 +74,18 @@ TEST(OllamaPlan, APublicRtx4090StartupOfVersion054) {
   auto in = ollama_input("meta-llama/Llama-3.1-8B-Instruct", "RTX-4090", "0.5.4");
   in.settings.quantization = "Q4_K_M";
   const auto est = plan(in).value();
-  EXPECT_TRUE(has_line(est, "memory.gpu_overhead=\"0 B\" memory.required.full=\"6.5 GiB\""));
-  EXPECT_TRUE(has_line(est, "memory.weights.total=\"4.9 GiB\""));
-  EXPECT_TRUE(has_line(est, "memory.graph.full=\"560.0 MiB\""));
-  EXPECT_TRUE(has_line(est,
-                       "ollama runner --model <blob> --ctx-size 8192 --batch-size 512 "
-                       "--n-gpu-layers 33 --parallel 4"));
+  EXPECT_TRUE(
+      test::has_planned_line(est, "memory.gpu_overhead=\"0 B\" memory.required.full=\"6.5 GiB\""));
+  EXPECT_TRUE(test::has_planned_line(est, "memory.weights.total=\"4.9 GiB\""));
+  EXPECT_TRUE(test::has_planned_line(est, "memory.graph.full=\"560.0 MiB\""));
+  EXPECT_TRUE(
+      test::has_planned_line(est,
+                             "ollama runner --model <blob> --ctx-size 8192 --batch-size 512 "
+                             "--n-gpu-layers 33 --parallel 4"));
   EXPECT_NEAR(planned_weights_mib(est), 4403.49, 4403.49 * 0.01);
-  EXPECT_NEAR(planned_mib(est, "CUDA0 KV buffer size"), 1024.00, 0.01);
+  EXPECT_NEAR(test::planned_mib(est, "CUDA0 KV buffer size"), 1024.00, 0.01);
   // The GPU compute buffer is planned from the graph's stages: 572.01 MiB, 2.1% over.
-  EXPECT_NEAR(planned_mib(est, "CUDA0 compute buffer size"), 560.00, 560 * 0.025);
+  EXPECT_NEAR(test::planned_mib(est, "CUDA0 compute buffer size"), 560.00, 560 * 0.025);
   EXPECT_EQ(est.settings.n_batch, 2048U);
 }
 
@@ -144,7 +132,7 @@ TEST(OllamaPlan, FlashAttentionAndTheKvCacheType) {
 TEST(OllamaPlan, LlamaServerReleasesFitTheLayersThemselves) {
   auto in = ollama_input("meta-llama/Llama-3.1-8B-Instruct", "RTX-4090", "v0.30.0");
   const auto est = plan(in).value();
-  EXPECT_TRUE(has_line(est, "msg=\"starting llama-server\""));
+  EXPECT_TRUE(test::has_planned_line(est, "msg=\"starting llama-server\""));
   EXPECT_TRUE(has_note(est, "llama-server's --fit places the layers"));
 }
 

@@ -189,9 +189,8 @@ std::pair<uint64_t, uint64_t> llama_graph(const model::ModelSpec& m, uint64_t co
   return {full, partial};
 }
 
-Expected<OllamaEstimate> ollama_estimate(const OllamaRelease& r, const EstimateInput& in,
-                                         const model::ModelSpec& m, const OllamaSettings& o,
-                                         const EngineSettings& runner) {
+Expected<OllamaEstimate> ollama_estimate(const EstimateInput& in, const model::ModelSpec& m,
+                                         const OllamaSettings& o, const EngineSettings& runner) {
   OllamaEstimate e;
   // Weights per layer and of the output layer as llama.cpp places them (the same GGUF tensors
   // Ollama sums): every layer on the GPU, then the output layer too.
@@ -263,13 +262,12 @@ Expected<OllamaEstimate> ollama_estimate(const OllamaRelease& r, const EstimateI
     e.required_partial_bytes = alloc + (fully ? e.graph_full_bytes : e.graph_partial_bytes);
   }
   e.required_full_bytes = e.required_partial_bytes + overflow;
-  (void)r;
   return e;
 }
 
 // The lines Ollama logs about the estimate and the runner it starts, in the words of its release.
 std::vector<std::string> ollama_lines(const OllamaRelease& r, const OllamaSettings& o,
-                                      const OllamaEstimate& e, const EngineSettings& runner) {
+                                      const OllamaEstimate& e) {
   std::vector<std::string> out;
   const uint64_t ctx = uint64_t{o.num_ctx} * o.num_parallel;
   uint64_t blocks = 0;  // every repeating layer's weights
@@ -334,7 +332,6 @@ std::vector<std::string> ollama_lines(const OllamaRelease& r, const OllamaSettin
         r.at_least(0, 4, 0) ? "ollama runner" : "ollama_llama_server", ctx,
         std::min<uint64_t>(k_ollama_num_batch, ctx), e.layers_offload, fa, kv, o.num_parallel));
   }
-  (void)runner;
   return out;
 }
 
@@ -374,14 +371,14 @@ Expected<Estimate> estimate_ollama(const EstimateInput& in) {
   runner_in.settings = runner_settings(r, in, *o);
   std::optional<OllamaEstimate> oe;
   if (!s.no_gpu && !r.at_least(0, 30, 0)) {
-    auto e = ollama_estimate(r, in, *m, *o, runner_in.settings);
+    auto e = ollama_estimate(in, *m, *o, runner_in.settings);
     if (!e) return std::unexpected(e.error());
     // OLLAMA_NUM_PARALLEL unset: the scheduler keeps 4 (2 from v0.6.7) slots only where the
     // model then fits the GPU whole, else 1.
     if (o->parallel_auto && e->required_partial_bytes < e->required_full_bytes) {
       o->num_parallel = 1;
       runner_in.settings = runner_settings(r, in, *o);
-      e = ollama_estimate(r, in, *m, *o, runner_in.settings);
+      e = ollama_estimate(in, *m, *o, runner_in.settings);
       if (!e) return std::unexpected(e.error());
     }
     oe = *e;
@@ -392,9 +389,9 @@ Expected<Estimate> estimate_ollama(const EstimateInput& in) {
 
   std::vector<std::string> lines;
   if (oe)
-    lines = ollama_lines(r, *o, *oe, runner_in.settings);
+    lines = ollama_lines(r, *o, *oe);
   else if (!s.no_gpu)
-    lines = ollama_lines(r, *o, OllamaEstimate{}, runner_in.settings);
+    lines = ollama_lines(r, *o, OllamaEstimate{});
   auto& log = est->engine_report.log_lines;
   log.insert(log.begin(), lines.begin(), lines.end());
   est->settings.engine = Engine::ollama;
