@@ -76,8 +76,8 @@ TEST(EngineRegistry, OneRowOfFunctionsPerEngineAgreeingWithItsIdentity) {
   const auto& unknown = engine_functions(Engine::unknown);
   EXPECT_TRUE(unknown.plan == nullptr && unknown.parse_release == nullptr &&
               unknown.log_reader == nullptr && unknown.read_metrics == nullptr);
-  EXPECT_EQ(log_read_engine_names(),
-            (std::vector<std::string_view>{"vllm", "sglang", "trtllm", "llamacpp", "tgi"}));
+  EXPECT_EQ(log_read_engine_names(), (std::vector<std::string_view>{"vllm", "sglang", "trtllm",
+                                                                    "llamacpp", "tgi", "ollama"}));
 }
 
 TEST(EngineRegistry, ReleasesGoToTheEnginesOwnTable) {

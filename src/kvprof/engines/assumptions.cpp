@@ -124,7 +124,9 @@ json estimate_assumptions(const Estimate& est, const AssumptionSources& src) {
       {"block_size",
        setting(s.block_size ? json(*s.block_size) : json(nullptr), src, "block-size", "")},
       {"enforce_eager", setting(s.enforce_eager, src, "enforce-eager", "")}};
-  if (s.engine == engines::Engine::llamacpp) settings = llamacpp_settings_json(est, src);
+  // Ollama plans the llama.cpp it runs: the same settings.
+  if (s.engine == engines::Engine::llamacpp || s.engine == engines::Engine::ollama)
+    settings = llamacpp_settings_json(est, src);
   return {{"gpu", gpu},
           {"model", est.model_id},
           {"engine", engines::engine_name(s.engine)},

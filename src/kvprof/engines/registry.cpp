@@ -59,14 +59,15 @@ constexpr std::array<EngineFunctions, 8> k_engine_functions{{
     {Engine::hf, &estimate_hf, nullptr, nullptr, nullptr, nullptr},
     {Engine::tgi, &estimate_tgi, &parse_tgi_release_name, &tgi_log_reader, &read_tgi_metrics,
      &read_tgi_command},
-    // Ollama's log holds llama.cpp's lines, which llama.cpp's reader reads.
-    {Engine::ollama, &estimate_ollama, &parse_ollama_release_name, nullptr, nullptr, nullptr},
+    {Engine::ollama, &estimate_ollama, &parse_ollama_release_name, &ollama_log_reader, nullptr,
+     nullptr},
 }};
 
-// The order the log readers try a line of an engine not yet known: llama.cpp's first (its lines
-// are the most distinctive), then vLLM, SGLang, TensorRT-LLM and TGI.
-constexpr std::array<Engine, 5> k_log_reading_order{Engine::llamacpp, Engine::vllm, Engine::sglang,
-                                                    Engine::trtllm, Engine::tgi};
+// The order the log readers try a line of an engine not yet known: Ollama's first (its log
+// holds llama.cpp's lines, which its reader takes only after an Ollama line), llama.cpp's (its
+// lines are the most distinctive), then vLLM, SGLang, TensorRT-LLM and TGI.
+constexpr std::array<Engine, 6> k_log_reading_order{Engine::ollama, Engine::llamacpp, Engine::vllm,
+                                                    Engine::sglang, Engine::trtllm,   Engine::tgi};
 
 // "a, b or c".
 std::string names_list(const std::vector<std::string_view>& names) {

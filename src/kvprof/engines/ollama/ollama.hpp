@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 
+#include "kvprof/enginelog/line_reader.hpp"
 #include "kvprof/estimate/estimate.hpp"
 #include "kvprof/util/error.hpp"
 
@@ -40,5 +41,9 @@ Expected<std::string> parse_ollama_release_name(std::string_view text);
 // Ollama's deployment of `input` on the release its settings name: the llama.cpp buffers per
 // device under Ollama's settings, with Ollama's estimate and its log lines.
 Expected<estimate::Estimate> estimate_ollama(const estimate::EstimateInput& input);
+
+// The reader of Ollama's server log: its version and its own lines, then the lines of the
+// llama.cpp runner it starts (read as llama.cpp's reader reads them).
+enginelog::LineReader ollama_log_reader();
 
 }  // namespace kvprof::engines
