@@ -48,7 +48,7 @@ TEST(LlamaCppFit, TheMoeExampleOfLlamaCppsReadme) {
                        "need 3456 MiB less memory in total"));
   EXPECT_TRUE(has_line(est, "cannot fulfill margin of 1024 MiB"));
   EXPECT_TRUE(has_line(est, "with only dense weights in device memory there is a total surplus"));
-  EXPECT_TRUE(has_line(est, "- CUDA0: 48 layers (31 overflowing)"));
+  EXPECT_TRUE(has_line(est, "- CUDA0 (NVIDIA GeForce RTX 4090): 48 layers (31 overflowing)"));
   EXPECT_TRUE(l.fit_success);
   EXPECT_TRUE(l.fit_args.starts_with("-c 4096 -ngl 48 -ot \"blk\\.17\\.")) << l.fit_args;
   // b7416's pattern has no gate_up (from b8497).
@@ -63,7 +63,8 @@ TEST(LlamaCppFit, TheMoeExampleWithTheFreeMemoryItMeasured) {
   in.gpu.memory_bytes = (20386ULL + 300) << 20;
   const auto est = plan(in).value();
   ASSERT_TRUE(est.llamacpp.has_value());
-  EXPECT_TRUE(has_line(est, "- CUDA0: 48 layers (34 overflowing)"));
+  // As the README prints it: "- CUDA0 (NVIDIA GeForce RTX 4090): 48 layers (34 overflowing)".
+  EXPECT_TRUE(has_line(est, "- CUDA0 (NVIDIA GeForce RTX 4090): 48 layers (34 overflowing),  "));
   EXPECT_TRUE(est.llamacpp->fit_args.starts_with("-c 4096 -ngl 48 -ot \"blk\\.14\\."))
       << est.llamacpp->fit_args;
 }

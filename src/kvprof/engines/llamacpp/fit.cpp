@@ -173,7 +173,7 @@ class Fitter {
     });
     s.n_gpu_layers = static_cast<int32_t>(std::max<int64_t>(k, 0));
     r_.changed = true;
-    log(fmt::format("  - CUDA0: {:2} layers, {:6} MiB used, {:6} MiB free", s.n_gpu_layers,
+    log(fmt::format("  - {}: {:2} layers, {:6} MiB used, {:6} MiB free", in_.device, s.n_gpu_layers,
                     used_mib(s), fit_mib(left(s).value_or(0))));
     if (k < 0) fail("not even the compute buffers fit on the device");
   }
@@ -202,9 +202,10 @@ class Fitter {
       });
       s = experts_on_host(s, static_cast<uint32_t>(std::max<int64_t>(full, 0)), n, in_.build);
       s.n_gpu_layers = static_cast<int32_t>(all_layers());
-      log(fmt::format("  - CUDA0: {:2} layers ({:2} overflowing), {:6} MiB used, {:6} MiB free",
-                      all_layers(), n - static_cast<uint32_t>(std::max<int64_t>(full, 0)),
-                      used_mib(s), fit_mib(left(s).value_or(0))));
+      log(fmt::format("  - {}: {:2} layers ({:2} overflowing), {:6} MiB used, {:6} MiB free",
+                      in_.device, all_layers(),
+                      n - static_cast<uint32_t>(std::max<int64_t>(full, 0)), used_mib(s),
+                      fit_mib(left(s).value_or(0))));
       return;
     }
     log(
@@ -223,8 +224,8 @@ class Fitter {
     const auto gpu = static_cast<uint32_t>(std::max<int64_t>(k, 0));
     s = experts_on_host(s, gpu >= n + out ? 0 : n + out - gpu, n, in_.build);
     s.n_gpu_layers = static_cast<int32_t>(gpu);
-    log(fmt::format("  - CUDA0: {:2} layers, {:6} MiB used, {:6} MiB free", gpu, used_mib(s),
-                    fit_mib(left(s).value_or(0))));
+    log(fmt::format("  - {}: {:2} layers, {:6} MiB used, {:6} MiB free", in_.device, gpu,
+                    used_mib(s), fit_mib(left(s).value_or(0))));
     if (k < 0) fail("not even the compute buffers fit on the device");
   }
 

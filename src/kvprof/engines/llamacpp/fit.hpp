@@ -22,7 +22,8 @@ struct LlamaCppFitInput {
   bool ctx_auto = false;               // -c not given: the model's context, lowered if need be
   // -ngl, -ts, -ot, --cpu-moe or --n-cpu-moe given: llama.cpp changes only the context.
   bool layers_given = false;
-  uint32_t build = 0;  // the release's build: the expert pattern's gate_up from b8497
+  uint32_t build = 0;            // the release's build: the expert pattern's gate_up from b8497
+  std::string device = "CUDA0";  // as its lines name the GPU: "CUDA0 (NVIDIA GeForce RTX 4090)"
 };
 
 struct LlamaCppFitResult {

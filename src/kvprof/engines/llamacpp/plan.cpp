@@ -211,8 +211,11 @@ namespace {
 // llama.cpp's --fit of `ps` against the busiest GPU (or, without one, the host's RAM); `given`
 // says which settings the user stated.
 LlamaCppFitResult fit_for_device(const model::ModelSpec& m, const EngineSettings& given,
-                                 LlamaCppSettings ps, const Budget& budget, uint32_t build) {
+                                 LlamaCppSettings ps, const Budget& budget, uint32_t build,
+                                 std::string_view gpu_name) {
   LlamaCppFitInput fi;
+  // llama.cpp names a device by its backend name and description.
+  fi.device = fmt::format("CUDA0 ({})", gpu_name);
   fi.free_bytes = ps.has_gpu ? budget.gpu_bytes : budget.host_bytes;
   fi.target_bytes = given.fit_target_bytes;
   fi.n_ctx_min = given.fit_ctx;
@@ -300,7 +303,7 @@ Expected<Estimate> estimate_llamacpp(const EstimateInput& in) {
           "with the flags as given",
           release->name));
     } else {
-      fitted = fit_for_device(m, in.settings, *settings, budget, build);
+      fitted = fit_for_device(m, in.settings, *settings, budget, build, in.gpu.name);
       *settings = fitted->settings;
       s.max_model_len = settings->n_ctx;
       if (settings->has_gpu && settings->n_gpu_layers >= 0)
