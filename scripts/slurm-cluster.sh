@@ -106,12 +106,20 @@ cat >"$dir/gres.conf" <<CONF
 NodeName=$node Name=gpu File=$dir/gpu/gpu[0-3]
 CONF
 
-# munged: started once per machine, with the key the munge package made.
-if ! pgrep -x munged >/dev/null; then
-  mkdir -p /run/munge /var/log/munge /var/lib/munge
-  chown munge:munge /run/munge /var/log/munge /var/lib/munge
-  setsid runuser -u munge -- munged </dev/null >/dev/null 2>&1
-fi
+# munged: started once per machine, with the key the munge package made. Two clusters started
+# at once (two tests) take turns through a lock, so that the second finds the first's munged
+# instead of failing to start its own (munged must not inherit the lock).
+(
+  flock -w 30 9 || { echo "slurm-cluster: another start held /tmp/kvprof-munged.lock for 30 s" >&2; exit 1; }
+  if ! pgrep -x munged >/dev/null; then
+    mkdir -p /run/munge /var/log/munge /var/lib/munge
+    chown munge:munge /run/munge /var/log/munge /var/lib/munge
+    if ! setsid runuser -u munge -- munged </dev/null >/dev/null 2>&1 9>&- && ! pgrep -x munged >/dev/null; then
+      echo "slurm-cluster: munged did not start (try: runuser -u munge -- munged --foreground)" >&2
+      exit 1
+    fi
+  fi
+) 9>/tmp/kvprof-munged.lock
 export SLURM_CONF="$dir/slurm.conf"
 # In sessions of their own, holding none of this script's streams: whoever ran the script (a
 # test) is not left waiting on its pipes, and stopping it does not stop them.
