@@ -3,10 +3,12 @@
 // model against what kvprof reads from the GGUF, and decoding.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
 #include "kvprof/llama/engine.hpp"
+#include "kvprof/llama/library.hpp"
 #include "kvprof/llama/memory.hpp"
 #include "kvprof/model/gguf.hpp"
 #include "support/tiny_llama.hpp"
@@ -50,6 +52,25 @@ TEST(EngineLlamaLib, FileThatIsNotALibraryIsADriverError) {
   ASSERT_FALSE(lib.has_value());
   EXPECT_EQ(lib.error().kind, ErrorKind::driver);
   EXPECT_NE(lib.error().message.find("cannot load"), std::string::npos) << lib.error().message;
+}
+
+TEST(EngineLlamaLib, TheCudaPackagesNameAndAFileTheVariableNamesAreFound) {
+  // @node-llama-cpp/linux-x64-cuda names it libllama.cuda.v0.5.0.so (the CPU package
+  // libllama.v0.5.0.so); KVPROF_LLAMA_LIB naming a file means that file, whatever its name.
+  const fs::path dir = temp_dir("cuda_package");
+  std::ofstream(dir / "libllama.cuda.v0.5.0.so") << "x";
+  std::ofstream(dir / "libllama-common.so") << "x";
+  LlamaLibOptions o;
+  o.path = dir.string();
+  auto found = find_llama_library(o);
+  ASSERT_TRUE(found.has_value()) << found.error().message;
+  EXPECT_EQ(found->filename(), "libllama.cuda.v0.5.0.so");
+  std::ofstream(dir / "my-llama-build.so") << "x";
+  ::setenv("KVPROF_LLAMA_LIB", (dir / "my-llama-build.so").c_str(), 1);
+  auto named = find_llama_library(LlamaLibOptions{});
+  ::unsetenv("KVPROF_LLAMA_LIB");
+  ASSERT_TRUE(named.has_value()) << named.error().message;
+  EXPECT_EQ(named->filename(), "my-llama-build.so");
 }
 
 TEST(EngineLlamaLib, KvCacheTypesAndFlashAttnUseLlamaCppNames) {

@@ -23,8 +23,9 @@ constexpr std::string_view k_install_hint =
     "run `bash scripts/fetch_llama.sh` (npm pack @node-llama-cpp/linux-x64 into .deps/llama/), "
     "or point --llama-lib / KVPROF_LLAMA_LIB at a libllama.so";
 
-// The libllama file in `dir`: libllama.so, libllama.so.N, libllama.vX.Y.Z.so or libllama.bNNNN.so
-// (the names node-llama-cpp's packages gave it over its releases).
+// The libllama file in `dir`: libllama.so, libllama.so.N, libllama.vX.Y.Z.so, libllama.bNNNN.so
+// or libllama.cuda.vX.Y.Z.so (the names node-llama-cpp's packages gave it over its releases and
+// builds).
 std::optional<fs::path> library_in(const fs::path& dir) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) return std::nullopt;
@@ -32,7 +33,8 @@ std::optional<fs::path> library_in(const fs::path& dir) {
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();
     if (name == "libllama.so" || name.starts_with("libllama.so.") ||
-        ((name.starts_with("libllama.v") || name.starts_with("libllama.b")) &&
+        ((name.starts_with("libllama.v") || name.starts_with("libllama.b") ||
+          name.starts_with("libllama.cuda.v")) &&
          name.ends_with(".so"))) {
       found.push_back(entry.path());
     }
@@ -249,6 +251,11 @@ Expected<fs::path> find_llama_library(const LlamaLibOptions& options) {
   };
   if (!options.path.empty() && fs::is_regular_file(options.path, ec))
     return checked(fs::path(options.path));
+  // A file KVPROF_LLAMA_LIB names is that file, whatever its name, as --llama-lib's is.
+  if (const char* env = std::getenv("KVPROF_LLAMA_LIB");
+      options.path.empty() && env != nullptr && fs::is_regular_file(env, ec)) {
+    return checked(fs::path(env));
+  }
   const auto dirs = llama_search_dirs(options);
   for (const auto& dir : dirs) {
     if (auto file = library_in(dir)) return checked(*file);
