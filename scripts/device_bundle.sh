@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
 # Builds kvprof, bench_gpu_check and bench_sampler in Release into build-device/ and packs them,
-# with every shared library they load except glibc's own, into .device/ (bin/, lib/): a folder a
-# bare GPU machine without Debian's packages can run. Both folders are added to .git/info/exclude
-# so they stay out of git (and can be carried to the GPU machine as ignored paths). Prints the
+# with every shared library they load except glibc's own, into .device/bundle.tar.xz (bin/,
+# lib/): what a bare GPU machine without Debian's packages can run. With them, llama.cpp's CUDA build
+# (@node-llama-cpp/linux-x64-cuda, CUDA 13.1) in llama-cuda/, its GPU code cut to one
+# architecture ($KVPROF_DEVICE_CUDA_ARCH, default 90: H100/H200) and its PTX lowered to what a
+# CUDA 13.0 driver compiles by scripts/prune_fatbin.py, so that it fits the 64 MiB the GPU
+# machine takes (159 MB whole) and runs there; scripts/gpu_check.sh unpacks the bundle. Both
+# folders are added to .git/info/exclude so they stay out of git (and can be carried to the GPU machine as ignored paths). Prints the
 # bundle's size and the command to run on the GPU machine. Build jobs: $KVPROF_JOBS (default 1).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 build_dir=build-device
 bundle_dir=.device
-max_bundle_mib=60 # the GPU machine takes at most 64 MiB of carried files
+max_bundle_mib=44 # the GPU machine takes 64 MiB: the working tree (~15 MiB) and this
 jobs=${KVPROF_JOBS:-1}
 targets=(kvprof bench_gpu_check bench_sampler)
 binaries=("$build_dir/src/kvprof" "$build_dir/benchmarks/bench_gpu_check" "$build_dir/benchmarks/bench_sampler")
@@ -46,35 +50,55 @@ nice ninja -C "$build_dir" -j "$jobs" "${targets[@]}"
 
 exclude_once "/$bundle_dir/"
 exclude_once "/$build_dir/"
-rm -rf "$bundle_dir"
-mkdir -p "$bundle_dir/bin" "$bundle_dir/lib"
+staging=$(mktemp -d)
+trap 'rm -rf "$staging"' EXIT
+unpacked=$staging/kvprof-device # what gpu_check.sh unpacks on the GPU machine
+mkdir -p "$unpacked/bin" "$unpacked/lib" "$unpacked/llama-cuda"
 for binary in "${binaries[@]}"; do
   [ -x "$binary" ] || die "$binary was not built"
-  cp "$binary" "$bundle_dir/bin/"
-  strip "$bundle_dir/bin/$(basename "$binary")"
+  cp "$binary" "$unpacked/bin/"
+  strip "$unpacked/bin/$(basename "$binary")"
   while read -r soname path; do
-    [ -e "$bundle_dir/lib/$soname" ] || cp -L "$path" "$bundle_dir/lib/$soname"
+    [ -e "$unpacked/lib/$soname" ] || cp -L "$path" "$unpacked/lib/$soname"
   done < <(needed_libraries "$binary")
 done
-chmod u+w "$bundle_dir"/lib/*
-strip --strip-unneeded "$bundle_dir"/lib/*
+chmod u+w "$unpacked"/lib/*
+strip --strip-unneeded "$unpacked"/lib/*
 
 # Every non-glibc library must now resolve inside the bundle.
-for binary in "$bundle_dir"/bin/*; do
+for binary in "$unpacked"/bin/*; do
   while read -r soname path; do
     case "$path" in
-      "$PWD/$bundle_dir/lib/"*) ;;
-      *) die "$binary: $soname resolves to $path, outside $bundle_dir/lib" ;;
+      "$unpacked/lib/"*) ;;
+      *) die "$binary: $soname resolves to $path, outside the bundle's lib/" ;;
     esac
-  done < <(LD_LIBRARY_PATH="$PWD/$bundle_dir/lib" needed_libraries "$binary")
+  done < <(LD_LIBRARY_PATH="$unpacked/lib" needed_libraries "$binary")
 done
 
+# llama.cpp's CUDA build, one architecture's GPU code kept.
+cuda_arch=${KVPROF_DEVICE_CUDA_ARCH:-90}
+cuda_package=.deps/llama/linux-x64-cuda
+KVPROF_LLAMA_PACKAGE=@node-llama-cpp/linux-x64-cuda bash scripts/fetch_llama.sh
+[ -f "$cuda_package/libggml-cuda.so" ] || die "$cuda_package/libggml-cuda.so was not fetched"
+for file in "$cuda_package"/*.so "$cuda_package"/_nlcBuildMetadata.json "$cuda_package"/package.json; do
+  case "$(basename "$file")" in
+    libggml-cuda.so | libllama-common.so) ;; # pruned below; only node's addon loads llama-common
+    *) cp "$file" "$unpacked/llama-cuda/" ;;
+  esac
+done
+command -v zstd >/dev/null || die "zstd is not installed (apt-get install zstd): the CUDA build's PTX is zstd-compressed"
+python3 scripts/prune_fatbin.py "$cuda_package/libggml-cuda.so" "$cuda_arch" \
+  "$unpacked/llama-cuda/libggml-cuda.so" --lower-ptx-isa
+
+rm -rf "$bundle_dir"
+mkdir -p "$bundle_dir"
+tar -C "$staging" -cf - kvprof-device | xz -T0 -6 >"$bundle_dir/bundle.tar.xz"
 bundle_kib=$(du -sk "$bundle_dir" | cut -f1)
 ((bundle_kib <= max_bundle_mib * 1024)) || die "$bundle_dir is $((bundle_kib / 1024)) MiB, over $max_bundle_mib MiB"
-program_count=$(find "$bundle_dir/bin" -type f | wc -l)
-library_count=$(find "$bundle_dir/lib" -type f | wc -l)
-echo "$bundle_dir: $program_count programs, $library_count libraries, $((bundle_kib / 1024)) MiB ($bundle_kib KiB)"
+program_count=$(find "$unpacked/bin" -type f | wc -l)
+library_count=$(find "$unpacked/lib" -type f | wc -l)
+echo "$bundle_dir/bundle.tar.xz: $program_count programs, $library_count libraries, llama.cpp's CUDA build (sm_$cuda_arch); $((bundle_kib / 1024)) MiB ($bundle_kib KiB)"
 echo "Carry: $bundle_dir. Command for the GPU machine (run from the repository root):"
-# Single quotes: $PWD and $OUT are the GPU machine's.
+# Single quotes: $OUT is the GPU machine's.
 # shellcheck disable=SC2016
-echo 'export LD_LIBRARY_PATH=$PWD/.device/lib; .device/bin/bench_gpu_check --json > $OUT/gpu_check.json; .device/bin/bench_gpu_check; KVPROF_NVML_LIBRARY=libnvidia-ml.so.1 .device/bin/bench_sampler; nvidia-smi; .device/bin/kvprof sample -o $OUT/gpu_mem_trace.csv --duration 3 --interval-ms 1'
+echo 'bash scripts/gpu_check.sh $OUT'
