@@ -87,8 +87,16 @@ for file in "$cuda_package"/*.so "$cuda_package"/_nlcBuildMetadata.json "$cuda_p
   esac
 done
 command -v zstd >/dev/null || die "zstd is not installed (apt-get install zstd): the CUDA build's PTX is zstd-compressed"
+# With CUDA 13.0's ptxas here ($KVPROF_PTXAS, else /usr/local/cuda's), the PTX becomes machine code
+# now (cached in .deps/llama/sass-sm<arch>/): the GPU then compiles nothing at load.
+ptxas=${KVPROF_PTXAS:-/usr/local/cuda/bin/ptxas}
+sass=()
+if [ -x "$ptxas" ] && "$ptxas" --version | grep -q "release 13\.0"; then
+  sass=(--sass "$ptxas" ".deps/llama/sass-sm$cuda_arch")
+  echo "== compiling the sm_$cuda_arch PTX with $ptxas (cached; the first time takes ~15 minutes)"
+fi
 python3 scripts/prune_fatbin.py "$cuda_package/libggml-cuda.so" "$cuda_arch" \
-  "$unpacked/llama-cuda/libggml-cuda.so" --lower-ptx-isa
+  "$unpacked/llama-cuda/libggml-cuda.so" --lower-ptx-isa "${sass[@]}"
 
 rm -rf "$bundle_dir"
 mkdir -p "$bundle_dir"
