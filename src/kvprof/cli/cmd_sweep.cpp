@@ -58,9 +58,14 @@ struct SweepCliState {
   scheduler::KubernetesOptions k8s;
 };
 
-// The cluster's scheduler for --executor; null for `local`.
+// The cluster's scheduler for --executor; null for `local` and for Kubernetes' dry run (its
+// manifests are Indexed Jobs for kubectl apply, written without kubectl).
 std::unique_ptr<scheduler::JobScheduler> open_scheduler(const SweepCliState& st) {
-  if (st.executor == "local" || st.executor == "kubernetes") return nullptr;
+  if (st.executor == "local") return nullptr;
+  if (st.executor == "kubernetes") {
+    if (st.dry_run) return nullptr;
+    return value_or_fatal(scheduler::KubernetesScheduler::open(st.k8s));
+  }
   return value_or_fatal(scheduler::SlurmScheduler::open(st.slurm));
 }
 
@@ -108,9 +113,10 @@ void print_job_scripts(const experiment::SweepConfig& config, const experiment::
   for (const auto* pc : configs) {
     const auto script = value_or_fatal(
         scheduler.batch_script(experiment::job_request(config, *pc, options, cluster)));
-    std::printf("\n# %s: %s (%s)\n%s", pc->id.c_str(),
-                experiment::job_file(dir, pc->fingerprint, ".sbatch").c_str(), pc->label.c_str(),
-                script.c_str());
+    std::printf(
+        "\n# %s: %s (%s)\n%s", pc->id.c_str(),
+        experiment::job_file(dir, pc->fingerprint, scheduler.script_suffix().c_str()).c_str(),
+        pc->label.c_str(), script.c_str());
   }
   const size_t n = configs.size();
   std::printf("\ndry run: %zu %s job%s would be submitted; nothing was started\n", n,
@@ -259,9 +265,11 @@ void run_sweep_command(const SweepCliState& st) {
     return;
   }
   if (st.executor == "kubernetes") {
-    throw Fatal({ErrorKind::usage,
-                 "--executor kubernetes writes the jobs' manifests with --dry-run, for kubectl "
-                 "apply; kvprof does not submit to Kubernetes itself"});
+    // The pods see the results folder and the sweep file only on the claim: refused before
+    // anything is submitted.
+    scheduler::JobRequest files;
+    files.shared_paths = {fs::absolute(st.config), fs::absolute(st.output_dir)};
+    value_or_fatal(scheduler::check_on_volume(files, st.k8s));
   }
   if (!st.json && !st.quiet) {
     std::fputs(experiment::plan_text(plan, state).c_str(), stdout);
@@ -348,7 +356,7 @@ void register_sweep_command(CLI::App& app) {
   cmd->add_flag("--dry-run", st->dry_run, "Check the file and print the plan; start nothing");
   cmd->add_flag("--status", st->status,
                 "Where each configuration stands: done, failed, not run, and on a cluster its "
-                "job queued or running (with --executor slurm); start nothing")
+                "job queued or running (with --executor slurm or kubernetes); start nothing")
       ->excludes("--dry-run");
   cmd->add_flag("--json", st->json, "Print the plan (--dry-run) or sweep.json as JSON");
   cmd->add_option("--output-dir", st->output_dir, "Where the run folders and sweeps/ go")
@@ -361,11 +369,13 @@ void register_sweep_command(CLI::App& app) {
   cmd->add_option("--executor", st->executor,
                   "Where the configurations run: `local` (one after the other, here), `slurm` "
                   "(each one a Slurm batch job asking for its GPUs; the results folder and the "
-                  "sweep file must be on storage the cluster's nodes share) or `kubernetes` "
-                  "(with --dry-run: Indexed Job manifests to kubectl apply)")
+                  "sweep file must be on storage the cluster's nodes share) or `kubernetes` (each "
+                  "one a Job of one pod through kubectl, the results folder and the sweep file on "
+                  "a PersistentVolumeClaim; with --dry-run: Indexed Job manifests to kubectl "
+                  "apply)")
       ->check(CLI::IsMember({"local", "slurm", "kubernetes"}))
       ->capture_default_str();
-  auto* cluster = "Cluster (--executor slurm)";
+  auto* cluster = "Cluster (--executor slurm or kubernetes)";
   cmd->add_option("--partition,-p", st->slurm.partition, "Slurm partition of the jobs")
       ->group(cluster);
   cmd->add_option("--account,-A", st->slurm.account, "Slurm account the jobs are charged to")
@@ -389,7 +399,8 @@ void register_sweep_command(CLI::App& app) {
       ->group(cluster);
   cmd->add_option("--on-interrupt", st->on_interrupt,
                   "At Ctrl-C, the jobs still queued or running: `ask` (on a terminal; else "
-                  "leave), `cancel` (scancel), `leave` (a later run collects them)")
+                  "leave), `cancel` (scancel, kubectl delete job), `leave` (a later run collects "
+                  "them)")
       ->check(CLI::IsMember({"ask", "cancel", "leave"}))
       ->capture_default_str()
       ->group(cluster);
@@ -397,7 +408,7 @@ void register_sweep_command(CLI::App& app) {
       ->check(CLI::Range(0.1, 3600.0))
       ->capture_default_str()
       ->group(cluster);
-  auto* k8s = "Kubernetes (--executor kubernetes --dry-run)";
+  auto* k8s = "Kubernetes (--executor kubernetes)";
   cmd->add_option("--k8s-image", st->k8s.image, "Container image with kvprof in it")->group(k8s);
   cmd->add_option("--k8s-pvc", st->k8s.pvc,
                   "PersistentVolumeClaim holding the results folder and the sweep file")

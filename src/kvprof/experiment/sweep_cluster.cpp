@@ -139,7 +139,8 @@ void ClusterSweep::collect(const Tracked& t, const std::optional<scheduler::JobS
       rec.reason = fmt::format("{} job {} ended {}{}", m_scheduler.name(), rec.job_id, ended,
                                rec.reason.empty() ? "" : ": " + rec.reason);
     }
-    if (!result->node.empty()) rec.node = result->node;
+    // The scheduler names the node; the job's own host name is the fallback (a pod's is its own).
+    if (!result->node.empty() && (!status || status->node.empty())) rec.node = result->node;
     rec.started_unix_s = result->started_unix_s;
     rec.ended_unix_s = result->ended_unix_s;
     if (!result->run_dir.empty()) {
@@ -217,7 +218,8 @@ Expected<void> ClusterSweep::submit_all() {
     }
     const auto request = job_request(m_config, pc, m_options, m_cluster);
     auto script = m_scheduler.batch_script(request);
-    const fs::path script_path = job_file(m_out.dir, pc.fingerprint, ".sbatch");
+    const fs::path script_path =
+        job_file(m_out.dir, pc.fingerprint, m_scheduler.script_suffix().c_str());
     std::error_code ec;
     fs::remove(job_file(m_out.dir, pc.fingerprint, ".result.json"), ec);
     Expected<std::string> id =

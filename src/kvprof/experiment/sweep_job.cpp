@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 
 #include "kvprof/results/run_folder.hpp"
 #include "kvprof/scheduler/job_environment.hpp"
@@ -22,7 +23,11 @@ namespace {
 
 constexpr int k_result_schema = 1;
 
+// The node this job runs on: Kubernetes' downward API says it (KVPROF_NODE_NAME, set by the Job
+// kvprof submits), else the host name (a Slurm node's).
 std::string host_name() {
+  if (const char* node = std::getenv("KVPROF_NODE_NAME"); node != nullptr && *node != '\0')
+    return std::string(node).substr(0, 253);
   char name[256] = {};
   if (::gethostname(name, sizeof name - 1) != 0) return "unknown";
   return name;

@@ -35,6 +35,10 @@ std::optional<std::vector<unsigned>> gpu_index_list(const std::string& text) {
 
 std::optional<JobEnvironment> current_job() {
   const std::string id = env("SLURM_JOB_ID");
+  // A pod of a Job kvprof submitted: the Job's name (its manifest sets it); the device plugin
+  // shows the pod only its own GPUs, so all are sampled.
+  if (const std::string job = env("KVPROF_JOB_ID"); id.empty() && !job.empty())
+    return JobEnvironment{"kubernetes", job.substr(0, 64), {}};
   if (id.empty()) {
     // A pod of an Indexed Job: the device plugin shows it only its own GPUs, so all are sampled.
     if (const std::string index = env("JOB_COMPLETION_INDEX"); !index.empty())

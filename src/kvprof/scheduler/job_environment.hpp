@@ -15,7 +15,8 @@ struct JobEnvironment {
 };
 
 // The job this process runs in (Slurm: SLURM_JOB_ID, and SLURM_JOB_GPUS, else a numeric
-// CUDA_VISIBLE_DEVICES; a Kubernetes Indexed Job's pod: its name and JOB_COMPLETION_INDEX);
+// CUDA_VISIBLE_DEVICES; a pod of a Job kvprof submitted: KVPROF_JOB_ID; a Kubernetes Indexed
+// Job's pod: its name and JOB_COMPLETION_INDEX);
 // nullopt outside a job.
 std::optional<JobEnvironment> current_job();
 

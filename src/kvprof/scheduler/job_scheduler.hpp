@@ -1,6 +1,7 @@
 // A cluster's job scheduler as kvprof uses it: submit a batch script, find jobs again by name,
-// follow their state, cancel them. Slurm is one implementation (slurm.hpp); another scheduler
-// (Kubernetes Jobs, PBS) is another implementation of this interface, not a branch in the sweep.
+// follow their state, cancel them. Slurm (slurm.hpp) and Kubernetes (kubernetes.hpp) implement
+// it; another scheduler (PBS) is another implementation of this interface, not a branch in the
+// sweep.
 #pragma once
 
 #include <filesystem>
@@ -47,6 +48,8 @@ class JobScheduler {
   virtual ~JobScheduler() = default;
   // "slurm", for messages.
   [[nodiscard]] virtual std::string name() const = 0;
+  // How the batch script's file ends (".sbatch", ".json").
+  [[nodiscard]] virtual std::string script_suffix() const = 0;
   // The batch script that `submit` hands the scheduler for `request`.
   [[nodiscard]] virtual Expected<std::string> batch_script(const JobRequest& request) const = 0;
   // Submits the script written at `script_path`; returns the job's id. An io error with the

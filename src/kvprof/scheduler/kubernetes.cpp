@@ -14,8 +14,26 @@ namespace kvprof::scheduler {
 
 namespace {
 
+// The shell script every pod of one Job runs: its completion index picks the command.
+std::string index_script(const std::vector<const JobRequest*>& requests) {
+  std::string s = "set -u\ncase \"$JOB_COMPLETION_INDEX\" in\n";
+  for (size_t i = 0; i < requests.size(); ++i) {
+    s += fmt::format("  {})\n", i);
+    std::string lines = pod_script_lines(*requests[i], "index $JOB_COMPLETION_INDEX");
+    for (size_t at = 0; at < lines.size();) {
+      const size_t end = lines.find('\n', at);
+      s += "    " + lines.substr(at, end - at + 1);
+      at = end + 1;
+    }
+    s += "    ;;\n";
+  }
+  s += "  *)\n    echo \"no configuration for index $JOB_COMPLETION_INDEX\" >&2\n    exit 2\n"
+       "    ;;\nesac\n";
+  return s;
+}
+
 // Whether `path` lies under `root` (both absolute, compared word by word).
-bool under(const std::filesystem::path& path, const std::filesystem::path& root) {
+bool path_under(const std::filesystem::path& path, const std::filesystem::path& root) {
   const auto p = path.lexically_normal(), r = root.lexically_normal();
   auto pi = p.begin();
   for (auto ri = r.begin(); ri != r.end(); ++ri, ++pi) {
@@ -25,26 +43,49 @@ bool under(const std::filesystem::path& path, const std::filesystem::path& root)
   return true;
 }
 
-// The shell script every pod of one Job runs: its completion index picks the command.
-std::string index_script(const std::vector<const JobRequest*>& requests) {
-  std::string s = "set -u\ncase \"$JOB_COMPLETION_INDEX\" in\n";
-  for (size_t i = 0; i < requests.size(); ++i) {
-    const JobRequest& r = *requests[i];
-    s += fmt::format("  {})\n", i);
-    if (!r.log_path.empty()) s += "    exec >>" + shell_quote(r.log_path.string()) + " 2>&1\n";
-    if (!r.work_dir.empty()) s += "    cd " + shell_quote(r.work_dir.string()) + "\n";
-    s += "    echo \"kvprof job $HOSTNAME index $JOB_COMPLETION_INDEX: " + r.name + "\"\n";
-    s += "    exec";
-    for (const auto& w : r.command)
-      s += " " + shell_quote(w);
-    s += "\n    ;;\n";
-  }
-  s += "  *)\n    echo \"no configuration for index $JOB_COMPLETION_INDEX\" >&2\n    exit 2\n"
-       "    ;;\nesac\n";
-  return s;
+}  // namespace
+
+std::string pod_script_lines(const JobRequest& r, std::string_view which) {
+  std::string s;
+  if (!r.log_path.empty()) s += "exec >>" + shell_quote(r.log_path.string()) + " 2>&1\n";
+  if (!r.work_dir.empty()) s += "cd " + shell_quote(r.work_dir.string()) + "\n";
+  s += fmt::format("echo \"kvprof job $HOSTNAME {}: {}\"\n", which, r.name);
+  s += "exec";
+  for (const auto& w : r.command)
+    s += " " + shell_quote(w);
+  return s + "\n";
 }
 
-}  // namespace
+Expected<void> check_on_volume(const JobRequest& r, const KubernetesOptions& options) {
+  const std::filesystem::path mount(options.mount_path);
+  std::vector<std::filesystem::path> paths = r.shared_paths;
+  paths.push_back(r.log_path);
+  for (const auto& p : paths) {
+    if (!p.empty() && !path_under(p, mount)) {
+      return fail(ErrorKind::usage,
+                  fmt::format("{} is not under --k8s-mount-path {}: the pods would not see it; "
+                              "put the results folder and the sweep file on the volume",
+                              p.string(), options.mount_path));
+    }
+  }
+  return {};
+}
+
+Expected<void> check_kubernetes_options(const KubernetesOptions& options) {
+  for (const auto& [flag, value] :
+       {std::pair{"--k8s-image", &options.image}, std::pair{"--k8s-pvc", &options.pvc},
+        std::pair{"--k8s-mount-path", &options.mount_path}}) {
+    if (value->empty()) {
+      return fail(ErrorKind::usage,
+                  fmt::format("--executor kubernetes needs {} (see kvprof sweep --help)", flag));
+    }
+  }
+  if (!std::filesystem::path(options.mount_path).is_absolute()) {
+    return fail(ErrorKind::usage,
+                fmt::format("--k8s-mount-path {}: not an absolute path", options.mount_path));
+  }
+  return {};
+}
 
 std::string dns_label(std::string_view text) {
   std::string out;
@@ -64,32 +105,11 @@ std::string dns_label(std::string_view text) {
 
 Expected<std::string> kubernetes_manifests(const std::vector<JobRequest>& requests,
                                            const KubernetesOptions& options) {
-  for (const auto& [flag, value] :
-       {std::pair{"--k8s-image", &options.image}, std::pair{"--k8s-pvc", &options.pvc},
-        std::pair{"--k8s-mount-path", &options.mount_path}}) {
-    if (value->empty()) {
-      return fail(ErrorKind::usage,
-                  fmt::format("--executor kubernetes needs {} (see kvprof sweep --help)", flag));
-    }
-  }
-  const std::filesystem::path mount(options.mount_path);
-  if (!mount.is_absolute()) {
-    return fail(ErrorKind::usage,
-                fmt::format("--k8s-mount-path {}: not an absolute path", options.mount_path));
-  }
+  if (auto ok = check_kubernetes_options(options); !ok) return std::unexpected(ok.error());
   // One Job per GPU count: a pod template has one GPU limit.
   std::map<unsigned, std::vector<const JobRequest*>> by_gpus;
   for (const auto& r : requests) {
-    std::vector<std::filesystem::path> paths = r.shared_paths;
-    paths.push_back(r.log_path);
-    for (const auto& p : paths) {
-      if (!p.empty() && !under(p, mount)) {
-        return fail(ErrorKind::usage,
-                    fmt::format("{} is not under --k8s-mount-path {}: the pods would not see it; "
-                                "put the results folder and the sweep file on the volume",
-                                p.string(), options.mount_path));
-      }
-    }
+    if (auto ok = check_on_volume(r, options); !ok) return std::unexpected(ok.error());
     by_gpus[r.gpus].push_back(&r);
   }
   YAML::Emitter out;

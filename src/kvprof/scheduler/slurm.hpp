@@ -24,6 +24,7 @@ class SlurmScheduler final : public JobScheduler {
   static Expected<std::unique_ptr<SlurmScheduler>> open(SlurmOptions options);
 
   [[nodiscard]] std::string name() const override { return "slurm"; }
+  [[nodiscard]] std::string script_suffix() const override { return ".sbatch"; }
   [[nodiscard]] Expected<std::string> batch_script(const JobRequest& request) const override;
   Expected<std::string> submit(const std::filesystem::path& script_path) override;
   Expected<std::vector<JobStatus>> list(std::string_view name_prefix) override;
