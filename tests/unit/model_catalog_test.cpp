@@ -210,6 +210,20 @@ TEST(ModelCatalog, BigDeploymentFamiliesResolveOffline) {
   const auto ministral = catalog_model("mistralai/Ministral-8B-Instruct-2410");
   ASSERT_TRUE(ministral.has_value());
   EXPECT_EQ(ministral->n_layer, 36U);
+  // Mistral Large 2 (123B) and GLM-4-9B-Chat (ChatGLM's own field names, its q/k/v biases).
+  const auto large = catalog_model("mistral-large-2407");
+  ASSERT_TRUE(large.has_value());
+  EXPECT_EQ(large->n_layer, 88U);
+  EXPECT_EQ(large->n_head_kv, 8U);
+  EXPECT_EQ(large->hidden_size, 12288U);
+  const auto glm = catalog_model("THUDM/glm-4-9b-chat");
+  ASSERT_TRUE(glm.has_value());
+  EXPECT_EQ(glm->n_layer, 40U);
+  EXPECT_EQ(glm->n_head_kv, 2U);
+  EXPECT_EQ(glm->intermediate_size, 13696U);
+  EXPECT_EQ(glm->vocab_size, 151552U);
+  EXPECT_TRUE(glm->attention_bias);
+  EXPECT_TRUE(glm->warnings.empty()) << glm->warnings.front();
 }
 
 }  // namespace kvprof::model

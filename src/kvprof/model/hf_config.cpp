@@ -29,7 +29,7 @@ using hf::require_uint;
 constexpr size_t k_max_json_depth = 128;
 
 // model_types whose structure kvprof models; others parse as Llama-like with a warning.
-constexpr std::array<std::string_view, 68> k_known_types{"llama",
+constexpr std::array<std::string_view, 69> k_known_types{"llama",
                                                          "mistral",
                                                          "mixtral",
                                                          "qwen2",
@@ -94,6 +94,7 @@ constexpr std::array<std::string_view, 68> k_known_types{"llama",
                                                          "bamba",
                                                          "stablelm",
                                                          "internlm2",
+                                                         "chatglm",
                                                          "seed_oss",
                                                          "exaone4",
                                                          "minimax_m2"};
@@ -192,9 +193,10 @@ Expected<void> read_hf_structure(const json& t, ModelSpec& m) {
     m.layer_norm_bias = true;
   }
   const bool qkv_only = one_of(type, {"qwen2", "qwen2_moe", "qwen2_vl", "qwen2_5_vl", "glm4",
-                                      "glm4_moe", "stablelm", "internlm2"});
+                                      "glm4_moe", "stablelm", "internlm2", "chatglm"});
   if (one_of(type, {"qwen2", "qwen2_moe", "qwen2_vl", "qwen2_5_vl"})) m.attention_bias = true;
-  for (const auto* key : {"attention_bias", "use_bias", "enable_bias", "bias", "use_qkv_bias"}) {
+  for (const auto* key :
+       {"attention_bias", "use_bias", "enable_bias", "bias", "use_qkv_bias", "add_qkv_bias"}) {
     if (std::string_view(key) == "bias" && type != "falcon") continue;  // Falcon's name for it
     HF_TRY(b, get_bool(t, key));
     if (!b) continue;
