@@ -69,6 +69,32 @@ TEST(LlamaCppFit, TheMoeExampleWithTheFreeMemoryItMeasured) {
       << est.llamacpp->fit_args;
 }
 
+// The README's example predates the fit's release (b6895): from b7407 llama.cpp then tries to
+// keep part of the first overflowing layer on the device — its up experts, then its gate experts
+// too — and, where not even the up experts fit, sends that layer's whole FFN to the host (the
+// router with it). Which part stays follows the memory left over.
+TEST(LlamaCppFit, PartOfOneMoreLayerStaysOnTheDeviceAsTheMemoryAllows) {
+  const auto fitted = [](uint64_t extra_mib, const char* build) {
+    auto in = llama_input("Qwen/Qwen3-30B-A3B", "RTX-4090", build);
+    in.gpu.memory_bytes = (20386ULL + 300 + extra_mib) << 20;
+    return plan(in).value().llamacpp->fit_args;
+  };
+  // ~200 MiB over the target: one layer's up experts (384 MiB in f16) do not fit.
+  auto args = fitted(0, "b7416");
+  EXPECT_NE(
+      args.find(
+          "\"blk\\.14\\.ffn_(up|gate|down).*=CPU,blk\\.15\\.ffn_(up|down|gate)_(ch|)exps=CPU"),
+      std::string::npos)
+      << args;
+  args = fitted(500, "b7416");  // the up experts fit, not the gate experts as well
+  EXPECT_NE(args.find("\"blk\\.14\\.ffn_(gate|down).*=CPU,blk\\.15\\."), std::string::npos) << args;
+  args = fitted(900, "b7416");  // both, not yet the whole layer (1152 MiB of experts)
+  EXPECT_NE(args.find("\"blk\\.14\\.ffn_down.*=CPU,blk\\.15\\."), std::string::npos) << args;
+  // From b8497 the patterns name gate_up too.
+  args = fitted(500, "b9410");
+  EXPECT_NE(args.find("\\.ffn_(gate|gate_up|down).*=CPU,"), std::string::npos) << args;
+}
+
 // The same README runs llama-server with what the fit printed (-c 4096 -ngl 48 and the experts of
 // layers 14-47 on the host) and ends with llama.cpp's memory breakdown: CUDA0 17904 MiB of model,
 // 384 of context, 898 of compute; the host 58259 of model (the whole file mapped: the token

@@ -6,11 +6,11 @@
 //  3. when -ngl, -ts or an override was given, nothing more (llama.cpp aborts that step);
 //  4. a dense model: as many layers as fit, from the back (the output layer first, b7475);
 //  5. a MoE model: with every expert on the host, either a surplus — all layers on the GPU and
-//     the experts of the back layers on the host until it fits — or a deficit — as many
-//     dense-only layers as fit.
+//     the experts of the back layers on the host until it fits, then part of one more layer (the
+//     first overflowing one keeps its up, then also its gate experts; failing the up experts,
+//     its whole FFN goes to the host) — or a deficit — as many dense-only layers as fit.
 // Each search keeps the largest candidate that fits, as llama.cpp's false-position search ends.
-// Not planned: the one layer llama.cpp then tries to keep partly (attention and up/gate) on the
-// device, and fitting layers over several GPUs.
+// Not planned: fitting layers over several GPUs.
 #include "kvprof/engines/llamacpp/fit.hpp"
 
 #include <fmt/format.h>
@@ -32,6 +32,18 @@ std::string expert_pattern(uint32_t il, uint32_t build) {
   return build != 0 && build < 8497
              ? fmt::format("blk\\.{}\\.ffn_(up|down|gate)_(ch|)exps", il)
              : fmt::format("blk\\.{}\\.ffn_(up|down|gate_up|gate)_(ch|)exps", il);
+}
+
+// What of layer `il` goes to the host when llama.cpp keeps only part of it on the device
+// (common/fit.cpp's layer fractions; gate_up from b8497 as in expert_pattern).
+enum class LayerPart { attention, up, gate };
+std::string partial_layer_pattern(uint32_t il, LayerPart kept, uint32_t build) {
+  const bool before_gate_up = build != 0 && build < 8497;
+  const char* ffn = "ffn_down";
+  if (kept == LayerPart::attention)
+    ffn = before_gate_up ? "ffn_(up|gate|down)" : "ffn_(gate|up|gate_up|down)";
+  if (kept == LayerPart::up) ffn = before_gate_up ? "ffn_(gate|down)" : "ffn_(gate|gate_up|down)";
+  return fmt::format("blk\\.{}\\.{}.*", il, ffn);
 }
 
 // `s` with the experts of layers [first, last) on the host.
@@ -78,6 +90,11 @@ class Fitter {
   bool meets_target(const LlamaCppSettings& s) const {
     const auto l = left(s);
     return l && *l >= static_cast<int64_t>(in_.target_bytes);
+  }
+  // As llama.cpp tests a partial layer: strictly below the device's target.
+  bool under_target(const LlamaCppSettings& s) const {
+    const auto l = left(s);
+    return l && *l > static_cast<int64_t>(in_.target_bytes);
   }
   int64_t used_mib(const LlamaCppSettings& s) const {
     const auto u = use_(s);
@@ -200,8 +217,10 @@ class Fitter {
         t.n_gpu_layers = static_cast<int32_t>(all_layers());
         return meets_target(t);
       });
+      const size_t given_overrides = s.tensor_overrides.size();
       s = experts_on_host(s, static_cast<uint32_t>(std::max<int64_t>(full, 0)), n, in_.build);
       s.n_gpu_layers = static_cast<int32_t>(all_layers());
+      if (full >= 0 && full < n) keep_part_of_layer(static_cast<uint32_t>(full), given_overrides);
       log(fmt::format("  - {}: {:2} layers ({:2} overflowing), {:6} MiB used, {:6} MiB free",
                       in_.device, all_layers(),
                       n - static_cast<uint32_t>(std::max<int64_t>(full, 0)), used_mib(s),
@@ -227,6 +246,24 @@ class Fitter {
     log(fmt::format("  - {}: {:2} layers, {:6} MiB used, {:6} MiB free", in_.device, gpu,
                     used_mib(s), fit_mib(left(s).value_or(0))));
     if (k < 0) fail("not even the compute buffers fit on the device");
+  }
+
+  // Part of one more layer on the device (from b7407, with the fit itself): the first overflowing
+  // layer `il`, whose experts' override is tensor_overrides[at], keeps its up experts, then its
+  // gate experts too, where the device stays under its target; failing the up experts, its whole
+  // FFN goes to the host (attention alone stays).
+  void keep_part_of_layer(uint32_t il, size_t at) {
+    auto& s = r_.settings;
+    LlamaCppSettings t = s;
+    t.tensor_overrides[at].pattern = partial_layer_pattern(il, LayerPart::up, in_.build);
+    if (under_target(t)) {
+      s = t;
+      t.tensor_overrides[at].pattern = partial_layer_pattern(il, LayerPart::gate, in_.build);
+      if (under_target(t)) s = t;
+      return;
+    }
+    t.tensor_overrides[at].pattern = partial_layer_pattern(il, LayerPart::attention, in_.build);
+    if (under_target(t)) s = t;
   }
 
   const model::ModelSpec& m_;
