@@ -112,7 +112,13 @@ TEST(KubectlJson, TheListKeepsEveryJobByItsKvprofNameAndRefusesWhatIsNotAList) {
 }
 
 TEST(KubernetesJobName, ADnsLabelTheSameEachTimeAndDistinctForLongNames) {
-  EXPECT_EQ(kubernetes_job_name("kvprof.my_sweep.0123abcd"), "kvprof-my-sweep-0123abcd");
+  EXPECT_EQ(kubernetes_job_name("kvprof-grid-0123abcd"), "kvprof-grid-0123abcd");
+  const std::string named = kubernetes_job_name("kvprof.my_sweep.0123abcd");
+  EXPECT_TRUE(named.starts_with("kvprof-my-sweep-0123abcd-")) << named;
+  // Names a DNS label would merge stay apart.
+  EXPECT_NE(kubernetes_job_name("kvprof.a_b.0123abcd"), kubernetes_job_name("kvprof.a.b.0123abcd"));
+  EXPECT_NE(kubernetes_job_name("kvprof.Grid.0123abcd"),
+            kubernetes_job_name("kvprof.grid.0123abcd"));
   const std::string a = "kvprof." + std::string(80, 's') + ".0123456789abcdef";
   const std::string b = "kvprof." + std::string(80, 's') + ".0123456789abcdee";
   EXPECT_LE(kubernetes_job_name(a).size(), 63U);

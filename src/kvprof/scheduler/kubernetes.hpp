@@ -68,7 +68,8 @@ class KubernetesScheduler final : public JobScheduler {
 };
 
 // The Job name kvprof gives the job `job_name`: a DNS label of at most 63 characters, the same
-// name each time, two names apart never the same Job (a hash of the whole name ends a long one).
+// name each time, two names apart never the same Job (a hash of the whole name ends any name
+// that is not a DNS label already).
 std::string kubernetes_job_name(std::string_view job_name);
 
 // `text` as a DNS-1123 label (lower-case letters, digits and '-', at most 63, starting and ending

@@ -43,9 +43,10 @@ Expected<sys::CommandResult> run_kubectl(const std::vector<std::string>& argv) {
 
 std::string kubernetes_job_name(std::string_view job_name) {
   const std::string label = dns_label(job_name);
-  std::string whole = dns_label(std::string(job_name) + "x");  // uncut: does the label hold it all?
-  if (label.size() < 63 && whole.size() == label.size() + 1) return label;
-  uint64_t h = 1469598103934665603ULL;  // FNV-1a over the whole name: a stable suffix
+  if (label == job_name) return label;
+  // Lower-casing, punctuation and the 63 characters lose information: a stable hash of the
+  // whole name (FNV-1a) keeps two names apart ("a_b" and "a.b", "Grid" and "grid").
+  uint64_t h = 1469598103934665603ULL;
   for (const char c : job_name)
     h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
   std::string head = label.substr(0, 50);
