@@ -89,6 +89,33 @@ TEST(OllamaPlan, APublicRtx4090StartupOfVersion054) {
   EXPECT_EQ(est.settings.n_batch, 2048U);
 }
 
+// OLLAMA_GPU_OVERHEAD (v0.3.10 on) is kept free beside every figure of Ollama's placement: 20 GiB
+// of a 4090's 24 leave room for part of the model, and its line says so.
+TEST(OllamaPlan, TheGpuOverheadIsKeptFreeWhereTheReleaseHasIt) {
+  auto in = ollama_input("meta-llama/Llama-3.1-8B-Instruct", "RTX-4090", "0.5.4");
+  in.settings.quantization = "Q4_K_M";
+  in.settings.ollama_gpu_overhead_bytes = 20ULL << 30;
+  const auto est = plan(in).value();
+  EXPECT_TRUE(test::has_planned_line(est, "memory.gpu_overhead=\"20.0 GiB\"")) << [&] {
+    std::string all;
+    for (const auto& l : est.engine_report.log_lines)
+      all += l + "\n";
+    return all;
+  }();
+  EXPECT_FALSE(test::has_planned_line(est, "layers.offload=33"));
+  EXPECT_TRUE(test::has_planned_line(est, "layers.model=33 layers.offload="));
+  EXPECT_LT(test::planned_mib(est, "CUDA0 model buffer size"), 4403.49 * 0.6);
+  // Releases without it, and those whose llama-server fits the layers, say it is not applied.
+  for (const char* release : {"v0.3.9", "v0.30.0"}) {
+    in.settings.engine_version = release;
+    const auto other = plan(in).value();
+    bool warned = false;
+    for (const auto& w : other.warnings)
+      warned = warned || w.starts_with("OLLAMA_GPU_OVERHEAD:");
+    EXPECT_TRUE(warned) << release;
+  }
+}
+
 TEST(OllamaPlan, EachReleasesDefaults) {
   // v0.6.7: num_ctx 4096 and two slots where the model fits whole.
   auto in = ollama_input("meta-llama/Llama-3.1-8B-Instruct", "RTX-4090", "v0.6.7");

@@ -219,6 +219,15 @@ estimate::EstimateInput build_estimate_input(const EstimateOptions& o) {
     s.fit_target_bytes = *mib_count << 20;
   }
   if (o.fit_ctx) s.fit_ctx = *o.fit_ctx;
+  if (!o.gpu_overhead.empty()) {
+    auto b = parse_bytes(o.gpu_overhead);
+    if (!b) {
+      throw Fatal({ErrorKind::usage, fmt::format("--gpu-overhead (OLLAMA_GPU_OVERHEAD): '{}' is "
+                                                 "not a memory size (bytes, or 2GiB)",
+                                                 o.gpu_overhead.substr(0, 64))});
+    }
+    s.ollama_gpu_overhead_bytes = *b;
+  }
   if (!o.host_mem.empty()) {
     auto b = parse_bytes(o.host_mem);
     if (!b || *b == 0) {
@@ -404,6 +413,10 @@ void add_estimate_options(CLI::App* cmd, EstimateOptions& o) {
       ->check(CLI::Range(1U, UINT32_MAX));
   eng->add_flag("--no-kv-unified,!--kv-unified", o.no_kv_unified,
                 "llama.cpp: one KV stream per slot (--kv-unified, -kvu: one shared by all)");
+  eng->add_option("--gpu-overhead", o.gpu_overhead,
+                  "Ollama's OLLAMA_GPU_OVERHEAD (v0.3.10 - v0.2x): VRAM it keeps free on each GPU "
+                  "when it places the layers, in bytes as Ollama reads it, or 2GiB")
+      ->envname("OLLAMA_GPU_OVERHEAD");
   eng->add_option("--host-mem", o.host_mem,
                   "Host RAM for CPU engines (llama.cpp), e.g. 32GiB (default: this machine's)");
   add_architecture_options(cmd, o.architecture);

@@ -73,6 +73,7 @@ struct EstimateOptions {
   std::string fit_target_mib;       // --fit-target MiB[,MiB...]
   std::optional<uint32_t> fit_ctx;  // --fit-ctx
   std::string host_mem;
+  std::string gpu_overhead;  // Ollama's OLLAMA_GPU_OVERHEAD
   std::string speculative_model;
   uint32_t num_speculative_tokens = 0;
   bool spec_runtime_control = false;

@@ -75,8 +75,9 @@ struct EngineSettings {
   // One output per slot in the reserved graph, as llama-server (from b9460) and kvprof serve do;
   // false: libllama's default of every token (kvprof bench).
   bool llamacpp_outputs_per_slot = true;
-  uint32_t n_parallel = 1;        // -np slots
-  bool n_parallel_given = false;  // -np stated (Ollama picks its own otherwise)
+  uint64_t ollama_gpu_overhead_bytes = 0;  // OLLAMA_GPU_OVERHEAD: VRAM Ollama keeps free per GPU
+  uint32_t n_parallel = 1;                 // -np slots
+  bool n_parallel_given = false;           // -np stated (Ollama picks its own otherwise)
   uint32_t n_ubatch = 512;
   uint32_t n_batch = 2048;   // -b
   std::string cache_type_k;  // -ctk (llama.cpp names); "" = --kv-cache-dtype or f16

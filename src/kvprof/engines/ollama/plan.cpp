@@ -57,6 +57,7 @@ struct OllamaSettings {
   bool flash_attn = false;
   std::string kv_cache_type;  // OLLAMA_KV_CACHE_TYPE as applied ("" = f16)
   std::optional<uint32_t> num_gpu;
+  uint64_t gpu_overhead_bytes = 0;  // OLLAMA_GPU_OVERHEAD as applied (from v0.3.10)
 };
 
 // Architectures whose flash attention Ollama turns on by default from the release given
@@ -121,6 +122,18 @@ Expected<OllamaSettings> ollama_settings(const OllamaRelease& r, const EstimateI
     }
   }
   if (s.n_gpu_layers) o.num_gpu = *s.n_gpu_layers;
+  if (s.ollama_gpu_overhead_bytes > 0) {
+    if (!r.at_least(0, 3, 10)) {
+      warnings.push_back(fmt::format(
+          "OLLAMA_GPU_OVERHEAD: Ollama {} has none (from v0.3.10): nothing reserved", r.name()));
+    } else if (r.at_least(0, 30, 0)) {
+      warnings.push_back(fmt::format(
+          "OLLAMA_GPU_OVERHEAD: not planned for Ollama {}, whose llama-server fits the layers",
+          r.name()));
+    } else {
+      o.gpu_overhead_bytes = s.ollama_gpu_overhead_bytes;
+    }
+  }
   return o;
 }
 
@@ -238,11 +251,13 @@ Expected<OllamaEstimate> ollama_estimate(const EstimateInput& in, const model::M
   uint64_t alloc = k_ollama_minimum_memory + spare;  // one layer spare
   uint32_t placed = 0;
   uint64_t overflow = 0;
-  const bool usable = e.available_bytes >= graph + k_ollama_minimum_memory + 2 * spare;
+  // OLLAMA_GPU_OVERHEAD is kept free beside every figure (FreeMemory > overhead + used + ...).
+  const uint64_t overhead = o.gpu_overhead_bytes;
+  const bool usable = e.available_bytes >= overhead + graph + k_ollama_minimum_memory + 2 * spare;
   for (uint32_t i = 0; i < m.n_layer; ++i) {
     const uint64_t layer = e.layer_weights[i] + kv_layer;
     if (usable && placed == i && (!o.num_gpu || placed < *o.num_gpu) &&
-        e.available_bytes > alloc + graph + layer) {
+        e.available_bytes > overhead + alloc + graph + layer) {
       alloc += layer;
       ++placed;
     } else {
@@ -251,7 +266,7 @@ Expected<OllamaEstimate> ollama_estimate(const EstimateInput& in, const model::M
   }
   const bool fully = placed >= m.n_layer;
   if (usable && fully && (!o.num_gpu || placed < *o.num_gpu) &&
-      e.available_bytes > alloc + graph + e.output_bytes) {
+      e.available_bytes > overhead + alloc + graph + e.output_bytes) {
     alloc += e.output_bytes;
     ++placed;
   } else {
@@ -288,7 +303,10 @@ std::vector<std::string> ollama_lines(const OllamaRelease& r, const OllamaSettin
       "memory.weights.total=\"{}\" memory.weights.repeating=\"{}\" "
       "memory.weights.nonrepeating=\"{}\" memory.graph.full=\"{}\" memory.graph.partial=\"{}\"",
       o.num_gpu ? static_cast<int64_t>(*o.num_gpu) : -1, e.layers_model, e.layers_offload,
-      human_bytes2(e.available_bytes), r.at_least(0, 3, 10) ? " memory.gpu_overhead=\"0 B\"" : "",
+      human_bytes2(e.available_bytes),
+      r.at_least(0, 3, 10)
+          ? fmt::format(" memory.gpu_overhead=\"{}\"", human_bytes2(o.gpu_overhead_bytes))
+          : std::string(),
       human_bytes2(e.required_full_bytes), human_bytes2(e.required_partial_bytes),
       human_bytes2(e.kv_bytes), human_bytes2(e.required_partial_bytes),
       // To v0.6.0 the total held each layer's cache and not the output layer, "repeating" the
