@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Builds kvprof, bench_gpu_check and bench_sampler in Release into build-device/ and packs them,
 # with every shared library they load except glibc's own, into .device/bundle.tar.xz (bin/,
-# lib/): what a bare GPU machine without Debian's packages can run. With them, llama.cpp's CUDA build
-# (@node-llama-cpp/linux-x64-cuda, CUDA 13.1) in llama-cuda/, its GPU code cut to one
-# architecture ($KVPROF_DEVICE_CUDA_ARCH, default 90: H100/H200) and its PTX lowered to what a
-# CUDA 13.0 driver compiles by scripts/prune_fatbin.py, so that it fits the 64 MiB the GPU
-# machine takes (159 MB whole) and runs there; scripts/gpu_check.sh unpacks the bundle. Both
-# folders are added to .git/info/exclude so they stay out of git (and can be carried to the GPU machine as ignored paths). Prints the
-# bundle's size and the command to run on the GPU machine. Build jobs: $KVPROF_JOBS (default 1).
+# lib/): what a bare GPU machine without Debian's packages can run. With them, llama.cpp's CUDA
+# build (@node-llama-cpp/linux-x64-cuda, CUDA 13.1) in llama-cuda/, its GPU code cut to one
+# architecture ($KVPROF_DEVICE_CUDA_ARCH, default 90: H100/H200) by scripts/prune_fatbin.py and
+# made loadable by a CUDA 13.0 driver (machine code compiled here by CUDA 13.0's ptxas where it is
+# installed, else PTX lowered to ISA 9.0), so that it fits the 64 MiB the GPU machine takes (159
+# MB whole) and runs there; scripts/gpu_check.sh unpacks the bundle. Both folders are added to
+# .git/info/exclude so they stay out of git (and can be carried to the GPU machine as ignored
+# paths). Prints the bundle's size and the command to run on the GPU machine. Build jobs:
+# $KVPROF_JOBS (default 1).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
