@@ -12,15 +12,15 @@ namespace {
 
 using nlohmann::json;
 
-constexpr size_t k_max_items = 100000;
-constexpr size_t k_max_field_chars = 256;
+constexpr size_t k_max_kubectl_items = 100000;
+constexpr size_t k_max_kubectl_field_chars = 256;
 
-// `j[key]` as a string of at most k_max_field_chars, "" when absent or not a string.
+// `j[key]` as a string of at most k_max_kubectl_field_chars, "" when absent or not a string.
 std::string text_at(const json& j, const char* key) {
   if (!j.is_object()) return {};
   const auto it = j.find(key);
   if (it == j.end() || !it->is_string()) return {};
-  return it->get<std::string>().substr(0, k_max_field_chars);
+  return it->get<std::string>().substr(0, k_max_kubectl_field_chars);
 }
 
 // `j[key]` as a small count, 0 when absent or not a number.
@@ -103,7 +103,7 @@ Expected<std::vector<JobStatus>> parse_kubectl_jobs(std::string_view json_text) 
     return fail(ErrorKind::input, "kubectl's job list has no items");
   std::vector<JobStatus> jobs;
   for (const auto& item : *it) {
-    if (jobs.size() >= k_max_items) break;
+    if (jobs.size() >= k_max_kubectl_items) break;
     if (!item.is_object()) continue;
     JobStatus s = job_status(item);
     if (s.id.empty()) continue;

@@ -17,14 +17,6 @@ namespace {
 using namespace std::chrono_literals;
 using nlohmann::json;
 
-// The first line of what kubectl said, for a one-line error.
-std::string first_line(const sys::CommandResult& r) {
-  std::string text = r.stderr_text.empty() ? r.stdout_text : r.stderr_text;
-  text = text.substr(0, text.find('\n'));
-  if (text.size() > 300) text = text.substr(0, 300) + "...";
-  return text.empty() ? fmt::format("exit code {}", r.exit_code) : text;
-}
-
 Expected<sys::CommandResult> run_kubectl(const std::vector<std::string>& argv) {
   sys::CommandOptions o;
   o.timeout = 60s;
@@ -124,7 +116,7 @@ Expected<std::string> KubernetesScheduler::batch_script(const JobRequest& reques
 Expected<std::string> KubernetesScheduler::submit(const std::filesystem::path& script_path) {
   auto r = run_kubectl(kubectl({"create", "-f", script_path.string(), "-o", "name"}));
   if (!r) return std::unexpected(r.error());
-  if (r->exit_code != 0) return fail(ErrorKind::io, "kubectl refused the job: " + first_line(*r));
+  if (r->exit_code != 0) return fail(ErrorKind::io, "kubectl refused the job: " + r->first_line());
   // "job.batch/<name>".
   std::string id = r->stdout_text.substr(0, r->stdout_text.find('\n'));
   if (const size_t slash = id.rfind('/'); slash != std::string::npos) id = id.substr(slash + 1);
@@ -139,7 +131,7 @@ Expected<std::vector<JobStatus>> KubernetesScheduler::list(std::string_view name
   auto r =
       run_kubectl(kubectl({"get", "jobs", "-l", "app.kubernetes.io/name=kvprof", "-o", "json"}));
   if (!r) return std::unexpected(r.error());
-  if (r->exit_code != 0) return fail(ErrorKind::io, "kubectl get jobs: " + first_line(*r));
+  if (r->exit_code != 0) return fail(ErrorKind::io, "kubectl get jobs: " + r->first_line());
   auto jobs = parse_kubectl_jobs(r->stdout_text);
   if (!jobs) return jobs;
   // Those the cluster still runs or has not started: an ended one is collected by its id.
@@ -153,14 +145,14 @@ Expected<JobStatus> KubernetesScheduler::status(const std::string& id) {
   auto job = run_kubectl(kubectl({"get", "job", id, "-o", "json"}));
   if (!job) return std::unexpected(job.error());
   if (job->exit_code != 0) {
-    const std::string said = first_line(*job);
+    const std::string said = job->first_line();
     if (said.find("NotFound") != std::string::npos || said.find("not found") != std::string::npos)
       return fail(ErrorKind::not_found, fmt::format("Kubernetes no longer knows Job {}", id));
     return fail(ErrorKind::io, "kubectl get job: " + said);
   }
   auto pods = run_kubectl(kubectl({"get", "pods", "-l", "job-name=" + id, "-o", "json"}));
   if (!pods) return std::unexpected(pods.error());
-  if (pods->exit_code != 0) return fail(ErrorKind::io, "kubectl get pods: " + first_line(*pods));
+  if (pods->exit_code != 0) return fail(ErrorKind::io, "kubectl get pods: " + pods->first_line());
   return parse_kubectl_job(job->stdout_text, pods->stdout_text);
 }
 
@@ -170,7 +162,7 @@ Expected<void> KubernetesScheduler::cancel(const std::vector<std::string>& ids) 
   args.insert(args.end(), ids.begin(), ids.end());
   auto r = run_kubectl(kubectl(args));
   if (!r) return std::unexpected(r.error());
-  if (r->exit_code != 0) return fail(ErrorKind::io, "kubectl delete job: " + first_line(*r));
+  if (r->exit_code != 0) return fail(ErrorKind::io, "kubectl delete job: " + r->first_line());
   return {};
 }
 

@@ -29,14 +29,6 @@ bool directive_safe_path(const std::filesystem::path& p) {
   return !p.empty() && plain(p.string(), "/._-+,=");
 }
 
-// The first line of what a Slurm tool said, for a one-line error.
-std::string first_line(const sys::CommandResult& r) {
-  std::string text = r.stderr_text.empty() ? r.stdout_text : r.stderr_text;
-  text = text.substr(0, text.find('\n'));
-  if (text.size() > 300) text = text.substr(0, 300) + "...";
-  return text.empty() ? fmt::format("exit code {}", r.exit_code) : text;
-}
-
 Expected<sys::CommandResult> slurm_tool(const std::vector<std::string>& argv) {
   sys::CommandOptions o;
   o.timeout = 60s;
@@ -134,7 +126,7 @@ Expected<std::string> SlurmScheduler::submit(const std::filesystem::path& script
   auto r = slurm_tool({"sbatch", "--parsable", script_path.string()});
   if (!r) return std::unexpected(r.error());
   if (r->exit_code != 0) {
-    return fail(ErrorKind::io, fmt::format("sbatch refused the job: {}", first_line(*r)));
+    return fail(ErrorKind::io, fmt::format("sbatch refused the job: {}", r->first_line()));
   }
   // "<id>" or "<id>;<cluster>".
   std::string id = r->stdout_text.substr(0, r->stdout_text.find_first_of(";\n"));
@@ -147,7 +139,7 @@ Expected<std::string> SlurmScheduler::submit(const std::filesystem::path& script
 Expected<std::vector<JobStatus>> SlurmScheduler::list(std::string_view name_prefix) {
   auto r = slurm_tool({"squeue", "--me", "-h", "-o", "%i|%j|%T|%N|%r"});
   if (!r) return std::unexpected(r.error());
-  if (r->exit_code != 0) return fail(ErrorKind::io, "squeue: " + first_line(*r));
+  if (r->exit_code != 0) return fail(ErrorKind::io, "squeue: " + r->first_line());
   auto jobs = parse_squeue_jobs(r->stdout_text);
   if (!jobs) return jobs;
   std::erase_if(*jobs, [&](const JobStatus& j) { return !j.name.starts_with(name_prefix); });
@@ -158,7 +150,7 @@ Expected<JobStatus> SlurmScheduler::status(const std::string& id) {
   auto r = slurm_tool({"scontrol", "show", "job", "-o", id});
   if (!r) return std::unexpected(r.error());
   if (r->exit_code != 0) {
-    const std::string said = first_line(*r);
+    const std::string said = r->first_line();
     if (said.find("Invalid job id") != std::string::npos)
       return fail(ErrorKind::not_found, fmt::format("Slurm no longer knows job {}", id));
     return fail(ErrorKind::io, "scontrol: " + said);
@@ -177,7 +169,7 @@ Expected<void> SlurmScheduler::cancel(const std::vector<std::string>& ids) {
   argv.insert(argv.end(), ids.begin(), ids.end());
   auto r = slurm_tool(argv);
   if (!r) return std::unexpected(r.error());
-  if (r->exit_code != 0) return fail(ErrorKind::io, "scancel: " + first_line(*r));
+  if (r->exit_code != 0) return fail(ErrorKind::io, "scancel: " + r->first_line());
   return {};
 }
 

@@ -68,6 +68,13 @@ std::optional<std::string> find_executable(const std::string& name, const std::s
   return std::nullopt;
 }
 
+std::string CommandResult::first_line() const {
+  std::string text = stderr_text.empty() ? stdout_text : stderr_text;
+  text = text.substr(0, text.find('\n'));
+  if (text.size() > 300) text = text.substr(0, 300) + "...";
+  return text.empty() ? fmt::format("exit code {}", exit_code) : text;
+}
+
 Expected<CommandResult> run_command(const std::vector<std::string>& argv,
                                     const CommandOptions& options) {
   if (argv.empty()) return fail(ErrorKind::internal, "run_command: empty argv");

@@ -31,6 +31,10 @@ struct CommandResult {
   bool timed_out = false;
   std::string stdout_text;
   std::string stderr_text;
+
+  // The first line of what it said (stderr, else stdout), at most 300 characters, or its exit
+  // code: for a one-line error naming a tool's own words.
+  [[nodiscard]] std::string first_line() const;
 };
 
 // Runs argv (argv[0] searched in PATH, the one in options.env if set there, when it has no '/')
