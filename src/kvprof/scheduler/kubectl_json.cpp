@@ -57,8 +57,9 @@ Expected<json> parse_bounded(std::string_view text, const char* what) {
   return j;
 }
 
-// A Job's status from the Job alone: its conditions (Complete, Failed) and active pods.
-JobStatus job_status(const json& job) {
+// A Job's status from the Job alone: its conditions (Complete, Failed); PENDING otherwise, whether
+// or not it has active pods (`has_active_pods`: only the pods say whether they run).
+JobStatus job_status(const json& job, bool& has_active_pods) {
   JobStatus s;
   const json& meta = object_at(job, "metadata");
   s.id = text_at(meta, "name");
@@ -86,10 +87,7 @@ JobStatus job_status(const json& job) {
       return s;
     }
   }
-  if (count_at(status, "active") > 0) {
-    // Active pods may still wait for a node or an image: the pods say which (parse_kubectl_job).
-    s.state = "ACTIVE";
-  }
+  has_active_pods = count_at(status, "active") > 0;
   return s;
 }
 
@@ -105,9 +103,13 @@ Expected<std::vector<JobStatus>> parse_kubectl_jobs(std::string_view json_text) 
   for (const auto& item : *it) {
     if (jobs.size() >= k_max_kubectl_items) break;
     if (!item.is_object()) continue;
-    JobStatus s = job_status(item);
+    bool active = false;
+    JobStatus s = job_status(item, active);
     if (s.id.empty()) continue;
-    if (s.state == "ACTIVE") s.state = "RUNNING", s.phase = JobPhase::running;
+    if (active) {  // without its pods: running as far as the list tells
+      s.phase = JobPhase::running;
+      s.state = "RUNNING";
+    }
     jobs.push_back(std::move(s));
   }
   return jobs;
@@ -116,7 +118,8 @@ Expected<std::vector<JobStatus>> parse_kubectl_jobs(std::string_view json_text) 
 Expected<JobStatus> parse_kubectl_job(std::string_view job_json, std::string_view pods_json) {
   auto job = parse_bounded(job_json, "job");
   if (!job) return std::unexpected(job.error());
-  JobStatus s = job_status(*job);
+  bool active = false;  // its pods below say whether they wait or run
+  JobStatus s = job_status(*job, active);
   if (s.id.empty()) return fail(ErrorKind::input, "kubectl's job has no metadata.name");
   auto pods = parse_bounded(pods_json, "pod list");
   if (!pods) return std::unexpected(pods.error());
@@ -158,7 +161,6 @@ Expected<JobStatus> parse_kubectl_job(std::string_view job_json, std::string_vie
       }
     }
   }
-  if (s.state == "ACTIVE") s.state = "PENDING";
   return s;
 }
 
