@@ -1,15 +1,16 @@
 // Asks a real prebuilt llama.cpp release for its own report of its buffers, through the Node.js
-// addon its npm package ships (@node-llama-cpp/linux-x64's llama-addon.node: the C API of every
-// release, wrapped the way node-llama-cpp itself calls it). kvprof's loader drives only the
-// releases whose C API it speaks; this reaches the older ones for the tests.
+// addon its npm package ships (@node-llama-cpp/linux-x64's llama-addon.node: the C API of the
+// release, wrapped the way node-llama-cpp itself calls it). The tests use it for the releases
+// whose addon takes every setting (3.21.1 on); tests/llama_c_api/ reaches the older ones.
 //
 //   node llama_addon_report.cjs RELEASE_DIR MODEL.gguf SETTINGS_JSON
 //
-// SETTINGS_JSON: an array of {"n_ctx", "n_seq_max", "flash_attn", "n_batch"} (the addon sets
-// n_ubatch = n_batch and leaves the KV cache per sequence, libllama's default). Prints one JSON
-// object per line and setting: the model, KV and compute buffers llama.cpp logged (MiB, as
-// printed, and how many KV lines: each rounds to 0.01 MiB) and the context size it reported,
-// or {"error"}. Exit 1 when the model does not load.
+// SETTINGS_JSON: an array of {"n_ctx", "n_seq_max", "flash_attn", "n_batch", "type_k"?,
+// "type_v"?} (ggml type ids; the addon sets n_ubatch = n_batch and leaves the KV cache per
+// sequence, libllama's default). Prints one JSON object per setting: {"settings", "model_log",
+// "context_log", "n_ctx"} (what llama.cpp logged up to info level while loading the model and
+// while making the context, and the context size it reported) or {"settings", "error"}.
+// Exit 1 when the model does not load.
 'use strict';
 const path = require('path');
 
@@ -22,13 +23,6 @@ const addon = require(path.resolve(dir, 'llama-addon.node'));
 let log = '';
 addon.setLogger((level, message) => { log += message; });
 addon.setLoggerLogLevel(5);  // up to info
-
-// The sum of every "<what> buffer size = X MiB" line of `text` matching `pattern`.
-function mib(text, pattern) {
-  let total = 0;
-  for (const m of text.matchAll(pattern)) total += Number(m[1]);
-  return total;
-}
 
 // llama.cpp's own lines settle in the logger asynchronously; wait until the text stops growing.
 async function settled() {
@@ -51,15 +45,14 @@ async function settled() {
     process.exit(1);
   }
   await settled();
-  const modelMib = mib(log, /(?:model buffer size|CPU buffer size) =\s+([\d.]+) MiB/g);
-  const bufferLines = (text) =>
-    text.split('\n').filter((l) => /buffer size =|: size = /.test(l)).map((l) => l.trim());
-  const modelLines = bufferLines(log);
+  const modelLog = log;
   for (const s of JSON.parse(settingsJson)) {
     log = '';
     const ctx = new addon.AddonContext(model, {
       contextSize: s.n_ctx, sequences: s.n_seq_max, flashAttention: s.flash_attn,
       batchSize: s.n_batch, threads: 1,
+      ...(s.type_k !== undefined && {kvCacheKeyType: s.type_k}),
+      ...(s.type_v !== undefined && {kvCacheValueType: s.type_v}),
     });
     const ok = await ctx.init();
     await settled();
@@ -67,15 +60,8 @@ async function settled() {
       console.log(JSON.stringify({settings: s, error: log.trim().split('\n').slice(-1)[0] || 'failed'}));
       continue;
     }
-    console.log(JSON.stringify({
-      settings: s,
-      model_mib: modelMib,
-      kv_mib: mib(log, /KV buffer size =\s+([\d.]+) MiB/g),
-      kv_lines: [...log.matchAll(/KV buffer size =/g)].length,
-      compute_mib: mib(log, /compute buffer size =\s+([\d.]+) MiB/g),
-      lines: modelLines.concat(bufferLines(log)),
-      n_ctx: ctx.getContextSize(),
-    }));
+    console.log(JSON.stringify(
+        {settings: s, model_log: modelLog, context_log: log, n_ctx: ctx.getContextSize()}));
     await ctx.dispose();
   }
   await model.dispose();

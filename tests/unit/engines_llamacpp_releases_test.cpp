@@ -1,12 +1,14 @@
 // The llama.cpp plan of each release against that release's own report, on seven real prebuilt
 // builds (npm's @node-llama-cpp/linux-x64 3.1.1 = b3889, 3.6.0 = b4753, 3.10.0 = b5640, 3.13.0 =
 // b6431, 3.16.2 = b8121, 3.21.1 = v0.4.0, fetched by scripts/fetch_llama_releases.sh, and the
-// installed 3.22.1 = v0.5.0). Each release is asked through the Node.js addon its package ships
-// (tests/support/llama_addon_report.cjs): kvprof's own loader speaks only v0.4.0's C API and
-// later. A matrix of models (dense GQA, MHA, q8_0 weights, Gemma 2's sliding window with the 26
-// layers early releases want of a Gemma 2, Qwen3-MoE) and settings (-c, -np with a cache per slot,
-// -fa on/off, -b = -ub): model and KV buffers equal to the log's 0.01 MiB, the context size equal,
-// the compute buffer within 2%.
+// installed 3.22.1 = v0.5.0). kvprof's own loader speaks only v0.4.0's C API and later, so each
+// release is asked another way: up to 3.16.2 through its own C API with the struct layout of
+// that release (tests/llama_c_api/), from 3.21.1 through the Node.js addon its package ships
+// (tests/support/llama_addon_report.cjs; older addons cannot set the KV cache's types). A matrix
+// of models (dense GQA, MHA, q8_0 weights, Gemma 2's sliding window with the 26 layers early
+// releases want of a Gemma 2, Qwen3-MoE) and settings (-c, -np with a cache per slot, -fa on/off,
+// -b = -ub, -ctk/-ctv f16, q8_0, q4_0): model and KV buffers equal to the log's 0.01 MiB, the
+// context size equal, the compute buffer within 2%.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -15,6 +17,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -41,22 +44,71 @@ using namespace std::chrono_literals;
 
 constexpr uint32_t k_qwen3moe_build = 5092;  // llama.cpp #12828 added the qwen3moe architecture
 
+// How a release is asked for its report.
+enum class Driver { c_api, addon };
+
 struct Release {
   const char* package;  // npm version; "" = the installed one
   const char* build;    // what kvprof plans it as
+  Driver driver;
 };
+
+constexpr uint32_t k_f16 = 1, k_q4_0 = 2, k_q8_0 = 8;  // ggml type ids
 
 struct Setting {
   uint32_t n_ctx;
   uint32_t n_seq_max;
   bool flash_attn;
   uint32_t n_batch;
+  uint32_t type_k = k_f16;
+  uint32_t type_v = k_f16;  // a quantized V needs flash attention on every release
 };
 
 constexpr Setting k_settings[] = {
-    {4096, 1, false, 512},  {4096, 4, false, 512}, {4096, 1, true, 512}, {32768, 4, true, 512},
-    {8192, 2, false, 2048}, {8192, 2, true, 128},  {1000, 3, true, 100}, {1000, 3, false, 100},
+    {4096, 1, false, 512},
+    {4096, 4, false, 512},
+    {4096, 1, true, 512},
+    {32768, 4, true, 512},
+    {8192, 2, false, 2048},
+    {8192, 2, true, 128},
+    {1000, 3, true, 100},
+    {1000, 3, false, 100},
+    {4096, 1, true, 512, k_q8_0, k_q8_0},
+    {8192, 2, false, 2048, k_q8_0, k_f16},
+    {32768, 4, true, 512, k_q4_0, k_q4_0},
+    {1000, 3, true, 100, k_q8_0, k_q4_0},
 };
+
+const char* ggml_type_name(uint32_t type) {
+  return type == k_q8_0 ? "q8_0" : type == k_q4_0 ? "q4_0" : "f16";
+}
+
+// The sum of every "<what> buffer size = X MiB" figure of `log` that `pattern` matches, and how
+// many lines it took.
+std::pair<double, int> sum_mib(const std::string& log, const std::regex& pattern) {
+  double total = 0;
+  int lines = 0;
+  for (auto it = std::sregex_iterator(log.begin(), log.end(), pattern);
+       it != std::sregex_iterator(); ++it) {
+    total += std::stod((*it)[1].str());
+    ++lines;
+  }
+  return {total, lines};
+}
+
+// The lines of `log` that size a buffer ("... buffer size = ...", "...: size = ..."), trimmed.
+std::vector<std::string> buffer_lines(const std::string& log) {
+  std::vector<std::string> out;
+  std::istringstream in(log);
+  for (std::string line; std::getline(in, line);) {
+    if (line.find("buffer size =") == std::string::npos &&
+        line.find(": size = ") == std::string::npos)
+      continue;
+    const size_t first = line.find_first_not_of(' ');
+    out.push_back(line.substr(first, line.find_last_not_of(" \r") - first + 1));
+  }
+  return out;
+}
 
 // The tiny models of the matrix, as HF configs.
 const std::pair<const char*, const char*> k_models[] = {
@@ -128,19 +180,31 @@ std::set<std::string> line_heads(const std::vector<std::string>& lines) {
 
 // The release's report of each setting, one JSON object per setting; `error` holds why the
 // model did not load (nothing returned then).
-std::vector<json> reports(const fs::path& release_dir, const fs::path& gguf, std::string& error) {
+std::vector<json> reports(const Release& release, const fs::path& release_dir, const fs::path& gguf,
+                          std::string& error) {
   json settings = json::array();
   for (const auto& s : k_settings) {
     settings.push_back({{"n_ctx", s.n_ctx},
                         {"n_seq_max", s.n_seq_max},
                         {"flash_attn", s.flash_attn},
-                        {"n_batch", s.n_batch}});
+                        {"n_batch", s.n_batch},
+                        {"type_k", s.type_k},
+                        {"type_v", s.type_v}});
   }
   sys::CommandOptions o;
   o.timeout = 300s;
-  auto r = sys::run_command({"node", KVPROF_SOURCE_DIR "/tests/support/llama_addon_report.cjs",
-                             release_dir.string(), gguf.string(), settings.dump()},
-                            o);
+  std::vector<std::string> argv;
+  if (release.driver == Driver::addon) {
+    argv = {"node", KVPROF_SOURCE_DIR "/tests/support/llama_addon_report.cjs"};
+  } else {
+    argv = {KVPROF_LLAMA_C_API_REPORT};
+    o.env.emplace_back("LD_LIBRARY_PATH", release_dir.string());
+  }
+  argv.push_back(release_dir.string());
+  if (release.driver == Driver::c_api) argv.push_back(release.build);
+  argv.push_back(gguf.string());
+  argv.push_back(settings.dump());
+  auto r = sys::run_command(argv, o);
   std::vector<json> out;
   if (!r || r->exit_code != 0) {
     error = r ? r->stderr_text : r.error().message;
@@ -175,7 +239,7 @@ TEST_P(ReleasePlan, BuffersAreTheReleasesOwnReport) {
     auto spec = model::load_model(gguf.string());
     ASSERT_TRUE(spec) << spec.error().message;
     std::string error;
-    const auto got = reports(dir, gguf, error);
+    const auto got = reports(rel, dir, gguf, error);
     if (std::string(name) == "moe" && release->build < k_qwen3moe_build) {
       // Qwen3-MoE came to llama.cpp after this release: it refuses the file, as it should.
       EXPECT_NE(error.find("unknown model architecture: 'qwen3moe'"), std::string::npos) << error;
@@ -186,9 +250,22 @@ TEST_P(ReleasePlan, BuffersAreTheReleasesOwnReport) {
       const Setting& s = k_settings[i];
       const json& r = got[i];
       const std::string what =
-          fmt::format("{} {} -c {} -np {} -fa {} -b {}", rel.build, name, s.n_ctx, s.n_seq_max,
-                      s.flash_attn ? "on" : "off", s.n_batch);
+          fmt::format("{} {} -c {} -np {} -fa {} -b {} -ctk {} -ctv {}", rel.build, name, s.n_ctx,
+                      s.n_seq_max, s.flash_attn ? "on" : "off", s.n_batch, ggml_type_name(s.type_k),
+                      ggml_type_name(s.type_v));
       ASSERT_FALSE(r.contains("error")) << what << ": " << r.dump();
+      const std::string model_log = r.at("model_log").get<std::string>();
+      const std::string context_log = r.at("context_log").get<std::string>();
+      static const std::regex k_model_size(
+          R"((?:model buffer size|CPU buffer size) =\s+([\d.]+) MiB)");
+      static const std::regex k_kv_size(R"(KV buffer size =\s+([\d.]+) MiB)");
+      static const std::regex k_compute_size(R"(compute buffer size =\s+([\d.]+) MiB)");
+      const double reported_model_mib = sum_mib(model_log, k_model_size).first;
+      const auto [reported_kv_mib, kv_lines] = sum_mib(context_log, k_kv_size);
+      const double reported = sum_mib(context_log, k_compute_size).first;
+      std::vector<std::string> reported_lines = buffer_lines(model_log);
+      for (auto& line : buffer_lines(context_log))
+        reported_lines.push_back(std::move(line));
       engines::LlamaCppSettings ps;
       ps.release = release->rules;
       ps.outputs_per_slot = false;  // the addon keeps libllama's default
@@ -196,6 +273,8 @@ TEST_P(ReleasePlan, BuffersAreTheReleasesOwnReport) {
       ps.n_seq_max = s.n_seq_max;
       ps.flash_attn = s.flash_attn;
       ps.n_batch = ps.n_ubatch = s.n_batch;
+      ps.type_k = s.type_k;
+      ps.type_v = s.type_v;
       ps.kv_unified = false;
       ps.n_gpu_layers = 0;
       auto plan = engines::plan_llamacpp(*spec, ps);
@@ -204,29 +283,27 @@ TEST_P(ReleasePlan, BuffersAreTheReleasesOwnReport) {
           static_cast<double>(plan->model_mapped_bytes + plan->model_host_bytes) / k_mib;
       const double kv_mib = static_cast<double>(plan->kv.host_bytes) / k_mib;
       const double compute_mib = static_cast<double>(plan->compute.host_bytes) / k_mib;
-      EXPECT_NEAR(model_mib, r.at("model_mib").get<double>(), 0.0051) << what;
+      EXPECT_NEAR(model_mib, reported_model_mib, 0.0051) << what;
       // Each KV buffer (two with a sliding-window cache) is printed rounded to 0.01 MiB.
-      EXPECT_NEAR(kv_mib, r.at("kv_mib").get<double>(), 0.0051 * r.at("kv_lines").get<double>())
-          << what;
+      EXPECT_NEAR(kv_mib, reported_kv_mib, 0.0051 * kv_lines) << what;
       EXPECT_EQ(plan->kv_cells, r.at("n_ctx").get<uint32_t>()) << what;
       // Every buffer line the release logs is one kvprof says it will log, in its words (the
       // part before the figures: "llama_kv_cache_unified:        CPU KV buffer size").
       if (std::string(name) != "swa") {  // two KV caches, two lines each: kvprof prints the sum
         EXPECT_EQ(line_heads(engines::llamacpp_log_lines(*plan, ps, spec->n_layer)),
-                  line_heads(r.at("lines").get<std::vector<std::string>>()))
+                  line_heads(reported_lines))
             << what;
       }
-      const double reported = r.at("compute_mib").get<double>();
       const double err = (compute_mib - reported) / reported;
       worst_compute = std::max(worst_compute, std::abs(err));
       EXPECT_LT(std::abs(err), 0.02)
           << what << ": compute planned " << compute_mib << " MiB, reported " << reported << " MiB";
       std::printf(
-          "| %s | %s | -c %u -np %u -fa %s -b %u | %.2f / %.2f | %.2f / %.2f | %.2f / %.2f "
-          "(%+.1f%%) |\n",
-          rel.build, name, s.n_ctx, s.n_seq_max, s.flash_attn ? "on" : "off", s.n_batch, model_mib,
-          r.at("model_mib").get<double>(), kv_mib, r.at("kv_mib").get<double>(), compute_mib,
-          reported, 100 * err);
+          "| %s | %s | -c %u -np %u -fa %s -b %u -ctk %s -ctv %s | %.2f / %.2f | %.2f / %.2f | "
+          "%.2f / %.2f (%+.1f%%) |\n",
+          rel.build, name, s.n_ctx, s.n_seq_max, s.flash_attn ? "on" : "off", s.n_batch,
+          ggml_type_name(s.type_k), ggml_type_name(s.type_v), model_mib, reported_model_mib, kv_mib,
+          reported_kv_mib, compute_mib, reported, 100 * err);
     }
   }
   std::printf("%s: worst compute buffer error %.2f%%\n", rel.build, 100 * worst_compute);
@@ -317,10 +394,13 @@ TEST(LlamaCppRelease, EstimateOfAnOldAndANewReleaseShowsTheFlashAttentionDefault
 }
 
 INSTANTIATE_TEST_SUITE_P(Npm, ReleasePlan,
-                         ::testing::Values(Release{"3.1.1", "b3889"}, Release{"3.6.0", "b4753"},
-                                           Release{"3.10.0", "b5640"}, Release{"3.13.0", "b6431"},
-                                           Release{"3.16.2", "b8121"}, Release{"3.21.1", "v0.4.0"},
-                                           Release{"", "v0.5.0"}),
+                         ::testing::Values(Release{"3.1.1", "b3889", Driver::c_api},
+                                           Release{"3.6.0", "b4753", Driver::c_api},
+                                           Release{"3.10.0", "b5640", Driver::c_api},
+                                           Release{"3.13.0", "b6431", Driver::c_api},
+                                           Release{"3.16.2", "b8121", Driver::c_api},
+                                           Release{"3.21.1", "v0.4.0", Driver::addon},
+                                           Release{"", "v0.5.0", Driver::addon}),
                          [](const ::testing::TestParamInfo<Release>& p) {
                            std::string name = p.param.build;
                            std::replace(name.begin(), name.end(), '.', '_');
