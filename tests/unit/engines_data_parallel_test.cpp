@@ -107,6 +107,35 @@ TEST(DataParallel, SglangCommandWithDpAttentionIsReadAsSglangPlansIt) {
   EXPECT_FALSE(other->settings.enable_expert_parallel);
 }
 
+// vllm-project/recipes#12 (2025-08-04, vLLM v0.10.1.dev101): Qwen3-Coder-480B-A35B FP8 on 8
+// GPUs of 139.8 GiB (the two runs' KV memory differ by 6.99 GiB for 0.05 of the fraction: the
+// 141 GB H20), -dp=8 --enable-expert-parallel, the model's 262,144 tokens. Each rank refused to
+// start: "62.00 GiB KV cache is needed, which is larger than the available KV cache memory
+// (48.66 GiB)" (55.65 GiB at --gpu-memory-utilization 0.95), "the estimated maximum model length
+// is 205728" (235296). The KV a token takes is exact (every KV head on each rank); the memory
+// left for it is 5.1-5.8% over (what DP+EP adds to the profile run is not all modelled).
+TEST(DataParallel, AVllmDpEpStartupRefusesAsItsRanksDid) {
+  EstimateInput in;
+  in.model = model::catalog_model("Qwen/Qwen3-Coder-480B-A35B-Instruct").value();
+  in.gpu = gpu::find_gpu("H20-3E").value();
+  in.settings.engine = Engine::vllm;
+  in.settings.engine_version = "v0.10";
+  in.settings.quantization = "fp8-block";
+  in.settings.data_parallel_size = 8;
+  in.settings.enable_expert_parallel = true;
+  for (const auto& [fraction, logged_gib] : {std::pair{0.9, 48.66}, std::pair{0.95, 55.65}}) {
+    in.settings.gpu_memory_utilization = fraction;
+    const auto est = plan_of(in);
+    EXPECT_EQ(est.kv_bytes_per_token, 62U * 8 * 128 * 2 * 2);
+    EXPECT_EQ(est.kv_bytes_per_token * 262144, 62ULL << 30);  // "62.00 GiB KV cache is needed"
+    EXPECT_EQ(est.verdict, estimate::Verdict::does_not_start) << fraction;
+    EXPECT_EQ(est.start_failure, "KV cache allocation");
+    const double available_gib = static_cast<double>(est.engine_report.available_kv_cache_bytes) /
+                                 static_cast<double>(1ULL << 30);
+    EXPECT_NEAR(available_gib, logged_gib, logged_gib * 0.06) << fraction;
+  }
+}
+
 TEST(DataParallel, ThePlanSaysEveryRankPrintsTheLines) {
   const auto r = test::run_kvprof(
       "estimate -m Qwen/Qwen3-30B-A3B --gpu H100 --dp 4 --enable-expert-parallel "

@@ -67,6 +67,9 @@ RecordResult run_one(const nlohmann::json& r) {
     s.max_num_batched_tokens = static_cast<uint32_t>(*v);
   }
   if (auto v = number(r, "max_num_seqs")) s.max_num_seqs = static_cast<uint32_t>(*v);
+  if (r.contains("kv_transfer_config") && r.at("kv_transfer_config").is_string()) {
+    s.kv_transfer_config = r.at("kv_transfer_config").get<std::string>();
+  }
   if (r.contains("dtype") && r.at("dtype").is_string()) {
     s.dtype = model::parse_dtype(r.at("dtype").get<std::string>());
   }

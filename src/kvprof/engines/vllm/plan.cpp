@@ -126,11 +126,21 @@ Expected<Estimate> estimate_vllm(const EstimateInput& in) {
                     rules.name));
   }
   if (!s.kv_transfer_config.empty()) {
-    est.warnings.push_back(
-        "--kv-transfer-config: a KV connector (LMCache, NIXL, offloading, ...) is not in the plan: "
-        "the GPU buffers it allocates before vLLM sizes its cache come out of the KV cache, so "
-        "vLLM's cache is smaller than planned; its host cache is the connector's own setting");
-    if (est.confidence == "high") est.confidence = "medium";
+    // LMCacheConnectorV1 checked on a public TP4 startup (vllm#21348, docs/benchmarks.md): vLLM
+    // logged the KV cache planned without the connector, within the release row's error.
+    if (s.kv_transfer_config.find("LMCacheConnector") != std::string::npos) {
+      est.notes.push_back(
+          "--kv-transfer-config: LMCache's GPU buffers are small and not planned (a public "
+          "startup with it logged the KV cache planned without it, within 3.5%); its host cache "
+          "is LMCache's own setting (LMCACHE_MAX_LOCAL_CPU_SIZE)");
+    } else {
+      est.warnings.push_back(
+          "--kv-transfer-config: this KV connector (NIXL, offloading, ...) is not in the plan: "
+          "the GPU buffers it allocates before vLLM sizes its cache come out of the KV cache, so "
+          "vLLM's cache may be smaller than planned; its host cache is the connector's own "
+          "setting");
+      if (est.confidence == "high") est.confidence = "medium";
+    }
   }
 
   // vLLM refuses to start when the budget is gone or one max-length request does not fit.
