@@ -5,12 +5,13 @@
 //   llama_c_api_report RELEASE_DIR BUILD MODEL.gguf SETTINGS_JSON
 //
 // BUILD: the release's llama.cpp build ("b3889"); only builds whose layout is below. SETTINGS_JSON:
-// an array of {"n_ctx", "n_seq_max", "flash_attn", "n_batch", "type_k"?, "type_v"?} (n_ubatch =
-// n_batch, one thread, a KV cache per sequence and sliding-window caches not full, as the addon
-// leaves them). Prints one JSON object per setting: {"settings", "model_log", "context_log",
-// "n_ctx"} (what llama.cpp logged above debug level while loading the model and while making
-// the context) or {"settings", "error"}. Exit 1 when the model does not load, 2 on bad arguments.
-// Run it with LD_LIBRARY_PATH=RELEASE_DIR: libllama finds its libggml by name.
+// an array of {"n_ctx", "n_seq_max", "flash_attn", "n_batch", "n_ubatch"?, "type_k"?, "type_v"?}
+// (n_ubatch = n_batch unless given, one thread, a KV cache per sequence and sliding-window caches
+// not full, as the addon leaves them). Prints one JSON object per setting: {"settings",
+// "model_log", "context_log", "n_ctx"} (what llama.cpp logged above debug level while loading the
+// model and while making the context) or {"settings", "error"}. Exit 1 when the model does not
+// load, 2 on bad arguments. Run it with LD_LIBRARY_PATH=RELEASE_DIR: libllama finds its libggml by
+// name.
 #include <dlfcn.h>
 
 #include <algorithm>
@@ -182,7 +183,7 @@ int main(int argc, char** argv) {
     const auto n_batch = s.value("n_batch", 512U);
     p.set(k_n_ctx, s.value("n_ctx", 4096U));
     p.set(k_n_batch, n_batch);
-    p.set(k_n_ubatch, n_batch);
+    p.set(k_n_ubatch, s.value("n_ubatch", n_batch));
     p.set(k_n_seq_max, s.value("n_seq_max", 1U));
     p.set(k_n_threads, int32_t{1});
     p.set(k_n_threads_batch, int32_t{1});

@@ -7,8 +7,8 @@
 // (tests/support/llama_addon_report.cjs; older addons cannot set the KV cache's types). A matrix
 // of models (dense GQA, MHA, q8_0 weights, Gemma 2's sliding window with the 26 layers early
 // releases want of a Gemma 2, Qwen3-MoE) and settings (-c, -np with a cache per slot, -fa on/off,
-// -b = -ub, -ctk/-ctv f16, q8_0, q4_0): model and KV buffers equal to the log's 0.01 MiB, the
-// context size equal, the compute buffer within 2%.
+// -b, -ub apart from -b where the driver can pass it, -ctk/-ctv f16, q8_0, q4_0): model and KV
+// buffers equal to the log's 0.01 MiB, the context size equal, the compute buffer within 2%.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -62,6 +62,8 @@ struct Setting {
   uint32_t n_batch;
   uint32_t type_k = k_f16;
   uint32_t type_v = k_f16;  // a quantized V needs flash attention on every release
+  uint32_t n_ubatch = 0;    // 0: -ub = -b (the addons take one batch size only)
+  [[nodiscard]] uint32_t ubatch() const { return n_ubatch ? n_ubatch : n_batch; }
 };
 
 constexpr Setting k_settings[] = {
@@ -77,7 +79,18 @@ constexpr Setting k_settings[] = {
     {8192, 2, false, 2048, k_q8_0, k_f16},
     {32768, 4, true, 512, k_q4_0, k_q4_0},
     {1000, 3, true, 100, k_q8_0, k_q4_0},
+    {8192, 2, false, 2048, k_f16, k_f16, 512},
+    {4096, 1, true, 1024, k_q8_0, k_q8_0, 256},
 };
+
+// The settings a driver can pass: the addons set -ub to -b.
+std::vector<Setting> settings_for(Driver driver) {
+  std::vector<Setting> out;
+  for (const auto& s : k_settings) {
+    if (driver == Driver::c_api || s.n_ubatch == 0) out.push_back(s);
+  }
+  return out;
+}
 
 const char* ggml_type_name(uint32_t type) {
   return type == k_q8_0 ? "q8_0" : type == k_q4_0 ? "q4_0" : "f16";
@@ -181,13 +194,14 @@ std::set<std::string> line_heads(const std::vector<std::string>& lines) {
 // The release's report of each setting, one JSON object per setting; `error` holds why the
 // model did not load (nothing returned then).
 std::vector<json> reports(const Release& release, const fs::path& release_dir, const fs::path& gguf,
-                          std::string& error) {
+                          const std::vector<Setting>& asked, std::string& error) {
   json settings = json::array();
-  for (const auto& s : k_settings) {
+  for (const auto& s : asked) {
     settings.push_back({{"n_ctx", s.n_ctx},
                         {"n_seq_max", s.n_seq_max},
                         {"flash_attn", s.flash_attn},
                         {"n_batch", s.n_batch},
+                        {"n_ubatch", s.ubatch()},
                         {"type_k", s.type_k},
                         {"type_v", s.type_v}});
   }
@@ -234,25 +248,26 @@ TEST_P(ReleasePlan, BuffersAreTheReleasesOwnReport) {
   ASSERT_TRUE(release);
   EXPECT_TRUE(release->warning.empty()) << release->warning;
   double worst_compute = 0;
+  const std::vector<Setting> settings = settings_for(rel.driver);
   for (const auto& [name, config] : k_models) {
     const fs::path gguf = s_dir->path / (std::string(name) + ".gguf");
     auto spec = model::load_model(gguf.string());
     ASSERT_TRUE(spec) << spec.error().message;
     std::string error;
-    const auto got = reports(rel, dir, gguf, error);
+    const auto got = reports(rel, dir, gguf, settings, error);
     if (std::string(name) == "moe" && release->build < k_qwen3moe_build) {
       // Qwen3-MoE came to llama.cpp after this release: it refuses the file, as it should.
       EXPECT_NE(error.find("unknown model architecture: 'qwen3moe'"), std::string::npos) << error;
       continue;
     }
-    ASSERT_EQ(got.size(), std::size(k_settings)) << name << ": " << error;
+    ASSERT_EQ(got.size(), settings.size()) << name << ": " << error;
     for (size_t i = 0; i < got.size(); ++i) {
-      const Setting& s = k_settings[i];
+      const Setting& s = settings[i];
       const json& r = got[i];
       const std::string what =
-          fmt::format("{} {} -c {} -np {} -fa {} -b {} -ctk {} -ctv {}", rel.build, name, s.n_ctx,
-                      s.n_seq_max, s.flash_attn ? "on" : "off", s.n_batch, ggml_type_name(s.type_k),
-                      ggml_type_name(s.type_v));
+          fmt::format("{} {} -c {} -np {} -fa {} -b {} -ub {} -ctk {} -ctv {}", rel.build, name,
+                      s.n_ctx, s.n_seq_max, s.flash_attn ? "on" : "off", s.n_batch, s.ubatch(),
+                      ggml_type_name(s.type_k), ggml_type_name(s.type_v));
       ASSERT_FALSE(r.contains("error")) << what << ": " << r.dump();
       const std::string model_log = r.at("model_log").get<std::string>();
       const std::string context_log = r.at("context_log").get<std::string>();
@@ -272,7 +287,8 @@ TEST_P(ReleasePlan, BuffersAreTheReleasesOwnReport) {
       ps.n_ctx = s.n_ctx;
       ps.n_seq_max = s.n_seq_max;
       ps.flash_attn = s.flash_attn;
-      ps.n_batch = ps.n_ubatch = s.n_batch;
+      ps.n_batch = s.n_batch;
+      ps.n_ubatch = s.ubatch();
       ps.type_k = s.type_k;
       ps.type_v = s.type_v;
       ps.kv_unified = false;
@@ -299,9 +315,10 @@ TEST_P(ReleasePlan, BuffersAreTheReleasesOwnReport) {
       EXPECT_LT(std::abs(err), 0.02)
           << what << ": compute planned " << compute_mib << " MiB, reported " << reported << " MiB";
       std::printf(
-          "| %s | %s | -c %u -np %u -fa %s -b %u -ctk %s -ctv %s | %.2f / %.2f | %.2f / %.2f | "
-          "%.2f / %.2f (%+.1f%%) |\n",
-          rel.build, name, s.n_ctx, s.n_seq_max, s.flash_attn ? "on" : "off", s.n_batch,
+          "| %s | %s | -c %u -np %u -fa %s -b %u -ub %u -ctk %s -ctv %s | %.2f / %.2f | %.2f / "
+          "%.2f "
+          "| %.2f / %.2f (%+.1f%%) |\n",
+          rel.build, name, s.n_ctx, s.n_seq_max, s.flash_attn ? "on" : "off", s.n_batch, s.ubatch(),
           ggml_type_name(s.type_k), ggml_type_name(s.type_v), model_mib, reported_model_mib, kv_mib,
           reported_kv_mib, compute_mib, reported, 100 * err);
     }
