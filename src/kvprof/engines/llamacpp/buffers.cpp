@@ -219,14 +219,19 @@ bool is_attention(AttentionKind k) {
          k == AttentionKind::mla;
 }
 
-// K + V bytes of one cell of layer `il`.
-uint64_t cell_bytes(const ModelSpec& m, AttentionKind kind, const LlamaCppSettings& s) {
+// K bytes of one cell of an attention layer of kind `kind`.
+uint64_t cell_k_bytes(const ModelSpec& m, AttentionKind kind, const LlamaCppSettings& s) {
   if (kind == AttentionKind::mla) {
     // llama.cpp caches the latent and the rope part as K; V is a view of it.
     return ggml_row_bytes(s.type_k, uint64_t{m.mla.kv_lora_rank} + m.mla.qk_rope_head_dim);
   }
-  const uint64_t width = uint64_t{m.head_dim} * m.n_head_kv;
-  return ggml_row_bytes(s.type_k, width) + ggml_row_bytes(s.type_v, width);
+  return ggml_row_bytes(s.type_k, uint64_t{m.head_dim} * m.n_head_kv);
+}
+
+// K + V bytes of one cell of an attention layer of kind `kind`.
+uint64_t cell_bytes(const ModelSpec& m, AttentionKind kind, const LlamaCppSettings& s) {
+  if (kind == AttentionKind::mla) return cell_k_bytes(m, kind, s);
+  return cell_k_bytes(m, kind, s) + ggml_row_bytes(s.type_v, uint64_t{m.head_dim} * m.n_head_kv);
 }
 
 // KV streams: one per sequence unless the cache is unified (or the release has no streams).
@@ -268,7 +273,10 @@ void place_kv(const ModelSpec& m, const LlamaCppSettings& s, LlamaCppPlan& plan)
       const bool local = (kind == AttentionKind::sliding || kind == AttentionKind::chunked) &&
                          m.layers[il].window_tokens > 0;
       const uint64_t per_cell = cell_bytes(m, kind, s);
-      bytes = per_cell * (local ? plan.kv_cells_swa : plan.kv_cells);
+      const uint64_t cells = local ? plan.kv_cells_swa : plan.kv_cells;
+      bytes = per_cell * cells;
+      plan.kv_k_bytes += cell_k_bytes(m, kind, s) * cells;
+      plan.kv_v_bytes += (per_cell - cell_k_bytes(m, kind, s)) * cells;
       if (!local) plan.kv_bytes_per_cell += per_cell;
     } else {
       for (const auto& l : layout.layers) {

@@ -108,6 +108,8 @@ struct LlamaCppPlan {
   bool output_on_gpu = false;      // -ngl above the layer count also offloads the output layer
   int32_t output_gpu = -1;         // the GPU holding it
   uint64_t kv_bytes_per_cell = 0;  // full-attention layers, all devices
+  uint64_t kv_k_bytes = 0;         // the attention layers' cache: its K part
+  uint64_t kv_v_bytes = 0;         // and its V part (none with MLA: V is a view of K)
   std::string compute_stage;       // the stage that sized the compute buffer
 };
 

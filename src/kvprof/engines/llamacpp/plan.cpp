@@ -155,10 +155,22 @@ std::vector<std::string> llamacpp_log_lines(const LlamaCppPlan& p, const LlamaCp
   per_gpu(r.log_kv, "KV", &LlamaCppDevice::kv_bytes);
   if (r.log_kv_size_line) {
     const uint32_t streams = s.kv_unified || !r.kv_streams ? 1 : s.n_seq_max;
-    out.push_back(fmt::format("{}: size = {:8.2f} MiB ({:6} cells, {:3} layers, {} seqs)", r.log_kv,
-                              mib(p.kv.host_bytes + p.kv.gpu_bytes), p.kv_cells, n_layer,
-                              r.log_kv_streams ? fmt::format("{}/{}", s.n_seq_max, streams)
-                                               : std::to_string(s.n_seq_max)));
+    // The cells of one stream; "K (q8_0): 1.06 MiB, V (f16): 2.00 MiB": the attention layers'
+    // cache by its two parts.
+    const auto type_name = [](uint32_t type) {
+      std::string name = model::ggml_type_name(type).value_or("?");
+      std::transform(name.begin(), name.end(), name.begin(),
+                     [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+      return name;
+    };
+    const uint64_t kv_bytes = p.kv.host_bytes + p.kv.gpu_bytes;
+    out.push_back(fmt::format(
+        "{}: size = {:7.2f} MiB ({:6} cells, {:3} layers, {} seqs), K ({}): {:7.2f} MiB, V ({}): "
+        "{:7.2f} MiB",
+        r.log_kv, mib(kv_bytes), p.kv_cells / streams, n_layer,
+        r.log_kv_streams ? fmt::format("{:2}/{}", s.n_seq_max, streams)
+                         : fmt::format("{:2}", s.n_seq_max),
+        type_name(s.type_k), mib(p.kv_k_bytes), type_name(s.type_v), mib(p.kv_v_bytes)));
   }
   per_gpu(r.log_compute, "compute", &LlamaCppDevice::compute_bytes);
   buffer(r.log_compute, "CPU", "compute", p.compute.host_bytes);
