@@ -5,7 +5,7 @@
 //   llama_c_api_report RELEASE_DIR BUILD MODEL.gguf SETTINGS_JSON
 //
 // BUILD: the release's llama.cpp build ("b3889"); only builds whose layout is below. SETTINGS_JSON:
-// an array of {"n_ctx", "n_seq_max", "flash_attn", "n_batch", "n_ubatch"?, "type_k"?, "type_v"?}
+// an array of {"n_ctx", "n_seq_max", "flash_attn"?, "n_batch", "n_ubatch"?, "type_k"?, "type_v"?}
 // (n_ubatch = n_batch unless given, one thread, a KV cache per sequence and sliding-window caches
 // not full, as the addon leaves them). Prints one JSON object per setting: {"settings",
 // "model_log", "context_log", "n_ctx"} (what llama.cpp logged above debug level while loading the
@@ -189,11 +189,13 @@ int main(int argc, char** argv) {
     p.set(k_n_threads_batch, int32_t{1});
     p.set(k_type_k, s.value("type_k", k_ggml_type_f16));
     p.set(k_type_v, s.value("type_v", k_ggml_type_f16));
-    const bool flash_attn = s.value("flash_attn", false);
-    if (layout->flash_attn_is_enum)
-      p.set(layout->flash_attn, int32_t{flash_attn ? 1 : 0});
-    else
-      p.set(layout->flash_attn, flash_attn);
+    // No "flash_attn" (or null): the release's default (off, or auto from b6325).
+    if (const auto fa = s.find("flash_attn"); fa != s.end() && fa->is_boolean()) {
+      if (layout->flash_attn_is_enum)
+        p.set(layout->flash_attn, int32_t{fa->get<bool>() ? 1 : 0});
+      else
+        p.set(layout->flash_attn, fa->get<bool>());
+    }
     if (layout->swa_full >= 0) p.set(static_cast<size_t>(layout->swa_full), false);
     if (layout->kv_unified >= 0) p.set(static_cast<size_t>(layout->kv_unified), false);
     void* ctx = api.new_context_with_model(model, p);

@@ -63,7 +63,15 @@ struct Setting {
   uint32_t type_k = k_f16;
   uint32_t type_v = k_f16;  // a quantized V needs flash attention on every release
   uint32_t n_ubatch = 0;    // 0: -ub = -b (the addons take one batch size only)
+  bool fa_default = false;  // -fa not given: the release's default, whatever flash_attn says
   [[nodiscard]] uint32_t ubatch() const { return n_ubatch ? n_ubatch : n_batch; }
+  // The releases's -fa: given, or its default (off before b6325, auto - on for the CPU - since).
+  [[nodiscard]] bool fa(const engines::LlamaCppReleaseRules& r) const {
+    return fa_default ? r.flash_attn_auto : flash_attn;
+  }
+  [[nodiscard]] std::string fa_text() const {
+    return fa_default ? "default" : flash_attn ? "on" : "off";
+  }
 };
 
 constexpr Setting k_settings[] = {
@@ -81,13 +89,14 @@ constexpr Setting k_settings[] = {
     {1000, 3, true, 100, k_q8_0, k_q4_0},
     {8192, 2, false, 2048, k_f16, k_f16, 512},
     {4096, 1, true, 1024, k_q8_0, k_q8_0, 256},
+    {8192, 2, false, 512, k_f16, k_f16, 0, true},
 };
 
-// The settings a driver can pass: the addons set -ub to -b.
+// The settings a driver can pass: the addons set -ub to -b and -fa always.
 std::vector<Setting> settings_for(Driver driver) {
   std::vector<Setting> out;
   for (const auto& s : k_settings) {
-    if (driver == Driver::c_api || s.n_ubatch == 0) out.push_back(s);
+    if (driver == Driver::c_api || (s.n_ubatch == 0 && !s.fa_default)) out.push_back(s);
   }
   return out;
 }
@@ -199,7 +208,7 @@ std::vector<json> reports(const Release& release, const fs::path& release_dir, c
   for (const auto& s : asked) {
     settings.push_back({{"n_ctx", s.n_ctx},
                         {"n_seq_max", s.n_seq_max},
-                        {"flash_attn", s.flash_attn},
+                        {"flash_attn", s.fa_default ? json() : json(s.flash_attn)},
                         {"n_batch", s.n_batch},
                         {"n_ubatch", s.ubatch()},
                         {"type_k", s.type_k},
@@ -266,7 +275,7 @@ TEST_P(ReleasePlan, BuffersAreTheReleasesOwnReport) {
       const json& r = got[i];
       const std::string what =
           fmt::format("{} {} -c {} -np {} -fa {} -b {} -ub {} -ctk {} -ctv {}", rel.build, name,
-                      s.n_ctx, s.n_seq_max, s.flash_attn ? "on" : "off", s.n_batch, s.ubatch(),
+                      s.n_ctx, s.n_seq_max, s.fa_text(), s.n_batch, s.ubatch(),
                       ggml_type_name(s.type_k), ggml_type_name(s.type_v));
       ASSERT_FALSE(r.contains("error")) << what << ": " << r.dump();
       const std::string model_log = r.at("model_log").get<std::string>();
@@ -286,7 +295,7 @@ TEST_P(ReleasePlan, BuffersAreTheReleasesOwnReport) {
       ps.outputs_per_slot = false;  // the addon keeps libllama's default
       ps.n_ctx = s.n_ctx;
       ps.n_seq_max = s.n_seq_max;
-      ps.flash_attn = s.flash_attn;
+      ps.flash_attn = s.fa(*release->rules);
       ps.n_batch = s.n_batch;
       ps.n_ubatch = s.ubatch();
       ps.type_k = s.type_k;
@@ -326,7 +335,7 @@ TEST_P(ReleasePlan, BuffersAreTheReleasesOwnReport) {
           "| %s | %s | -c %u -np %u -fa %s -b %u -ub %u -ctk %s -ctv %s | %.2f / %.2f | %.2f / "
           "%.2f "
           "| %.2f / %.2f (%+.1f%%) |\n",
-          rel.build, name, s.n_ctx, s.n_seq_max, s.flash_attn ? "on" : "off", s.n_batch, s.ubatch(),
+          rel.build, name, s.n_ctx, s.n_seq_max, s.fa_text().c_str(), s.n_batch, s.ubatch(),
           ggml_type_name(s.type_k), ggml_type_name(s.type_v), model_mib, reported_model_mib, kv_mib,
           reported_kv_mib, compute_mib, reported, 100 * err);
     }
