@@ -113,7 +113,8 @@ TEST(DataParallel, SglangCommandWithDpAttentionIsReadAsSglangPlansIt) {
 // start: "62.00 GiB KV cache is needed, which is larger than the available KV cache memory
 // (48.66 GiB)" (55.65 GiB at --gpu-memory-utilization 0.95), "the estimated maximum model length
 // is 205728" (235296). The KV a token takes is exact (every KV head on each rank); the memory
-// left for it is 5.1-5.8% over (what DP+EP adds to the profile run is not all modelled).
+// left for it is 3.6-4.2% under (5.1-5.8% over before the MoE layers' gather of all 8 ranks'
+// tokens in the profile run was planned).
 TEST(DataParallel, AVllmDpEpStartupRefusesAsItsRanksDid) {
   EstimateInput in;
   in.model = model::catalog_model("Qwen/Qwen3-Coder-480B-A35B-Instruct").value();
@@ -132,7 +133,8 @@ TEST(DataParallel, AVllmDpEpStartupRefusesAsItsRanksDid) {
     EXPECT_EQ(est.start_failure, "KV cache allocation");
     const double available_gib = static_cast<double>(est.engine_report.available_kv_cache_bytes) /
                                  static_cast<double>(1ULL << 30);
-    EXPECT_NEAR(available_gib, logged_gib, logged_gib * 0.06) << fraction;
+    EXPECT_NEAR(available_gib, logged_gib, logged_gib * 0.045) << fraction;
+    EXPECT_LT(available_gib, logged_gib) << fraction;  // the gathered tokens' workspaces
   }
 }
 

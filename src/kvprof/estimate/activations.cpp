@@ -7,7 +7,8 @@
 //    top-p path alive together -> about (12.5 + logits dtype bytes) per (request, vocab entry);
 //  - persistent: the dummy run's hidden states kept for the sampler (~1.15 copies of
 //    tokens x hidden) plus ~50 MiB of runner buffers; fused-MoE workspaces
-//    (tokens x top_k x (2*I/tp + hidden)) stay cached after the forward;
+//    (tokens x top_k x (2*I/tp + hidden)) stay cached after the forward; with data parallel the
+//    experts see every DP rank's tokens (gathered, then in chunks of 32,768);
 //  - forward: the MLP's gate/up and activation outputs (3 x tokens x I/tp) and two hidden-sized
 //    temporaries.
 #include "kvprof/estimate/activations.hpp"
@@ -19,6 +20,7 @@ namespace kvprof::estimate {
 namespace {
 
 constexpr double k_hidden_copies_kept = 1.15;
+constexpr double k_fused_moe_chunk_tokens = 32768;  // VLLM_FUSED_MOE_CHUNK_SIZE's default
 constexpr uint64_t k_runner_buffers_bytes = 50ULL << 20;
 
 uint64_t largest_dense_intermediate(const model::ModelSpec& m) {
@@ -61,7 +63,15 @@ ActivationBreakdown profile_run_peak(const ActivationModel& m, const ProfileRunS
   if (s.pipeline) persistent += 2.0 * tokens * hidden * d;  // hidden + residual sent/received
   if (m.moe) {
     const double inter = static_cast<double>(m.expert_intermediate_size) / tp;
-    persistent += tokens * std::max<uint32_t>(m.n_expert_used, 1) * (2.0 * inter + hidden) * d;
+    double moe_tokens = tokens;
+    if (s.dp > 1) {
+      // Every DP rank's tokens, gathered (hidden states kept for the combine), and the fused-MoE
+      // workspaces of the largest chunk of them (vLLM's all2all dispatch, fused_experts).
+      const double gathered = tokens * s.dp;
+      persistent += gathered * hidden * d;
+      moe_tokens = std::max(tokens, std::min(gathered, k_fused_moe_chunk_tokens));
+    }
+    persistent += moe_tokens * std::max<uint32_t>(m.n_expert_used, 1) * (2.0 * inter + hidden) * d;
   }
   const double inter = static_cast<double>(m.dense_intermediate_size) / tp;
   const double forward = tokens * d * (3.0 * inter + 2.0 * hidden);

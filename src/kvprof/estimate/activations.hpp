@@ -13,6 +13,10 @@ struct ProfileRunShape {
   uint32_t tokens = 8192;    // max_num_batched_tokens of the dummy forward
   uint32_t requests = 1024;  // sequences whose logits the dummy sampler computes
   uint32_t tp = 1;
+  // Data-parallel ranks: vLLM gathers the tokens of every DP rank before an MoE layer's experts
+  // (its all2all dispatch), so each rank's experts run on tokens x dp, chunked by the fused-MoE
+  // kernel's 32,768.
+  uint32_t dp = 1;
   bool first_pp_rank = true;
   bool last_pp_rank = true;  // only the last rank computes logits and samples
   bool pipeline = false;     // pp > 1: intermediate tensors are kept for send/receive

@@ -114,6 +114,7 @@ VllmSplitPlan vllm_split_plan(const model::ModelSpec& m, const model::ModelSpec*
   plan.rules = &rules;
   plan.tp = s.tensor_parallel_size;
   plan.pp = s.pipeline_parallel_size;
+  plan.dp = std::max(1U, s.data_parallel_size);
   plan.compute_dtype = compute_dtype;
   const uint32_t tp = plan.tp;
   const uint32_t pp = plan.pp;
@@ -201,6 +202,7 @@ VllmBudget vllm_budget(const VllmSplitPlan& plan, const ActivationModel& act,
   shape.tokens = batch.max_num_batched_tokens;
   shape.requests = std::min(batch.max_num_seqs, batch.max_num_batched_tokens);
   shape.tp = plan.tp;
+  shape.dp = plan.dp;
   shape.pipeline = plan.pp > 1;
   shape.compute_dtype = plan.compute_dtype;
   shape.sampler_bytes_per_logit = plan.rules->sampler_bytes_per_logit;

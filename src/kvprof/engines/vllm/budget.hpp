@@ -57,6 +57,7 @@ struct VllmSplitPlan {
   const VllmVersionRules* rules = &vllm_default_version();
   uint32_t tp = 1;
   uint32_t pp = 1;
+  uint32_t dp = 1;  // data-parallel ranks: their MoE layers run on the tokens of them all
   model::DType compute_dtype = model::DType::bf16;
   std::vector<WeightBreakdown> weights;   // per pipeline rank
   std::vector<KvLayout> layouts;          // per pipeline rank (the last one with the drafter's)
