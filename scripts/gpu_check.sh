@@ -6,15 +6,18 @@
 #   2. HF transformers in-process (benchmarks/gpu_hf_inprocess.py: 3 models from their configs,
 #      random bf16 weights, SDPA, a batch x prompt grid) — kvprof's plans are compared here later;
 #   3. llama.cpp's CUDA build through `kvprof bench -ngl 99` on two dummy GGUFs, FA on and off;
-#   4. `kvprof profile --launch "kvprof serve -m X.gguf -ngl 99 ..."` sampling NVML.
+#   4. `kvprof profile --launch "kvprof serve -m X.gguf -ngl 99 ..."` sampling NVML;
+#   5. MoE experts on the host (issue 36): Qwen3-30B-A3B's layout in Q4_0 (dummy weights) through
+#      `kvprof bench -ngl 99` with --n-cpu-moe, --cpu-moe and an -ot pattern: llama.cpp's CUDA0
+#      and host buffers (and the CUDA compute buffer the host experts' copies take) vs the plan.
 # Needs the bundle scripts/device_bundle.sh makes, .device/bundle.tar.xz (carried there):
 #   device run: bash scripts/gpu_check.sh "$OUT"      (carry: .device)
 # Each step has its own time limit; a failed step is logged and the next one runs.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-out_dir=${1:?usage: scripts/gpu_check.sh OUT_DIR [all|llama]}
-only=${2:-all} # llama: steps 3 and 4 alone (a rerun after 1 and 2 were measured)
+out_dir=${1:?usage: scripts/gpu_check.sh OUT_DIR [all|llama|moe]}
+only=${2:-all} # llama: steps 3 to 5 alone (a rerun after 1 and 2 were measured); moe: step 5
 mkdir -p "$out_dir"
 work=$(mktemp -d /tmp/gpu_check.XXXXXX)
 results=$work/gpu_check
@@ -81,7 +84,7 @@ step() {
 
 # 0. The machine.
 step nvidia-smi 20 nvidia-smi
-if [ "$only" != llama ]; then
+if [ "$only" = all ]; then
 nvidia-smi --query-gpu=name,memory.total,memory.used,driver_version --format=csv >"$results/nvidia_smi.csv" 2>&1
 step env 30 sh -c "'$kvprof' env --json > '$results/env.json'"
 
@@ -102,8 +105,9 @@ step hf_inprocess 180 env PYTHONUNBUFFERED=1 python3 benchmarks/gpu_hf_inprocess
   "$results/hf_inprocess.json" "${hf_configs[@]}" --batches 1,8,32 --prompt-tokens 512,2048 --new-tokens 16
 fi
 
-# 3. llama.cpp's CUDA build.
 mkdir -p "$work/gguf"
+if [ "$only" != moe ]; then
+# 3. llama.cpp's CUDA build.
 step make_gguf_small 60 "$kvprof" make-gguf -m llama-3.2-1b -o "$work/gguf/llama-3.2-1b-f16.gguf" --type f16
 step make_gguf_large 120 "$kvprof" make-gguf -m qwen3-4b -o "$work/gguf/qwen3-4b-f16.gguf" --type f16
 for gguf in llama-3.2-1b-f16 qwen3-4b-f16; do
@@ -119,3 +123,16 @@ step profile_serve 90 "$kvprof" profile \
   --launch "$kvprof serve -m $work/gguf/llama-3.2-1b-f16.gguf -ngl 99 -c 16384 --parallel 4 --metrics --port {port}" \
   --input-lens 512 2048 --output-lens 32 --concurrencies 1 4 --prefix-modes low \
   --gpu-interval-ms 10 --output-dir "$results/profile" --run-tag serve_cuda --no-report
+fi
+
+# 5. MoE experts on the host: the experts of the first 24 of 48 layers, of all layers, of layers
+# 40-47 by -ot (the engine's own pattern syntax); one short condition each.
+step make_gguf_moe 150 "$kvprof" make-gguf -m Qwen/Qwen3-30B-A3B -o "$work/gguf/qwen3-30b-a3b-q4_0.gguf" \
+  --type q4_0
+moe_offload=("--n-cpu-moe 24" "--cpu-moe" "-ot 'blk\\.(4[0-7])\\.ffn_.*_exps=CPU'")
+moe_tag=(n_cpu_moe_24 cpu_moe ot_40_47)
+for i in 0 1 2; do
+  step "bench_moe_${moe_tag[$i]}" 120 sh -c "'$kvprof' bench -m '$work/gguf/qwen3-30b-a3b-q4_0.gguf' -ngl 99 \
+    ${moe_offload[$i]} --flash-attn on --concurrency 1 --prompt-toks 512 --gen-toks 8 -c 8192 \
+    --output-dir '$results/bench' --tag moe_${moe_tag[$i]} --no-report --json > '$results/bench_moe_${moe_tag[$i]}.json'"
+done
