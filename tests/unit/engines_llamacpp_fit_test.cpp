@@ -69,6 +69,41 @@ TEST(LlamaCppFit, TheMoeExampleWithTheFreeMemoryItMeasured) {
       << est.llamacpp->fit_args;
 }
 
+// From b7475 -ngl counts the output layer and llama.cpp's partial (overflowing) layers take the
+// highest indices of the device's range, the output layer's among them (its patterns match
+// nothing): the same 14 full layers and 34 layers of host experts print as "49 layers (35
+// overflowing)".
+TEST(LlamaCppFit, TheOutputLayerCountsAmongTheOverflowingFromB7475) {
+  auto in = llama_input("Qwen/Qwen3-30B-A3B", "RTX-4090", "b9410");
+  in.gpu.memory_bytes = (20386ULL + 300) << 20;
+  const auto est = plan(in).value();
+  EXPECT_TRUE(has_line(est, "- CUDA0 (NVIDIA GeForce RTX 4090): 49 layers (35 overflowing),  "));
+  EXPECT_TRUE(est.llamacpp->fit_args.starts_with("-c 4096 -ngl 49 -ot \"blk\\.14\\."))
+      << est.llamacpp->fit_args;
+}
+
+// Where not even the dense weights fit (a "deficit"), llama.cpp fills dense-only layers from the
+// back. From b7650 (#18494) its search counts the output as the one layer kept whole, but the
+// slot kept whole is the lowest of the device's layers: that layer keeps its experts on the GPU,
+// so fewer layers fit (common/fit.cpp, set_ngl_tensor_split_tbo). Qwen3-235B-A22B Q4_K_M on a
+// 6 GiB GPU: 53 layers, every one dense-only, at b7649; 26 at b7650, layer 69 whole.
+TEST(LlamaCppFit, WithADeficitTheLowestLayerIsKeptWholeFromB7650) {
+  const auto fitted = [](const char* build) {
+    auto in = llama_input("Qwen/Qwen3-235B-A22B", "RTX-4090", build);
+    in.gpu.memory_bytes = 6ULL << 30;
+    in.settings.quantization = "Q4_K_M";
+    in.settings.host_memory_bytes = 512ULL << 30;
+    return plan(in).value();
+  };
+  const auto before = fitted("b7649");
+  EXPECT_TRUE(has_line(before, "there is still a total deficit"));
+  EXPECT_TRUE(before.llamacpp->fit_args.starts_with("-c 4096 -ngl 53 -ot \"blk\\.42\\."))
+      << before.llamacpp->fit_args;
+  const auto after = fitted("b7650");
+  EXPECT_TRUE(after.llamacpp->fit_args.starts_with("-c 4096 -ngl 26 -ot \"blk\\.70\\."))
+      << after.llamacpp->fit_args;
+}
+
 // The README's example predates the fit's release (b6895): from b7407 llama.cpp then tries to
 // keep part of the first overflowing layer on the device — its up experts, then its gate experts
 // too — and, where not even the up experts fit, sends that layer's whole FFN to the host (the

@@ -8,9 +8,11 @@
 //  5. a MoE model: with every expert on the host, either a surplus — all layers on the GPU and
 //     the experts of the back layers on the host until it fits, then part of one more layer (the
 //     first overflowing one keeps its up, then also its gate experts; failing the up experts,
-//     its whole FFN goes to the host) — or a deficit — as many dense-only layers as fit.
+//     its whole FFN goes to the host) — or a deficit — as many dense-only layers as fit (from
+//     b7650 the lowest of them kept whole, #18494).
 // Each search keeps the largest candidate that fits, as llama.cpp's false-position search ends.
-// Not planned: fitting layers over several GPUs.
+// Not planned: fitting layers over several GPUs; a surplus smaller than one layer's experts
+// (llama.cpp's search then starts from a whole first layer that does not fit, and ends elsewhere).
 #include "kvprof/engines/llamacpp/fit.hpp"
 
 #include <fmt/format.h>
@@ -221,10 +223,12 @@ class Fitter {
       s = experts_on_host(s, static_cast<uint32_t>(std::max<int64_t>(full, 0)), n, in_.build);
       s.n_gpu_layers = static_cast<int32_t>(all_layers());
       if (full >= 0 && full < n) keep_part_of_layer(static_cast<uint32_t>(full), given_overrides);
+      // The partial layers llama.cpp counts: from b7475 the output layer's slot is among them
+      // (set_ngl_tensor_split_tbo gives them the highest indices; its patterns match nothing).
+      const auto n_full = static_cast<uint32_t>(std::max<int64_t>(full, 0));
       log(fmt::format("  - {}: {:2} layers ({:2} overflowing), {:6} MiB used, {:6} MiB free",
-                      in_.device, all_layers(),
-                      n - static_cast<uint32_t>(std::max<int64_t>(full, 0)), used_mib(s),
-                      fit_mib(left(s).value_or(0))));
+                      in_.device, all_layers(), n_full >= n ? 0 : all_layers() - n_full,
+                      used_mib(s), fit_mib(left(s).value_or(0))));
       return;
     }
     log(
@@ -233,15 +237,21 @@ class Fitter {
                     fit_mib(-surplus)));
     log("filling dense-only layers back-to-front:");
     const uint32_t out = all_layers() - n;  // 1 when -ngl counts the output layer
+    // The first layer whose experts go to the host when the last `gpu` layers (the output first)
+    // are on the device: every one of them until b7650; from b7650 (#18494, the search counting
+    // the output as the one layer always kept whole) the lowest of them keeps its experts.
+    const uint32_t whole = in_.build == 0 || in_.build >= 7650 ? 1 : 0;
+    const auto first_dense_only = [&](uint32_t gpu) {
+      return gpu <= out ? n : std::min(n, n + out - std::min(gpu, n + out) + whole);
+    };
     const int64_t k = largest_fitting(0, all_layers(), [&](int64_t g) {
-      // The last g layers (the output first) on the device, their experts on the host.
       const auto gpu = static_cast<uint32_t>(g);
-      LlamaCppSettings t = experts_on_host(s, gpu >= n + out ? 0 : n + out - gpu, n, in_.build);
+      LlamaCppSettings t = experts_on_host(s, first_dense_only(gpu), n, in_.build);
       t.n_gpu_layers = static_cast<int32_t>(gpu);
       return meets_target(t);
     });
     const auto gpu = static_cast<uint32_t>(std::max<int64_t>(k, 0));
-    s = experts_on_host(s, gpu >= n + out ? 0 : n + out - gpu, n, in_.build);
+    s = experts_on_host(s, first_dense_only(gpu), n, in_.build);
     s.n_gpu_layers = static_cast<int32_t>(gpu);
     log(fmt::format("  - {}: {:2} layers, {:6} MiB used, {:6} MiB free", in_.device, gpu,
                     used_mib(s), fit_mib(left(s).value_or(0))));
