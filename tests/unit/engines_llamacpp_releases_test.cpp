@@ -42,8 +42,6 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 using namespace std::chrono_literals;
 
-constexpr uint32_t k_qwen3moe_build = 5092;  // llama.cpp #12828 added the qwen3moe architecture
-
 // How a release is asked for its report.
 enum class Driver { c_api, addon };
 
@@ -132,13 +130,30 @@ std::vector<std::string> buffer_lines(const std::string& log) {
   return out;
 }
 
-// The tiny models of the matrix, as HF configs.
-const std::pair<const char*, const char*> k_models[] = {
-    {"gqa",
-     R"({"architectures":["LlamaForCausalLM"],"model_type":"llama","hidden_size":256,
+// The tiny models of the matrix, as HF configs, and the GGUF each is written as: f16, or q8_0
+// weights, or a llama-quantize mix (the repacked types: Q4_0, Q4_K, MXFP4 experts).
+constexpr const char* k_gqa_config =
+    R"({"architectures":["LlamaForCausalLM"],"model_type":"llama","hidden_size":256,
         "intermediate_size":512,"num_attention_heads":8,"num_key_value_heads":2,
         "num_hidden_layers":4,"vocab_size":32000,"max_position_embeddings":131072,
-        "tie_word_embeddings":false,"torch_dtype":"bfloat16"})"},
+        "tie_word_embeddings":false,"torch_dtype":"bfloat16"})";
+constexpr const char* k_moe_config =
+    R"({"architectures":["Qwen3MoeForCausalLM"],"model_type":"qwen3_moe","hidden_size":256,
+        "intermediate_size":512,"moe_intermediate_size":128,"num_experts":8,
+        "num_experts_per_tok":2,"num_attention_heads":8,"num_key_value_heads":2,"head_dim":32,
+        "num_hidden_layers":4,"vocab_size":32000,"max_position_embeddings":131072,
+        "tie_word_embeddings":false,"torch_dtype":"bfloat16"})";
+
+struct TinyModel {
+  const char* name;
+  const char* config;
+  uint32_t ggml_type = 1;    // the weight matrices' type without a mix
+  const char* mix = "";      // a llama-quantize mix ("Q4_K_M"), or none
+  uint32_t first_build = 0;  // the first release that loads it (its architecture, its types)
+};
+
+const TinyModel k_models[] = {
+    {"gqa", k_gqa_config},
     {"mha",
      R"({"architectures":["LlamaForCausalLM"],"model_type":"llama","hidden_size":256,
         "intermediate_size":512,"num_attention_heads":8,"num_key_value_heads":8,
@@ -148,34 +163,36 @@ const std::pair<const char*, const char*> k_models[] = {
      R"({"architectures":["Qwen2ForCausalLM"],"model_type":"qwen2","hidden_size":256,
         "intermediate_size":512,"num_attention_heads":8,"num_key_value_heads":2,
         "num_hidden_layers":4,"vocab_size":32000,"max_position_embeddings":131072,
-        "tie_word_embeddings":true,"torch_dtype":"bfloat16"})"},
+        "tie_word_embeddings":true,"torch_dtype":"bfloat16"})",
+     8},
     {"swa",
      R"({"architectures":["Gemma2ForCausalLM"],"model_type":"gemma2","hidden_size":256,
         "intermediate_size":512,"num_attention_heads":8,"num_key_value_heads":4,"head_dim":32,
         "num_hidden_layers":26,"vocab_size":32000,"max_position_embeddings":131072,
         "sliding_window":512,"query_pre_attn_scalar":32,"attn_logit_softcapping":50.0,
         "final_logit_softcapping":30.0,"torch_dtype":"bfloat16"})"},
-    {"moe",
-     R"({"architectures":["Qwen3MoeForCausalLM"],"model_type":"qwen3_moe","hidden_size":256,
-        "intermediate_size":512,"moe_intermediate_size":128,"num_experts":8,
-        "num_experts_per_tok":2,"num_attention_heads":8,"num_key_value_heads":2,"head_dim":32,
-        "num_hidden_layers":4,"vocab_size":32000,"max_position_embeddings":131072,
-        "tie_word_embeddings":false,"torch_dtype":"bfloat16"})"},
+    // llama.cpp #12828 added the qwen3moe architecture (b5092).
+    {"moe", k_moe_config, 1, "", 5092},
+    {"q4_0", k_gqa_config, 2},
+    {"q4_k_m", k_gqa_config, 1, "Q4_K_M"},
+    // MXFP4 came with gpt-oss (#15091, b6096).
+    {"mxfp4", k_moe_config, 1, "MXFP4_MOE", 6096},
 };
 
 class ReleasePlan : public ::testing::TestWithParam<Release> {
  protected:
   static void SetUpTestSuite() {
     s_dir = std::make_unique<test::ScopedTempDir>("kvprof_release_plan");
-    for (const auto& [name, config] : k_models) {
-      const fs::path folder = s_dir->path / name;
+    for (const auto& m : k_models) {
+      const fs::path folder = s_dir->path / m.name;
       fs::create_directories(folder);
-      std::ofstream(folder / "config.json") << config;
+      std::ofstream(folder / "config.json") << m.config;
       auto spec = model::load_model((folder / "config.json").string());
       ASSERT_TRUE(spec) << spec.error().message;
-      const model::DummyGgufOptions options{std::string(name) == "q8_0" ? 8U : 1U, 7};
-      auto plan = model::plan_dummy_gguf(*spec, options);
-      ASSERT_TRUE(plan) << plan.error().message;
+      const auto mix = model::find_gguf_mix(m.mix);
+      const model::DummyGgufOptions options{mix ? mix->default_type : m.ggml_type, 7};
+      auto plan = model::plan_dummy_gguf(*spec, options, mix);
+      ASSERT_TRUE(plan) << m.name << ": " << plan.error().message;
       ASSERT_TRUE(model::write_dummy_gguf(*plan, options, folder.string() + ".gguf"));
     }
   }
@@ -258,15 +275,21 @@ TEST_P(ReleasePlan, BuffersAreTheReleasesOwnReport) {
   EXPECT_TRUE(release->warning.empty()) << release->warning;
   double worst_compute = 0;
   const std::vector<Setting> settings = settings_for(rel.driver);
-  for (const auto& [name, config] : k_models) {
+  for (const auto& model : k_models) {
+    const char* name = model.name;
     const fs::path gguf = s_dir->path / (std::string(name) + ".gguf");
     auto spec = model::load_model(gguf.string());
     ASSERT_TRUE(spec) << spec.error().message;
     std::string error;
     const auto got = reports(rel, dir, gguf, settings, error);
-    if (std::string(name) == "moe" && release->build < k_qwen3moe_build) {
-      // Qwen3-MoE came to llama.cpp after this release: it refuses the file, as it should.
-      EXPECT_NE(error.find("unknown model architecture: 'qwen3moe'"), std::string::npos) << error;
+    if (release->build < model.first_build) {
+      // The architecture or the weights' type came to llama.cpp after this release: it refuses
+      // the file, as it should.
+      EXPECT_TRUE(got.empty()) << name;
+      EXPECT_FALSE(error.empty()) << name;
+      if (std::string(name) == "moe") {
+        EXPECT_NE(error.find("unknown model architecture: 'qwen3moe'"), std::string::npos) << error;
+      }
       continue;
     }
     ASSERT_EQ(got.size(), settings.size()) << name << ": " << error;
@@ -284,7 +307,7 @@ TEST_P(ReleasePlan, BuffersAreTheReleasesOwnReport) {
           R"((?:model buffer size|CPU buffer size) =\s+([\d.]+) MiB)");
       static const std::regex k_kv_size(R"(KV buffer size =\s+([\d.]+) MiB)");
       static const std::regex k_compute_size(R"(compute buffer size =\s+([\d.]+) MiB)");
-      const double reported_model_mib = sum_mib(model_log, k_model_size).first;
+      const auto [reported_model_mib, model_lines] = sum_mib(model_log, k_model_size);
       const auto [reported_kv_mib, kv_lines] = sum_mib(context_log, k_kv_size);
       const double reported = sum_mib(context_log, k_compute_size).first;
       std::vector<std::string> reported_lines = buffer_lines(model_log);
@@ -305,10 +328,13 @@ TEST_P(ReleasePlan, BuffersAreTheReleasesOwnReport) {
       auto plan = engines::plan_llamacpp(*spec, ps);
       ASSERT_TRUE(plan) << what << ": " << plan.error().message;
       const double model_mib =
-          static_cast<double>(plan->model_mapped_bytes + plan->model_host_bytes) / k_mib;
+          static_cast<double>(plan->model_mapped_bytes + plan->model_host_bytes +
+                              plan->model_repack_bytes) /
+          k_mib;
       const double kv_mib = static_cast<double>(plan->kv.host_bytes) / k_mib;
       const double compute_mib = static_cast<double>(plan->compute.host_bytes) / k_mib;
-      EXPECT_NEAR(model_mib, reported_model_mib, 0.0051) << what;
+      // Each model buffer (mapped, repacked) is printed rounded to 0.01 MiB.
+      EXPECT_NEAR(model_mib, reported_model_mib, 0.0051 * model_lines) << what;
       // Each KV buffer (two with a sliding-window cache) is printed rounded to 0.01 MiB.
       EXPECT_NEAR(kv_mib, reported_kv_mib, 0.0051 * kv_lines) << what;
       EXPECT_EQ(plan->kv_cells, r.at("n_ctx").get<uint32_t>()) << what;
@@ -370,7 +396,9 @@ TEST(LlamaCppRelease, EachBuildTakesTheRowThatCoversItAndOutsideTheRangeSaysSo) 
     return std::string(engines::parse_llamacpp_release(text)->rules->name);
   };
   EXPECT_EQ(row("b3889"), "b3889");
-  EXPECT_EQ(row("b5640"), "b5550");
+  EXPECT_EQ(row("b5640"), "b5615");
+  EXPECT_EQ(row("b5614"), "b5550");
+  EXPECT_EQ(row("b8175"), "b8175");
   EXPECT_EQ(row("b6324"), "b6233");
   EXPECT_EQ(row("b6325"), "b6325");
   EXPECT_EQ(row("b8121"), "b7774");

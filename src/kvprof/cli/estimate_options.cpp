@@ -27,6 +27,22 @@ std::vector<std::string> split_list(const std::vector<std::string>& items) {
   return out;
 }
 
+// A machine's memory from `text` ("24GiB", "80GB", "25769803776"); a usage error for anything
+// else, and for a count under 1 MiB, which a number without its unit ("24") would give.
+uint64_t machine_memory_or_fatal(std::string_view flag, const std::string& text) {
+  const auto bytes = parse_bytes(text);
+  if (!bytes || *bytes == 0) {
+    throw Fatal({ErrorKind::usage,
+                 fmt::format("{}: '{}' is not a memory size", flag, text.substr(0, 64))});
+  }
+  if (*bytes < k_mib) {
+    throw Fatal({ErrorKind::usage,
+                 fmt::format("{}: '{}' is {} bytes; give the unit, e.g. {}GiB", flag,
+                             text.substr(0, 64), *bytes, text.substr(0, 16))});
+  }
+  return *bytes;
+}
+
 }  // namespace
 
 estimate::EstimateInput build_estimate_input(const EstimateOptions& o) {
@@ -59,13 +75,9 @@ estimate::EstimateInput build_estimate_input(const EstimateOptions& o) {
     in.gpu = gpu::no_gpu();
     in.settings.no_gpu = true;
   } else if (!o.gpu_mem.empty()) {
-    auto bytes = parse_bytes(o.gpu_mem);
-    if (!bytes || *bytes == 0) {
-      throw Fatal(
-          {ErrorKind::usage, fmt::format("--gpu-mem: '{}' is not a memory size", o.gpu_mem)});
-    }
-    in.gpu = o.gpu.empty() ? gpu::custom_gpu(*bytes) : value_or_fatal(gpu::find_gpu(o.gpu));
-    in.gpu.memory_bytes = *bytes;
+    const uint64_t bytes = machine_memory_or_fatal("--gpu-mem", o.gpu_mem);
+    in.gpu = o.gpu.empty() ? gpu::custom_gpu(bytes) : value_or_fatal(gpu::find_gpu(o.gpu));
+    in.gpu.memory_bytes = bytes;
   } else {
     in.gpu = value_or_fatal(gpu::find_gpu(o.gpu.empty() ? std::string(k_default_gpu) : o.gpu));
   }
@@ -228,14 +240,7 @@ estimate::EstimateInput build_estimate_input(const EstimateOptions& o) {
     }
     s.ollama_gpu_overhead_bytes = *b;
   }
-  if (!o.host_mem.empty()) {
-    auto b = parse_bytes(o.host_mem);
-    if (!b || *b == 0) {
-      throw Fatal(
-          {ErrorKind::usage, fmt::format("--host-mem: '{}' is not a memory size", o.host_mem)});
-    }
-    s.host_memory_bytes = *b;
-  }
+  if (!o.host_mem.empty()) s.host_memory_bytes = machine_memory_or_fatal("--host-mem", o.host_mem);
   s.speculative_model = o.speculative_model;
   s.num_speculative_tokens = o.num_speculative_tokens;
   s.spec_runtime_control = o.spec_runtime_control;

@@ -23,7 +23,7 @@ inline constexpr uint32_t k_max_gguf_dims = 4;
 // ggml's tensor type ids (ggml.h's enum ggml_type) that kvprof writes by name.
 namespace ggml_type {
 inline constexpr uint32_t f32 = 0, f16 = 1, q4_0 = 2, q4_1 = 3, q5_0 = 6, q5_1 = 7, q8_0 = 8,
-                          q4_k = 12, q5_k = 13, q6_k = 14, bf16 = 30;
+                          q4_k = 12, q5_k = 13, q6_k = 14, bf16 = 30, mxfp4 = 39;
 }  // namespace ggml_type
 
 // GGUF metadata value type ids (gguf.md).

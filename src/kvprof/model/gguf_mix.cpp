@@ -11,8 +11,9 @@
 namespace kvprof::model {
 namespace {
 
-constexpr std::array<std::pair<std::string_view, std::pair<uint32_t, uint32_t>>, 9> k_mixes = {{
+constexpr std::array<std::pair<std::string_view, std::pair<uint32_t, uint32_t>>, 10> k_mixes = {{
     {"Q8_0", {7, ggml_type::q8_0}},
+    {"MXFP4_MOE", {38, ggml_type::mxfp4}},
     {"Q6_K", {18, ggml_type::q6_k}},
     {"Q5_K_M", {17, ggml_type::q5_k}},
     {"Q5_K_S", {16, ggml_type::q5_k}},
@@ -119,6 +120,12 @@ std::vector<uint32_t> assign_mix_types(const GgufMix& mix, const MixModel& model
   for (const auto& t : tensors) {
     if (!quantizable(t)) {
       out.push_back(ggml_type::f32);
+      continue;
+    }
+    // MXFP4_MOE: the experts (3-D tensors) MXFP4, every other matrix Q8_0 (llama-quant.cpp).
+    if (mix.default_type == ggml_type::mxfp4) {
+      const bool expert = t.shape.size() > 2 && t.shape[2] > 1;
+      out.push_back(fallback(expert ? ggml_type::mxfp4 : ggml_type::q8_0, t.shape[0]));
       continue;
     }
     const Category cat = category_of(t.name);

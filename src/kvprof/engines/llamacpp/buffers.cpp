@@ -30,6 +30,10 @@ using model::ModelSpec;
 constexpr uint32_t k_type_q4_0 = 2;
 constexpr uint32_t k_type_q4_k = 12;
 constexpr uint32_t k_type_iq4_nl = 20;
+constexpr uint32_t k_type_mxfp4 = 39;
+constexpr uint64_t k_mxfp4_block_elements = 32, k_mxfp4_block_bytes = 17;
+constexpr uint32_t k_type_q8_0 = 8;
+constexpr uint64_t k_q8_0_block_elements = 32, k_q8_0_block_bytes = 34;
 // libllama, ggml and the vocabulary tables: what the process grows by besides the buffers,
 // measured on llama.cpp 0.5 (CPU build) with dummy vocabularies of 1k to 152k tokens.
 constexpr uint64_t k_runtime_base_bytes = 9728ULL << 10;
@@ -71,8 +75,9 @@ std::optional<int32_t> block_index(std::string_view name) {
   return v;
 }
 
-// The GGUF's own tensors, or (for a model known by its dimensions) f16 matrices and f32 norms
-// laid out one after another.
+// The GGUF's own tensors, or (for a model known by its dimensions) the file llama.cpp's converter
+// writes from its checkpoint: 16-bit matrices (MXFP4 experts where the checkpoint's are, as
+// gpt-oss's: convert_hf_to_gguf repacks them) and f32 norms, laid out one after another.
 std::vector<PlacedTensor> placed_tensors(const ModelSpec& m) {
   std::vector<PlacedTensor> out;
   if (!m.tensors.empty()) {
@@ -103,10 +108,19 @@ std::vector<PlacedTensor> placed_tensors(const ModelSpec& m) {
                                              : Slot::output;
     p.layer = t.layer;
     const bool matrix = t.cols > 1;
-    p.type = matrix ? k_ggml_type_f16 : k_ggml_type_f32;
+    const bool mxfp4_checkpoint = m.quant.method == model::QuantMethod::mxfp4;
+    const bool mxfp4 = matrix && t.role == TensorRole::expert && mxfp4_checkpoint &&
+                       t.cols % k_mxfp4_block_elements == 0;
+    // -q MXFP4_MOE of such a checkpoint: llama-quantize makes every other matrix Q8_0.
+    const bool q8_0 = matrix && !mxfp4 && mxfp4_checkpoint && m.quant.format == "MXFP4_MOE" &&
+                      t.cols % k_q8_0_block_elements == 0;
+    p.type = mxfp4 ? k_type_mxfp4 : q8_0 ? k_type_q8_0 : matrix ? k_ggml_type_f16 : k_ggml_type_f32;
     p.dims = matrix ? 2 : 1;
     p.rows = t.rows;
-    p.bytes = t.elements() * (matrix ? 2 : 4);
+    p.bytes = mxfp4    ? t.elements() / k_mxfp4_block_elements * k_mxfp4_block_bytes
+              : q8_0   ? t.elements() / k_q8_0_block_elements * k_q8_0_block_bytes
+              : matrix ? t.elements() * 2
+                       : t.elements() * 4;
     p.name = t.layer >= 0 ? fmt::format("blk.{}.{}", t.layer, t.name) : t.name;
     // Routed experts under the names llama.cpp gives them (what --cpu-moe and -ot match): the
     // gated up projection is two tensors there, ffn_gate_exps and ffn_up_exps.
@@ -139,9 +153,12 @@ std::vector<PlacedTensor> placed_tensors(const ModelSpec& m) {
   return out;
 }
 
+// Whether the CPU backend of the release repacks `t` (x86 AVX2, rows in eights).
 bool repacked(const PlacedTensor& t, const LlamaCppSettings& s) {
   if (!s.cpu_repack || t.slot == Slot::token_embd || t.dims < 2 || t.rows % 8 != 0) return false;
-  return t.type == k_type_q4_0 || t.type == k_type_q4_k || t.type == k_type_iq4_nl;
+  const LlamaCppReleaseRules& r = *s.release;
+  return (t.type == k_type_q4_0 && r.repack_q4_0) || (t.type == k_type_q4_k && r.repack_q4_k) ||
+         (t.type == k_type_iq4_nl && r.repack_iq4_nl) || (t.type == k_type_mxfp4 && r.repack_mxfp4);
 }
 
 // The GPU of layer `il` (-1: host).
@@ -176,7 +193,7 @@ void place_weights(const ModelSpec& m, const LlamaCppSettings& s, LlamaCppPlan& 
       plan.override_lines.push_back(fmt::format(
           "tensor {} ({} MiB {}) buffer type overridden to {}", t.name, t.bytes >> 20, type,
           gpu >= 0         ? fmt::format("CUDA{}", gpu)
-          : repacked(t, s) ? "CPU_REPACK"
+          : repacked(t, s) ? std::string(s.release->log_repack_buffer)
                            : "CPU"));
     }
     if (gpu >= 0) {

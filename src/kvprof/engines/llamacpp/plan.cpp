@@ -143,7 +143,7 @@ std::vector<std::string> llamacpp_log_lines(const LlamaCppPlan& p, const LlamaCp
   const std::string_view model = r.log_model_buffers ? "model" : "";
   buffer(r.log_weights, r.log_model_buffers ? "CPU_Mapped" : "CPU", model, p.model_mapped_bytes);
   buffer(r.log_weights, "CPU", model, p.model_host_bytes);
-  buffer(r.log_weights, "CPU_REPACK", model, p.model_repack_bytes);
+  buffer(r.log_weights, r.log_repack_buffer, model, p.model_repack_bytes);
   const auto per_gpu = [&](std::string_view who, std::string_view what,
                            uint64_t LlamaCppDevice::*bytes) {
     for (size_t i = 0; i < p.gpus.size(); ++i)
@@ -179,6 +179,15 @@ std::vector<std::string> llamacpp_log_lines(const LlamaCppPlan& p, const LlamaCp
 
 Expected<model::ModelSpec> llamacpp_model(const EstimateInput& in) {
   if (const auto mix = model::find_gguf_mix(trim(in.settings.quantization))) {
+    // An MXFP4 checkpoint (gpt-oss) quantized to MXFP4_MOE: its experts as they are, its other
+    // matrices Q8_0 (the tensors are priced by their dimensions, placed_tensors).
+    if (mix->default_type == model::ggml_type::mxfp4 &&
+        in.model.quant.method == model::QuantMethod::mxfp4 &&
+        in.model.origin != model::ModelSpec::Origin::gguf) {
+      model::ModelSpec out = in.model;
+      out.quant.format = mix->name;
+      return out;
+    }
     return as_gguf_mix(in.model, *mix);
   }
   return in.model;

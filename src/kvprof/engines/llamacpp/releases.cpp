@@ -23,7 +23,7 @@ struct VersionTag {
 };
 constexpr std::array<VersionTag, 2> k_version_tags{{{4, 10809}, {5, 11146}}};
 
-constexpr size_t k_release_count = 25;
+constexpr size_t k_release_count = 30;
 
 constexpr std::array<LlamaCppReleaseRules, k_release_count> k_releases = [] {
   std::array<LlamaCppReleaseRules, k_release_count> r{};
@@ -42,6 +42,8 @@ constexpr std::array<LlamaCppReleaseRules, k_release_count> k_releases = [] {
   x.set_rows = false;
   x.embd_input = false;
   x.server_auto_slots = false;
+  x.repack_q4_0 = x.repack_q4_k = x.repack_iq4_nl = x.repack_mxfp4 = false;
+  x.log_repack_buffer = "CPU_AARCH64";
   x.server_default_ctx = 0;
   x.reserve_rounding = LlamaCppReleaseRules::Rounding::none;
   x.log_weights = "llm_load_tensors";
@@ -66,6 +68,9 @@ constexpr std::array<LlamaCppReleaseRules, k_release_count> k_releases = [] {
   row("b4014", 4014, "#10136: llama-server's default -c becomes 4096");
   x.server_default_ctx = 4096;
   r[i++] = x;
+  row("b4282", 4282, "#10446: the CPU backend repacks Q4_0 into a buffer of its own");
+  x.repack_q4_0 = true;
+  r[i++] = x;
   row("b4463", 4463, "#11110: the lines of load_tensors and llama_init_from_model");
   x.log_weights = "load_tensors";
   x.log_context = x.log_compute = "llama_init_from_model";
@@ -78,6 +83,9 @@ constexpr std::array<LlamaCppReleaseRules, k_release_count> k_releases = [] {
   x.log_context = x.log_compute = "llama_context";
   x.log_kv = "init";
   r[i++] = x;
+  row("b4929", 4929, "#12332: the CPU backend repacks Q4_K too (x86 AVX2)");
+  x.repack_q4_k = true;
+  r[i++] = x;
   row("b5429", 5429, "#13194: sliding-window layers cache their window only");
   x.swa_cache = true;
   r[i++] = x;
@@ -87,6 +95,9 @@ constexpr std::array<LlamaCppReleaseRules, k_release_count> k_releases = [] {
   r[i++] = x;
   row("b5550", 5550, "#13746: the reserved graph's tokens rounded down to a multiple of -np");
   x.reserve_rounding = LlamaCppReleaseRules::Rounding::down;
+  r[i++] = x;
+  row("b5615", 5615, "#13892: the repacked weights' buffer is named CPU_REPACK");
+  x.log_repack_buffer = "CPU_REPACK";
   x.checked = "b5640 (node-llama-cpp 3.10.0)";
   r[i++] = x;
   row("b5641", 5641, "#14140: the reserved graph's tokens rounded up to a multiple of -np");
@@ -101,6 +112,9 @@ constexpr std::array<LlamaCppReleaseRules, k_release_count> k_releases = [] {
   row("b6071", 6071, "#14959: set_rows stores K and V; a KV stream per slot without -kvu");
   x.set_rows = true;
   x.kv_streams = true;
+  r[i++] = x;
+  row("b6144", 6144, "#14904: the CPU backend repacks IQ4_NL on x86 too");
+  x.repack_iq4_nl = true;
   r[i++] = x;
   row("b6233", 6233, "#15467: the KV cache's lines from llama_kv_cache");
   x.log_kv = "llama_kv_cache";
@@ -135,6 +149,9 @@ constexpr std::array<LlamaCppReleaseRules, k_release_count> k_releases = [] {
   row("b7774", 7774, "#18550: an embeddings input in every graph");
   x.embd_input = true;
   x.checked = "b8121 (node-llama-cpp 3.16.2)";
+  r[i++] = x;
+  row("b8175", 8175, "#19738: the CPU backend repacks MXFP4 too (x86 AVX2)");
+  x.repack_mxfp4 = true;
   r[i++] = x;
   row("b9410", 9410, "#23764: an f16 KQ mask for flash attention");
   x.mask_f16 = true;

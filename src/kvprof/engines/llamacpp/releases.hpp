@@ -55,6 +55,14 @@ struct LlamaCppReleaseRules {
   bool outputs_follow_rounding = false;
   // llama-server left at one slot runs 4 sharing one cache (b6925, #16736).
   bool server_auto_slots = true;
+  // The weights the CPU backend repacks into a buffer of its own on x86 with AVX2 (ggml-cpu's
+  // get_optimal_repack_type; matrices of rows in eights): Q4_0 from b4282 (#10446), Q4_K from
+  // b4929 (#12332), IQ4_NL from b6144 (#14904), MXFP4 from b8175 (#19738). Q2_K (AVX-512 only,
+  // b6056) is not planned.
+  bool repack_q4_0 = true;
+  bool repack_q4_k = true;
+  bool repack_iq4_nl = true;
+  bool repack_mxfp4 = true;
   // llama-server's -c when none is given: 4096 from b4014 (#10136) to b7406; 0 (the model's
   // own context, which --fit may lower) before and from b7407 (#16653).
   uint32_t server_default_ctx = 0;
@@ -68,6 +76,7 @@ struct LlamaCppReleaseRules {
   std::string_view log_kv = "llama_kv_cache";
   std::string_view log_compute = "sched_reserve";
   bool log_model_buffers = true;  // "CPU_Mapped model buffer" (#10026, b3990); before "CPU buffer"
+  std::string_view log_repack_buffer = "CPU_REPACK";  // "CPU_AARCH64" before b5615 (#13892)
   bool log_kv_size_line = true;   // the KV cache's "size = ... (cells, layers, seqs)" (b5441)
   bool log_kv_streams = true;     // its "n/n seqs": sequences per stream (b5913, #14363)
   std::string_view checked;       // the real builds of the row kvprof checked the plan on
