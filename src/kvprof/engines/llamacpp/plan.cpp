@@ -154,7 +154,7 @@ std::vector<std::string> llamacpp_log_lines(const LlamaCppPlan& p, const LlamaCp
   buffer(r.log_kv, "CPU", "KV", p.kv.host_bytes);
   per_gpu(r.log_kv, "KV", &LlamaCppDevice::kv_bytes);
   if (r.log_kv_size_line) {
-    const uint32_t streams = s.kv_unified || !r.kv_streams ? 1 : s.n_seq_max;
+    const uint32_t streams = s.kv_unified || !r.kv_streams ? 1 : std::max(1U, s.n_seq_max);
     // The cells of one stream; "K (q8_0): 1.06 MiB, V (f16): 2.00 MiB": the attention layers'
     // cache by its two parts.
     const auto type_name = [](uint32_t type) {
