@@ -183,6 +183,11 @@ TEST(ModelCatalog, ADistillOrFineTuneIsTheBaseItsNameSays) {
   // A fine-tune naming its base, with the longest name that stands alone in it.
   EXPECT_EQ(id_of("someone/my-finetune-of-Mistral-7B-v0.3"), "mistralai/Mistral-7B-Instruct-v0.3");
   EXPECT_EQ(id_of("Qwen/Qwen2.5-Coder-7B-Instruct"), "Qwen/Qwen2.5-7B-Instruct");
+  // Another release of a catalog model, by its date: Mistral Large 2411 is 2407's architecture.
+  EXPECT_EQ(id_of("mistralai/Mistral-Large-Instruct-2411"),
+            "mistralai/Mistral-Large-Instruct-2407");
+  EXPECT_EQ(id_of("mistralai/Devstral-Small-2505"), "mistralai/Devstral-Small-2507");
+  EXPECT_EQ(id_of("mistralai/Mistral-Nemo-Instruct-2099-oops"), "-");
   // A quantized one keeps its quantization.
   EXPECT_EQ(id_of("nvidia/Llama-3.1-8B-Instruct-FP8"),
             "meta-llama/Llama-3.1-8B-Instruct fp8-block");

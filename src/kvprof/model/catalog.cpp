@@ -195,11 +195,27 @@ const CatalogEntry* find_named_base(std::string_view name) {
   return best;
 }
 
+// Another release of the same model, named by its date ("Mistral-Large-Instruct-2411" for the
+// catalog's -2407; "Devstral-Small-2505" for -2507): the catalog's entry of the same name and
+// organisation with another date, the latest one when there are several.
+const CatalogEntry* find_dated_sibling(const std::string& name) {
+  const std::string stem = to_lower(without_date(name));
+  if (stem.size() == name.size()) return nullptr;
+  const CatalogEntry* best = nullptr;
+  for (const auto& e : model_catalog()) {
+    const std::string id = to_lower(e.id);
+    if (id.size() == stem.size() || to_lower(without_date(e.id)) != stem) continue;
+    if (best == nullptr || id > to_lower(best->id)) best = &e;
+  }
+  return best;
+}
+
 }  // namespace
 
 CatalogVariant find_catalog_variant(std::string_view name_in) {
   const std::string name(name_in);
   if (const CatalogEntry* e = find_suffix_variant(name)) return {e, ""};
+  if (const CatalogEntry* e = find_dated_sibling(name)) return {e, ""};
   // A quantized checkpoint of a catalog model: the model, priced as such checkpoints are.
   std::string stem = name;
   std::string method;
