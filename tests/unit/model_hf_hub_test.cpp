@@ -487,6 +487,31 @@ TEST(HfHub, AnUnreachableHubIsOneLineWithoutTheEndpointsPassword) {
   EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
 }
 
+// Qwen2.5-VL's 32B and 72B offline: the text model of that size (Qwen2.5-72B-Instruct) with the
+// vision tower every Qwen2.5-VL size shares (the catalog's 7B's), its merger projecting to the
+// text width.
+TEST(HfHub, AVisionModelOfAnotherSizeIsComposedFromTheCatalog) {
+  test::ScopedTempDir cache("kvprof_hub_cache");
+  LoadOptions load;
+  load.hub.cache_dir = cache.path;
+  load.hub.offline = true;
+  auto vl = load_model("Qwen/Qwen2.5-VL-72B-Instruct", load);
+  ASSERT_TRUE(vl) << vl.error().message;
+  EXPECT_EQ(vl->id, "Qwen/Qwen2.5-VL-72B-Instruct");
+  EXPECT_EQ(vl->n_layer, 80U);
+  EXPECT_EQ(vl->hidden_size, 8192U);
+  EXPECT_EQ(vl->n_head_kv, 8U);
+  EXPECT_GT(vl->extra_params, 500'000'000U);  // the vision tower and its merger
+  ASSERT_FALSE(vl->warnings.empty());
+  const std::string& said = vl->warnings.back();
+  EXPECT_NE(said.find("Qwen/Qwen2.5-72B-Instruct's text model with "
+                      "Qwen/Qwen2.5-VL-7B-Instruct's vision tower"),
+            std::string::npos)
+      << said;
+  // A size whose text model the catalog lacks is not made up.
+  EXPECT_FALSE(load_model("Qwen/Qwen2.5-VL-13B-Instruct", load).has_value());
+}
+
 TEST(HfHub, AVariantOfACatalogModelIsDescribedByItWithANote) {
   test::ScopedTempDir cache("kvprof_hub_cache");
   LoadOptions load;

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -231,6 +232,58 @@ CatalogVariant find_catalog_variant(std::string_view name_in) {
   }
   const CatalogEntry* base = find_named_base(stem);
   return {base, base != nullptr ? method : std::string()};
+}
+
+namespace {
+
+// The vision-language families composed from a text model and another size's vision tower.
+struct VisionFamily {
+  std::string_view prefix;  // the size follows it: "qwen2.5-vl-" then "72b"
+  std::string_view vision;  // the catalog entry whose vision tower every size shares
+  std::string_view text;    // the text model of a size, "{}" for it ("72B")
+};
+constexpr std::array<VisionFamily, 1> k_vision_families{{
+    {"qwen2.5-vl-", "Qwen/Qwen2.5-VL-7B-Instruct", "Qwen/Qwen2.5-{}-Instruct"},
+}};
+
+// The text model's fields a composite takes over the vision template's.
+constexpr std::array<std::string_view, 8> k_text_fields{
+    "hidden_size",         "intermediate_size", "num_hidden_layers",   "num_attention_heads",
+    "num_key_value_heads", "vocab_size",        "tie_word_embeddings", "max_window_layers"};
+
+}  // namespace
+
+std::optional<CatalogComposite> find_catalog_composite(std::string_view name) {
+  const std::string lower = to_lower(name);
+  for (const auto& f : k_vision_families) {
+    const size_t at = lower.find(f.prefix);
+    if (at == std::string::npos) continue;
+    // The size: digits (and a decimal point) then "b".
+    size_t end = at + f.prefix.size();
+    while (end < lower.size() &&
+           (std::isdigit(static_cast<unsigned char>(lower[end])) != 0 || lower[end] == '.'))
+      ++end;
+    if (end == at + f.prefix.size() || end >= lower.size() || lower[end] != 'b') continue;
+    const std::string size =
+        std::string(name.substr(at + f.prefix.size(), end - at - f.prefix.size())) + "B";
+    const CatalogEntry* vision = find_catalog_entry(f.vision);
+    const CatalogEntry* text = find_catalog_entry(fmt::format(fmt::runtime(f.text), size));
+    if (vision == nullptr || text == nullptr) continue;
+    CatalogComposite out;
+    out.config = vision->config;
+    for (const auto field : k_text_fields) {
+      const std::string key(field);
+      if (text->config.contains(key)) out.config[key] = text->config.at(key);
+    }
+    if (out.config.contains("vision_config") && text->config.contains("hidden_size"))
+      out.config["vision_config"]["out_hidden_size"] = text->config.at("hidden_size");
+    out.description = fmt::format(
+        "{}'s text model with {}'s vision tower (composed: every size "
+        "of the family has that encoder, projected to the text width)",
+        text->id, vision->id);
+    return out;
+  }
+  return std::nullopt;
 }
 
 std::vector<std::string> catalog_suggestions(std::string_view name) {

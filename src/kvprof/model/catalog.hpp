@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -39,6 +40,17 @@ struct CatalogVariant {
   const CatalogEntry* entry = nullptr;
   std::string quantization;  // a what-if method ("awq", "fp8", ...) from a suffix; "" = none
 };
+
+// A vision-language model of a size the catalog lacks, composed from the catalog: the text
+// model of that size and the vision tower of the family's size the catalog has (Qwen2.5-VL's
+// sizes share one vision encoder, whose merger projects to the text model's width).
+struct CatalogComposite {
+  nlohmann::json config;    // the composed config.json
+  std::string description;  // "Qwen/Qwen2.5-72B-Instruct's text model with ..."
+};
+
+// The composite `name` names ("Qwen/Qwen2.5-VL-72B-Instruct"), or nullopt.
+std::optional<CatalogComposite> find_catalog_composite(std::string_view name);
 
 // The catalog entry `name` is a variant of: the same id with or without a chat/instruct suffix
 // (-Instruct, -Chat, -it, -Base, -hf, -chat-hf), a release date (-0528, -2507), a quantized

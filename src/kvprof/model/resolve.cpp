@@ -236,6 +236,18 @@ Expected<ModelSpec> hub_model(const std::string& ref, const LoadOptions& options
       return spec;
     }
   }
+  if (files.error().kind == ErrorKind::network || options.hub.offline) {
+    if (auto composite = find_catalog_composite(ref)) {
+      auto spec = parse_hf_config(composite->config, composite->description);
+      if (spec) {
+        spec->id = ref;
+        spec->warnings.push_back(
+            fmt::format("{} is described by the built-in catalog's {}, since {}", ref,
+                        composite->description, files.error().message));
+        return spec;
+      }
+    }
+  }
   std::string message = files.error().message + "; the built-in catalog does not have it either";
   const auto hints = catalog_suggestions(ref);
   message += hints.empty() ? std::string(" (see `kvprof models`)")
