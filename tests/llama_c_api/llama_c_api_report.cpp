@@ -30,8 +30,8 @@ using json = nlohmann::json;
 // Where one release range keeps the fields the report sets (byte offsets in
 // llama_context_params); the fields before type_k have the same places in all of them.
 struct ContextLayout {
-  uint32_t first_build;
-  uint32_t last_build;        // the builds whose header was read; others are refused
+  uint32_t first_build;       // the builds whose headers were read (the tests' releases) and
+  uint32_t last_build;        // those between; others are refused
   size_t flash_attn;          // bool flash_attn, or enum llama_flash_attn_type from b6325
   bool flash_attn_is_enum;    // -1 auto, 0 off, 1 on
   size_t offload_kqv;         // bool, true by default (checks the layout)
