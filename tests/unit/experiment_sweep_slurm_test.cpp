@@ -22,6 +22,7 @@
 
 #include "kvprof/sys/subprocess.hpp"
 #include "support/serve_process.hpp"
+#include "support/slurm_sweep_test.hpp"
 #include "support/temp_dir.hpp"
 #include "support/tiny_llama.hpp"
 
@@ -32,146 +33,7 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 using namespace std::chrono_literals;
 
-class SweepSlurm : public test::TempDirTest {
- protected:
-  SweepSlurm() : TempDirTest("kvprof_slurm") {}
-
-  void SetUp() override {
-    TempDirTest::SetUp();
-    if (!sys::find_executable("slurmctld", "/usr/sbin:/usr/bin:/sbin:/bin")) {
-      if (std::getenv("KVPROF_REQUIRE_SLURM") != nullptr)
-        FAIL() << "Slurm is not installed (scripts/setup.sh installs it)";
-      GTEST_SKIP() << "Slurm is not installed (scripts/setup.sh installs it)";
-    }
-    // A cluster of this test's own: its folder (a short path: slurmd's sockets live there), its
-    // ports.
-    static int n_started = 0;
-    const int n = n_started++;
-    m_cluster = fs::temp_directory_path() /
-                ("kvprof-slurm-" + std::to_string(::getpid()) + "-" + std::to_string(n));
-    fs::remove_all(m_cluster);
-    // Below Linux's ephemeral ports (32768 on), which a connection elsewhere may hold.
-    const int port = 20000 + static_cast<int>((::getpid() * 8 + n) % 6000) * 2;
-    sys::CommandOptions o;
-    o.timeout = 60s;
-    o.env = {{"KVPROF_SLURM_PORT", std::to_string(port)}};
-    auto r = sys::run_command({"bash", std::string(KVPROF_SOURCE_DIR) + "/scripts/slurm-cluster.sh",
-                               "start", m_cluster.string()},
-                              o);
-    ASSERT_TRUE(r && r->exit_code == 0) << (r ? r->stderr_text + r->stdout_text : "");
-    m_started = true;
-  }
-
-  void TearDown() override {
-    if (m_started) {
-      (void)slurm({"scancel", "--me"});
-      sys::CommandOptions o;
-      o.timeout = 30s;
-      (void)sys::run_command({"bash", std::string(KVPROF_SOURCE_DIR) + "/scripts/slurm-cluster.sh",
-                              "stop", m_cluster.string()},
-                             o);
-      std::error_code ec;
-      fs::remove_all(m_cluster, ec);
-    }
-    TempDirTest::TearDown();
-  }
-
-  std::vector<std::pair<std::string, std::string>> env() const {
-    return {{"SLURM_CONF", (m_cluster / "slurm.conf").string()},
-            {"KVPROF_NVML_LIBRARY", KVPROF_FAKE_NVML_PATH},
-            {"KVPROF_FAKE_NVML_GPUS", "4"},
-            {"KVPROF_FAKE_NVML_LIVE", (m_dir / "live.txt").string()},
-            {"KVPROF_OUTPUT_DIR", ""}};
-  }
-
-  sys::CommandResult slurm(std::vector<std::string> argv) const {
-    sys::CommandOptions o;
-    o.timeout = 30s;
-    o.env = env();
-    auto r = sys::run_command(argv, o);
-    return r ? *r : sys::CommandResult{};
-  }
-
-  // A sweep file of two configurations (tensor-parallel 1 and 2) whose servers are serve-sim
-  // launched by the job; `launch` replaces the server when given.
-  fs::path sweep_file(const std::string& name, const std::string& launch = "") const {
-    const std::string server =
-        launch.empty() ? std::string(KVPROF_BIN) +
-                             " serve-sim --model {model} --gpu {gpu} --host {host} --port {port} "
-                             "--max-num-seqs {max_concurrency} --max-model-len {max_model_len} "
-                             "--live-state " +
-                             (m_dir / "live.txt").string()
-                       : launch;
-    const fs::path p = m_dir / (name + ".yaml");
-    std::ofstream(p) << "name: " << name
-                     << "\nbaseline_s: 0.05\npost_warmup_s: 0.05\nwarmup_requests: 1\n"
-                        "min_condition_s: 0.05\ngpu: H100\ninput_lengths: [64]\n"
-                        "output_lengths: [4]\nlaunch_timeout_s: 120\nlaunch: \""
-                     << server << R"("
-models:
-  - model_id: meta-llama/Llama-3.1-8B-Instruct
-    batch_sizes: [1]
-    max_model_len: 2048
-  - model_id: Qwen/Qwen2.5-7B-Instruct
-    batch_sizes: [1]
-    tensor_parallel_size: 2
-    max_model_len: 2048
-)";
-    return p;
-  }
-
-  // `kvprof sweep --executor slurm` (or the --executor in `args`) with `args`; `on_spawn` gets its
-  // pid.
-  sys::CommandResult sweep(const fs::path& config, std::vector<std::string> args,
-                           std::function<void(pid_t)> on_spawn = {}) const {
-    std::vector<std::string> argv = {KVPROF_BIN,      "sweep",        "--config",
-                                     config.string(), "--output-dir", (m_dir / "res ults").string(),
-                                     "--poll-s",      "0.2",          "--no-report"};
-    // Slurm unless the test names another executor.
-    if (std::ranges::find(args, "--executor") == args.end())
-      argv.insert(argv.end(), {"--executor", "slurm"});
-    argv.insert(argv.end(), args.begin(), args.end());
-    sys::CommandOptions o;
-    o.timeout = 120s;
-    o.env = env();
-    o.on_spawn = std::move(on_spawn);
-    auto r = sys::run_command(argv, o);
-    EXPECT_TRUE(r.has_value());
-    return r ? *r : sys::CommandResult{};
-  }
-
-  json read_json(const fs::path& p) const {
-    std::ifstream in(p);
-    return json::parse(in);
-  }
-
-  fs::path results() const { return m_dir / "res ults"; }
-
-  // The configurations of sweep `name`'s sweep.json: id -> its entry.
-  std::map<std::string, json> configurations(const std::string& name) const {
-    std::map<std::string, json> out;
-    const json s = read_json(results() / "sweeps" / name / "sweep.json");
-    for (const auto& c : s.at("configurations"))
-      out[c.at("id").get<std::string>()] = c;
-    return out;
-  }
-
-  // Sends SIGINT to the sweep once its stderr file... (polled): when `ready()` is true.
-  static void interrupt_when(pid_t pid, const std::function<bool()>& ready,
-                             std::atomic<bool>& sent) {
-    for (int i = 0; i < 1500 && !sent; ++i) {
-      if (ready()) {
-        ::kill(pid, SIGINT);
-        sent = true;
-        return;
-      }
-      std::this_thread::sleep_for(20ms);
-    }
-  }
-
-  fs::path m_cluster;
-  bool m_started = false;
-};
+using SweepSlurm = test::SlurmSweepTest;
 
 TEST_F(SweepSlurm, DryRunPrintsEachJobsBatchScriptAndSubmitsNothing) {
   const auto config = sweep_file("dry");

@@ -4,6 +4,12 @@
 #include "kvprof/scheduler/slurm_text.hpp"
 
 #include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "kvprof/scheduler/job_environment.hpp"
 
@@ -67,6 +73,44 @@ TEST(JobEnvironment, GpuListsAreSmallNumbersOnly) {
   EXPECT_EQ(gpu_index_list("1"), (std::vector<unsigned>{1}));
   for (const char* bad : {"", "GPU-5c3e7a2b", "0,,1", "0,", "-1", "1 ,2", "99999"})
     EXPECT_FALSE(gpu_index_list(bad).has_value()) << bad;
+}
+
+// A process inside a Slurm job of two nodes: its node, the job's nodes, and the step that runs
+// a program on each of them; a job of one node has no such step.
+TEST(JobEnvironment, AJobOfSeveralNodesSaysHowToRunOnEach) {
+  const std::vector<std::pair<const char*, const char*>> vars = {{"SLURM_JOB_ID", "41"},
+                                                                 {"SLURM_JOB_NUM_NODES", "2"},
+                                                                 {"SLURMD_NODENAME", "gpu-b7"},
+                                                                 {"SLURM_JOB_GPUS", "2,3"}};
+  // Unset again however the test ends (the variables would make later tests' kvprof a job's).
+  struct Unset {
+    const std::vector<std::pair<const char*, const char*>>& vars;
+    ~Unset() {
+      for (const auto& [name, value] : vars)
+        ::unsetenv(name);
+    }
+  } unset{vars};
+  for (const auto& [name, value] : vars)
+    ::setenv(name, value, 1);
+  auto job = current_job();
+  ASSERT_TRUE(job.has_value());
+  EXPECT_EQ(job->job_id, "41");
+  EXPECT_EQ(job->node, "gpu-b7");
+  EXPECT_EQ(job->nodes, 2U);
+  EXPECT_EQ(job->gpus, (std::vector<unsigned>{2, 3}));
+  ASSERT_GE(job->every_node_prefix.size(), 4U);
+  EXPECT_EQ(job->every_node_prefix[0], "srun");
+  EXPECT_NE(std::ranges::find(job->every_node_prefix, "--overlap"), job->every_node_prefix.end());
+  EXPECT_NE(std::ranges::find(job->every_node_prefix, "--ntasks-per-node=1"),
+            job->every_node_prefix.end());
+  EXPECT_NE(std::ranges::find(job->every_node_prefix, "--nodes=2"), job->every_node_prefix.end());
+  for (const char* one : {"1", "", "two", "0"}) {
+    ::setenv("SLURM_JOB_NUM_NODES", one, 1);
+    job = current_job();
+    ASSERT_TRUE(job.has_value());
+    EXPECT_EQ(job->nodes, 1U) << one;
+    EXPECT_TRUE(job->every_node_prefix.empty()) << one;
+  }
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 // `kvprof sample`: records GPU memory (NVML) and optionally a process's host memory into CSV
 // traces until --duration passes or Ctrl-C (exit 130, traces complete up to the stop).
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <unistd.h>
 
 #include <charconv>
 #include <chrono>
@@ -12,6 +14,7 @@
 #include "kvprof/gpu/nvml.hpp"
 #include "kvprof/gpu/sampler.hpp"
 #include "kvprof/gpu/trace_file.hpp"
+#include "kvprof/scheduler/job_environment.hpp"
 #include "kvprof/sys/proc.hpp"
 #include "kvprof/sys/signals.hpp"
 #include "kvprof/util/json_text.hpp"
@@ -31,8 +34,36 @@ struct SampleOptions {
   int pid = 0;
   int port = 0;
   std::string host_trace_path;
+  std::string node_dir;
   bool json = false;
 };
+
+// --node-dir: the trace goes to DIR/<node>/gpu_mem_trace.csv and, without --gpus, the GPUs the
+// job holds on this node are sampled.
+void place_on_node(SampleOptions& o) {
+  const auto job = scheduler::current_job();
+  std::string node = job ? job->node : std::string();
+  if (node.empty()) {
+    char name[256] = {};
+    if (::gethostname(name, sizeof name - 1) == 0) node = name;
+  }
+  if (node.empty() || node == "." || node == ".." ||
+      node.find_first_of("/\n\r") != std::string::npos) {
+    throw Fatal({ErrorKind::input, fmt::format("--node-dir: this node's name '{}' cannot name a "
+                                               "folder",
+                                               node.substr(0, 100))});
+  }
+  const std::filesystem::path dir = std::filesystem::path(o.node_dir) / node;
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) {
+    throw Fatal({ErrorKind::io,
+                 fmt::format("--node-dir: cannot create {}: {}", dir.string(), ec.message())});
+  }
+  o.gpu_trace_path = (dir / "gpu_mem_trace.csv").string();
+  if (o.gpus.empty() && job && !job->gpus.empty())
+    o.gpus = fmt::format("{}", fmt::join(job->gpus, ","));
+}
 
 std::vector<unsigned> parse_gpu_list(const std::string& text) {
   std::vector<unsigned> out;
@@ -54,8 +85,9 @@ std::string opt_bytes(const std::optional<uint64_t>& b) {
   return b ? format_bytes(*b, 2, true) : "?";
 }
 
-void run_sample(const SampleOptions& o) {
+void run_sample(SampleOptions o) {
   sys::install_stop_handlers();  // first: Ctrl-C during start-up also ends cleanly
+  if (!o.node_dir.empty()) place_on_node(o);
   std::optional<pid_t> host_pid;
   if (o.pid > 0) host_pid = o.pid;
   if (o.port > 0) {
@@ -183,9 +215,15 @@ void register_sample_command(CLI::App& app) {
       "GPU trace columns: t_mono_ns,t_wall_ms,kind,gpu,pid,total_bytes,reserved_bytes,\n"
       "free_bytes,used_bytes (kind = device | process; empty cell = not available).\n"
       "Host trace columns: t_mono_ns,t_wall_ms,pid,rss_bytes,pss_bytes.");
-  cmd->add_option("-o,--output", o->gpu_trace_path, "GPU trace CSV to write")
-      ->type_name("FILE")
-      ->capture_default_str();
+  auto* output = cmd->add_option("-o,--output", o->gpu_trace_path, "GPU trace CSV to write")
+                     ->type_name("FILE")
+                     ->capture_default_str();
+  cmd->add_option("--node-dir", o->node_dir,
+                  "Write the GPU trace to DIR/<node>/gpu_mem_trace.csv, <node> being this "
+                  "node's name in its job (else the host name), sampling the GPUs the job holds "
+                  "here unless --gpus says others. A multi-node sweep job runs it on every node")
+      ->type_name("DIR")
+      ->excludes(output);
   cmd->add_option("--duration", o->duration_s, "Seconds to sample (0 = until Ctrl-C)")
       ->check(CLI::Range(0.0, 1e7))
       ->capture_default_str();

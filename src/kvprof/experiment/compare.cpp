@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <set>
+#include <utility>
 
 #include "kvprof/report/text/table.hpp"
 #include "kvprof/util/json_text.hpp"
@@ -112,6 +113,28 @@ void memory_rows(const std::vector<results::RunSummary>& runs,
         return g ? opt_d(g->peak_bytes) : std::nullopt;
       }));
     }
+  }
+  // The nodes of a multi-node job, each GPU as the sampler on its node read it.
+  std::set<std::pair<std::string, unsigned>> node_gpus;
+  for (const auto& r : runs)
+    for (const auto& n : r.nodes)
+      for (const auto& g : n.gpus)
+        node_gpus.emplace(n.node, g.gpu);
+  for (const auto& [node, gpu] : node_gpus) {
+    const auto reading = [&, node = node, gpu = gpu](auto member) {
+      return [&, node, gpu, member](const results::RunSummary& r) -> std::optional<double> {
+        for (const auto& n : r.nodes) {
+          if (n.node != node) continue;
+          for (const auto& g : n.gpus)
+            if (g.gpu == gpu) return opt_d(g.*member);
+        }
+        return std::nullopt;
+      };
+    };
+    const std::string section = fmt::format("node {} GPU {}", node, gpu);
+    add(make_row(runs, section, "first reading", "bytes",
+                 reading(&results::GpuMemory::baseline_bytes)));
+    add(make_row(runs, section, "peak", "bytes", reading(&results::GpuMemory::peak_bytes)));
   }
   for (std::string_view c : results::k_components) {
     const std::string name(c);

@@ -168,15 +168,20 @@ void ClusterSweep::collect(const Tracked& t, const std::optional<scheduler::JobS
     // The run it was making (killed with its node, for memory): the folder says what happened.
     if (const auto dir =
             unfinished_run_folder(m_options.output_dir, t.pc->id, rec.started_unix_s)) {
-      const json note = {{"job_id", rec.job_id},
-                         {"scheduler", m_scheduler.name()},
-                         {"state", status ? status->state : std::string("unknown")},
-                         {"reason", status ? status->reason : std::string()},
-                         {"node", rec.node},
-                         {"job_log", log.string()},
-                         {"said",
-                          "the job ended before kvprof wrote summary.json: what is here "
-                          "is what the run had written until then"}};
+      json note = {{"job_id", rec.job_id},
+                   {"scheduler", m_scheduler.name()},
+                   {"state", status ? status->state : std::string("unknown")},
+                   {"reason", status ? status->reason : std::string()},
+                   {"node", rec.node},
+                   {"job_log", log.string()},
+                   {"said",
+                    "the job ended before kvprof wrote summary.json: what is here "
+                    "is what the run had written until then"}};
+      // A job of several nodes: what the sampler of each node had recorded.
+      std::error_code ec;
+      if (const fs::path nodes = job_file(m_out.dir, t.pc->fingerprint, ".nodes");
+          fs::is_directory(nodes, ec))
+        note["node_traces"] = nodes.string();
       (void)write_file_atomically(*dir / "job_ended.json", json_text(note, 2) + "\n");
       rec.reason += "; its unfinished run folder: " + dir->string();
     }

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdlib>
 
+#include "kvprof/experiment/node_sampling.hpp"
 #include "kvprof/results/run_folder.hpp"
 #include "kvprof/scheduler/job_environment.hpp"
 #include "kvprof/util/atomic_file.hpp"
@@ -22,6 +23,8 @@ using nlohmann::json;
 namespace {
 
 constexpr int k_result_schema = 1;
+// How often the samplers on the other nodes of a multi-node job read their GPUs.
+constexpr uint32_t k_node_interval_ms = 100;
 
 // The node this job runs on: Kubernetes' downward API says it (KVPROF_NODE_NAME, set by the Job
 // kvprof submits), else the host name (a Slurm node's).
@@ -141,13 +144,41 @@ Expected<JobResult> run_sweep_job(const SweepConfig& config, const Plan& plan,
   result.node = host_name();
   result.started_unix_s = unix_now_s();
   const std::string run_before = rec.run_id;
+  // A job of several nodes: each node's GPUs sampled beside the run (pipeline stages there).
+  const fs::path nodes_dir = job_file(dir, fingerprint, ".nodes");
+  std::unique_ptr<NodeSamplers> samplers;
+  if (job && job->nodes > 1) {
+    std::error_code ec;
+    fs::remove_all(nodes_dir, ec);
+    auto started = NodeSamplers::start(*job, fs::read_symlink("/proc/self/exe", ec), nodes_dir,
+                                       k_node_interval_ms);
+    if (started) {
+      samplers = std::move(*started);
+      deps.say(fmt::format("sampling the GPUs of all {} nodes of job {} into {}", job->nodes,
+                           job->job_id, nodes_dir.string()));
+    } else {
+      deps.say("warning: the other nodes are not sampled: " + started.error().message);
+    }
+  }
   run_configuration(config, *pc, job_options, deps, rec);
+  if (samplers) samplers->stop();
   result.ended_unix_s = unix_now_s();
   result.status = rec.status;
   result.reason = rec.reason;
   // The run made now, if one was (a failed launch makes none).
   if (rec.run_id != run_before && !rec.run_dir.empty())
     result.run_dir = fs::absolute(rec.run_dir).string();
+  if (samplers && !result.run_dir.empty()) {
+    auto nodes = read_node_traces(nodes_dir);
+    auto attached = nodes ? attach_node_memory(result.run_dir, nodes_dir, *nodes)
+                          : Expected<void>(std::unexpected(nodes.error()));
+    if (!attached) {
+      deps.say("warning: the nodes' GPU traces are not in the run folder: " +
+               attached.error().message);
+    } else {
+      deps.say(fmt::format("{} nodes' GPU traces are in {}/nodes", nodes->size(), result.run_dir));
+    }
+  }
   if (auto w = write_job_result(job_file(dir, fingerprint, ".result.json"), result); !w)
     return std::unexpected(w.error());
   return result;

@@ -321,6 +321,28 @@ Expected<json> parse_json(std::string_view text, const std::string& what) {
   return parse_json_input(text, what);
 }
 
+// `nodes`: each node of a multi-node job and its GPUs, as its own sampler recorded them.
+void read_nodes(const json& s, RunSummary& r) {
+  const json* nodes = member(&s, "nodes");
+  if (nodes == nullptr || !nodes->is_array()) return;
+  for (const auto& n : *nodes) {
+    if (r.nodes.size() >= 4096) break;
+    NodeMemory node{text(member(&n, "node")), text(member(&n, "trace")), {}};
+    const json* gpus = member(&n, "gpus");
+    if (node.node.empty() || gpus == nullptr || !gpus->is_array()) continue;
+    for (const auto& g : *gpus) {
+      const auto index = bytes(member(&g, "gpu"));
+      if (!index || *index > 4096 || node.gpus.size() >= 4096) continue;
+      GpuMemory gm;
+      gm.gpu = static_cast<unsigned>(*index);
+      gm.baseline_bytes = bytes(member(&g, "first_used_bytes"));
+      gm.peak_bytes = bytes(member(&g, "peak_used_bytes"));
+      node.gpus.push_back(std::move(gm));
+    }
+    r.nodes.push_back(std::move(node));
+  }
+}
+
 Expected<RunSummary> read_documents(const json& s, const json& manifest, const fs::path& dir) {
   if (!s.is_object() || member(&s, "run_id") == nullptr ||
       (member(&s, "memory_measurements") == nullptr && text(member(&s, "kind")) != "bench")) {
@@ -344,6 +366,7 @@ Expected<RunSummary> read_documents(const json& s, const json& manifest, const f
   } else {
     read_profile(s, r);
   }
+  read_nodes(s, r);
   if (const json* conf = member(&manifest, "configuration")) flatten(*conf, "", 0, r.settings);
   // Two runs of different releases differ in this setting (compare lists it).
   if (!r.engine_version.empty()) r.settings["engine version"] = r.engine_version;

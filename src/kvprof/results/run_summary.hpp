@@ -39,6 +39,14 @@ struct GpuMemory {
   std::optional<uint64_t> baseline_bytes, post_warmup_bytes, peak_bytes;
 };
 
+// The GPUs of one node of a multi-node job, as the sampler kvprof ran there recorded them
+// (summary.json's `nodes`): baseline_bytes is the first reading, peak_bytes the highest.
+struct NodeMemory {
+  std::string node;
+  std::string trace;  // its GPU trace, relative to the run folder
+  std::vector<GpuMemory> gpus;
+};
+
 struct ConditionSummary {
   std::string id;
   uint32_t concurrency = 0;
@@ -90,6 +98,7 @@ struct RunSummary {
   uint64_t n_requests = 0, n_ok = 0, n_errors = 0;
   double tokens_per_s = 0;
   std::optional<uint64_t> host_peak_rss_bytes;
+  std::vector<NodeMemory> nodes;  // every node of a multi-node job; empty otherwise
 
   // The name of the first GPU sampled, "none (CPU)" for a run that sampled host memory only.
   [[nodiscard]] std::string gpu_name() const;

@@ -12,6 +12,11 @@ struct JobEnvironment {
   std::string scheduler;  // "slurm"
   std::string job_id;
   std::vector<unsigned> gpus;  // the node's GPU indices given to the job; empty: none said
+  std::string node;            // this node's name as the scheduler says it, else the host name
+  unsigned nodes = 1;          // the nodes the job holds
+  // The command prefix that runs a program once on every node of the job, beside what runs
+  // there already (Slurm: an overlapping `srun` step); empty for a job of one node.
+  std::vector<std::string> every_node_prefix;
 };
 
 // The job this process runs in (Slurm: SLURM_JOB_ID, and SLURM_JOB_GPUS, else a numeric
