@@ -161,7 +161,10 @@ TEST(LaunchCommand, DevicesDecideWhereLlamaCppOffloads) {
   EXPECT_TRUE(none->settings.no_gpu);
   const auto two = read_launch_command("llama-server -m m.gguf -c 4096 --device CUDA0,CUDA1");
   ASSERT_TRUE(two.has_value());
-  EXPECT_EQ(two->settings.tensor_split, (std::vector<double>{1.0, 1.0}));
+  // Two GPUs, split as llama.cpp splits by their free memory (evenly): not a -ts the user gave,
+  // which --fit would leave alone.
+  EXPECT_EQ(two->settings.n_devices, 2U);
+  EXPECT_TRUE(two->settings.tensor_split.empty());
   const auto split = read_launch_command("llama-server -m m.gguf -dev CUDA0,CUDA1 -ts 3,1");
   ASSERT_TRUE(split.has_value());
   EXPECT_EQ(split->settings.tensor_split, (std::vector<double>{3.0, 1.0}));

@@ -32,13 +32,13 @@ std::vector<std::string> split_list(const std::vector<std::string>& items) {
 uint64_t machine_memory_or_fatal(std::string_view flag, const std::string& text) {
   const auto bytes = parse_bytes(text);
   if (!bytes || *bytes == 0) {
-    throw Fatal({ErrorKind::usage,
-                 fmt::format("{}: '{}' is not a memory size", flag, text.substr(0, 64))});
+    throw Fatal(
+        {ErrorKind::usage, fmt::format("{}: '{}' is not a memory size", flag, text.substr(0, 64))});
   }
   if (*bytes < k_mib) {
-    throw Fatal({ErrorKind::usage,
-                 fmt::format("{}: '{}' is {} bytes; give the unit, e.g. {}GiB", flag,
-                             text.substr(0, 64), *bytes, text.substr(0, 16))});
+    throw Fatal(
+        {ErrorKind::usage, fmt::format("{}: '{}' is {} bytes; give the unit, e.g. {}GiB", flag,
+                                       text.substr(0, 64), *bytes, text.substr(0, 16))});
   }
   return *bytes;
 }
@@ -209,8 +209,8 @@ estimate::EstimateInput build_estimate_input(const EstimateOptions& o) {
       // -dev none: llama.cpp offloads nothing, whatever the machine has.
       in.gpu = gpu::no_gpu();
       s.no_gpu = true;
-    } else if (devices.size() > 1 && s.tensor_split.empty()) {
-      s.tensor_split.assign(devices.size(), 1.0);  // llama.cpp splits over the devices it uses
+    } else if (devices.size() > 1) {
+      s.n_devices = static_cast<uint32_t>(devices.size());  // llama.cpp splits over them
     }
   }
   if (!o.fit.empty()) {
@@ -410,10 +410,11 @@ void add_estimate_options(CLI::App* cmd, EstimateOptions& o) {
                   "none (everything on the host)");
   eng->add_option("--fit", o.fit,
                   "llama.cpp --fit on|off: what llama-server (b7407+, on by default there) "
-                  "chooses for the -c, -ngl and MoE experts not given, to leave --fit-target free "
-                  "(default here: off, the flags as given)");
+                  "chooses for the -c, -ngl, -ts (over the GPUs of -dev) and MoE experts not "
+                  "given, to leave --fit-target free on each GPU (default here: off, the flags as "
+                  "given)");
   eng->add_option("--fit-target", o.fit_target_mib,
-                  "llama.cpp: MiB --fit leaves free on the device (1024)");
+                  "llama.cpp: MiB --fit leaves free on each GPU (1024)");
   eng->add_option("--fit-ctx", o.fit_ctx, "llama.cpp: the smallest context --fit may choose (4096)")
       ->check(CLI::Range(1U, UINT32_MAX));
   eng->add_flag("--no-kv-unified,!--kv-unified", o.no_kv_unified,

@@ -68,6 +68,7 @@ struct EngineSettings {
   // llama.cpp
   std::optional<uint32_t> n_gpu_layers;  // -ngl (default: all)
   std::vector<double> tensor_split;      // -ts: each GPU's share of the layers (empty: one GPU)
+  uint32_t n_devices = 0;  // -dev with several GPUs: how many (split evenly unless -ts says)
   // -ot, --cpu-moe, --n-cpu-moe: in the order given, the first match wins.
   std::vector<TensorOverride> tensor_overrides;
   bool flash_attn = true;       // -fa

@@ -211,7 +211,7 @@ bool read_llamacpp_command(std::span<const std::string> words, estimate::LaunchR
   const auto release = parse_llamacpp_release(s.engine_version);
   const LlamaCppReleaseRules& rules = release ? *release->rules : llamacpp_latest_release();
   // -dev CUDA0,CUDA1 without -ts: the layers split evenly over them.
-  if (f.devices > 1 && s.tensor_split.empty()) s.tensor_split.assign(f.devices, 1.0);
+  if (f.devices > 1) s.n_devices = f.devices;
   // --fit: llama-server's default from b7407 (-fit off turns it off); kvprof serve has none.
   const bool has_fit = !kvprof_serve && rules.first_build >= 7407;
   if (has_fit) s.fit = f.fit.value_or(true);

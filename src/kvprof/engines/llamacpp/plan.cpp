@@ -223,26 +223,28 @@ Expected<LlamaCppSettings> llamacpp_settings(const EngineSettings& s) {
   ps.op_offload = s.op_offload;
   ps.kv_unified = s.kv_unified;
   ps.tensor_split = s.tensor_split;
+  // -dev over several GPUs without -ts: llama.cpp splits by their free memory, evenly here.
+  if (ps.tensor_split.empty() && s.n_devices > 1) ps.tensor_split.assign(s.n_devices, 0.0);
   ps.tensor_overrides = s.tensor_overrides;
   return ps;
 }
 
 namespace {
 
-// llama.cpp's --fit of `ps` against the busiest GPU (or, without one, the host's RAM); `given`
-// says which settings the user stated.
+// llama.cpp's --fit of `ps` on its GPUs (or, without one, the host's RAM); `given` says which
+// settings the user stated.
 LlamaCppFitResult fit_for_device(const model::ModelSpec& m, const EngineSettings& given,
                                  LlamaCppSettings ps, const Budget& budget, uint32_t build,
                                  std::string_view gpu_name) {
   LlamaCppFitInput fi;
-  // llama.cpp names a device by its backend name and description.
-  fi.device = fmt::format("CUDA0 ({})", gpu_name);
+  fi.gpu_name = std::string(gpu_name);
   fi.free_bytes = ps.has_gpu ? budget.gpu_bytes : budget.host_bytes;
   fi.target_bytes = given.fit_target_bytes;
   fi.n_ctx_min = given.fit_ctx;
   fi.build = build;
-  fi.layers_given = given.n_gpu_layers.has_value() || !given.tensor_split.empty() ||
-                    !given.tensor_overrides.empty();
+  fi.ngl_given = given.n_gpu_layers.has_value();
+  fi.split_given = !given.tensor_split.empty();
+  fi.overrides_given = !given.tensor_overrides.empty();
   // -c not given where the release starts with the model's context (or -c 0 before b7826, which
   // turned an explicit 0 into "the whole context, not lowered").
   const bool model_ctx = (!given.max_model_len && ps.release->server_default_ctx == 0) ||
@@ -253,12 +255,21 @@ LlamaCppFitResult fit_for_device(const model::ModelSpec& m, const EngineSettings
         m.max_position_embeddings > 0 ? m.max_position_embeddings : 4096, UINT32_MAX));
   }
   fi.ctx_auto = model_ctx && !(explicit_zero && (build == 0 || build >= 7826));
-  const auto use = [&m, &budget](const LlamaCppSettings& t) -> std::optional<uint64_t> {
+  const auto measure = [&m, &budget](const LlamaCppSettings& t) -> std::optional<LlamaCppDryRun> {
     const auto q = plan_llamacpp(m, t);
     if (!q) return std::nullopt;
-    return budget.gpu_bytes > 0 ? gpu_need(*q) : q->host_total_bytes;
+    LlamaCppDryRun run;
+    if (budget.gpu_bytes == 0) {
+      run.used_bytes.push_back(q->host_total_bytes);
+      return run;
+    }
+    for (const auto& d : q->gpus) {
+      run.used_bytes.push_back(gpu_need(d));
+      run.model_bytes += d.model_bytes;
+    }
+    return run;
   };
-  return fit_llamacpp(m, ps, fi, use);
+  return fit_llamacpp(m, ps, fi, measure);
 }
 
 }  // namespace
@@ -324,12 +335,19 @@ Expected<Estimate> estimate_llamacpp(const EstimateInput& in) {
           "with the flags as given",
           release->name));
     } else {
+      if (settings->has_gpu && settings->tensor_split.size() > 1 && build != 0 && build < 7650) {
+        est.warnings.push_back(fmt::format(
+            "--fit over several GPUs: planned as llama.cpp b7650 and later fit them; {} placed "
+            "the last GPU's layers otherwise (#18494)",
+            release->name));
+      }
       fitted = fit_for_device(m, in.settings, *settings, budget, build, in.gpu.name);
       *settings = fitted->settings;
       s.max_model_len = settings->n_ctx;
       if (settings->has_gpu && settings->n_gpu_layers >= 0)
         s.n_gpu_layers = static_cast<uint32_t>(settings->n_gpu_layers);
       s.tensor_overrides = settings->tensor_overrides;
+      if (fitted->split_set) s.tensor_split = settings->tensor_split;
     }
   }
   const LlamaCppSettings& ps = *settings;
