@@ -44,7 +44,7 @@ class Fitter {
     }
     if (fits_as_given(*full)) return;
     if (fit_context(*full) && nd_ <= 1) return;
-    if (nd_ == 0) return fail("was unable to fit model into system memory by reducing context");
+    if (nd_ == 0) return fail("was unable to fit model into system memory by reducing context, abort");
     if (in_.ngl_given) {
       return fail(
           fmt::format("n_gpu_layers already set by user to {}, abort", r_.settings.n_gpu_layers));
@@ -85,7 +85,7 @@ class Fitter {
   bool fits_as_given(const LlamaCppDryRun& full) {
     const int64_t used = sum_used(full);
     if (nd_ == 0) {
-      log(fmt::format("projected to use {} MiB of host memory vs. {} MiB of free host memory",
+      log(fmt::format("projected to use {} MiB of host memory vs. {} MiB of total host memory",
                       fit_mib(used), fit_mib(free())));
     } else if (nd_ > 1) {
       log("projected memory use with initial parameters [MiB]:");
@@ -108,10 +108,12 @@ class Fitter {
     for (const uint64_t u : full.used_bytes)
       least_free = std::min(least_free, free() - static_cast<int64_t>(u));
     if (least_free >= target()) {
-      const char* where = nd_ == 0 ? "host" : "device";
-      if (nd_ <= 1) {
-        log(fmt::format("will leave {} >= {} MiB of free {} memory, no changes needed",
-                        fit_mib(least_free), fit_mib(target()), where));
+      if (nd_ == 0) {
+        log(fmt::format("will leave {} >= {} MiB of system memory, no changes needed",
+                        fit_mib(least_free), fit_mib(target())));
+      } else if (nd_ == 1) {
+        log(fmt::format("will leave {} >= {} MiB of free device memory, no changes needed",
+                        fit_mib(least_free), fit_mib(target())));
       } else if (before(7672)) {
         log(
             fmt::format("will leave at least {} >= {} MiB of free memory on all devices, no "

@@ -260,7 +260,10 @@ LlamaCppFitResult fit_for_device(const model::ModelSpec& m, const EngineSettings
     if (!q) return std::nullopt;
     LlamaCppDryRun run;
     if (budget.gpu_bytes == 0) {
-      run.used_bytes.push_back(q->host_total_bytes);
+      // The host's buffers as llama.cpp's memory breakdown sums them: the model's, the KV
+      // cache's and the compute buffers (not the output buffer or the runtime).
+      run.used_bytes.push_back(q->model_mapped_bytes + q->model_host_bytes +
+                               q->model_repack_bytes + q->kv.host_bytes + q->compute.host_bytes);
       return run;
     }
     for (const auto& d : q->gpus) {
