@@ -57,6 +57,46 @@ TEST(TensorOverrides, TheFirstMatchDecidesByRegexSearch) {
   EXPECT_EQ(moe.device_of("blk.7.ffn_gate_shexp.weight"), std::nullopt);
 }
 
+// The text a pattern's every match contains, which lets a tensor name without it pass unread:
+// never more than the regular expression requires, so the placement is the regex's own.
+TEST(TensorOverrides, ANameWithoutAPatternsLiteralIsPassedOver) {
+  EXPECT_EQ(regex_required_literal("blk\\.17\\.ffn_(up|down|gate)_(ch|)exps"), "blk.17.ffn_");
+  EXPECT_EQ(regex_required_literal("^token_embd\\.weight$"), "token_embd.weight");
+  EXPECT_EQ(regex_required_literal("exps=CPU"), "exps=CPU");
+  EXPECT_EQ(regex_required_literal("blk\\.1?0\\."), "blk.");  // the 1 is optional
+  EXPECT_EQ(regex_required_literal("blk\\.(1|2)\\."), "blk.");
+  EXPECT_EQ(regex_required_literal("ffn_up|ffn_down"), "");  // either one
+  EXPECT_EQ(regex_required_literal("[a|b]x"), "");           // a class first
+  EXPECT_EQ(regex_required_literal("\\d+\\.ffn"), "");
+  EXPECT_EQ(regex_required_literal("blk\\.\\d+\\.ffn_"), "blk.");
+  EXPECT_EQ(regex_required_literal("a{2}"), "");
+  EXPECT_EQ(regex_required_literal("(unclosed"), "");
+  // The same placement with the literal as without: every tensor of a MoE layer against every
+  // pattern the fit writes.
+  std::vector<estimate::TensorOverride> fit_patterns;
+  for (int il = 0; il < 12; ++il) {
+    fit_patterns.push_back({"blk\\." + std::to_string(il) + "\\.ffn_(gate|up|gate_up|down).*",
+                            il % 2 == 0 ? "CPU" : "CUDA1"});
+    fit_patterns.push_back(
+        {"blk\\." + std::to_string(il) + "\\.ffn_(up|down|gate_up|gate)_(ch|)exps", "CPU"});
+  }
+  const TensorPlacement placement(fit_patterns);
+  for (int il = 0; il < 14; ++il) {
+    for (const char* t : {"attn_q.weight", "ffn_up_exps.weight", "ffn_gate_inp.weight",
+                          "ffn_down_shexp.weight", "ffn_gate_up_exps.weight"}) {
+      const std::string name = "blk." + std::to_string(il) + "." + t;
+      std::optional<int32_t> expected;
+      for (const auto& o : fit_patterns) {
+        if (std::regex_search(name, std::regex(o.pattern))) {
+          expected = o.buffer_type == "CPU" ? -1 : 1;
+          break;
+        }
+      }
+      EXPECT_EQ(placement.device_of(name), expected) << name;
+    }
+  }
+}
+
 TEST(TensorOverrides, ServerCommandsKeepTheirOrder) {
   const auto r = read_launch_command(
       "llama-server -m m.gguf -ngl 99 -ot 'blk\\.0\\.=CUDA0' --n-cpu-moe 2 --cpu-moe");

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <optional>
 
@@ -110,17 +111,70 @@ Expected<std::vector<std::string>> parse_device_list(std::string_view value) {
   return out;
 }
 
+std::string regex_required_literal(std::string_view pattern) {
+  // A top-level alternation ("a|b") requires no one text: none is given for it.
+  int depth = 0;
+  bool escaped = false, in_class = false;
+  for (const char c : pattern) {
+    if (escaped) {
+      escaped = false;
+    } else if (c == '\\') {
+      escaped = true;
+    } else if (in_class) {
+      in_class = c != ']';
+    } else if (c == '[') {
+      in_class = true;
+    } else if (c == '(') {
+      ++depth;
+    } else if (c == ')') {
+      --depth;
+    } else if (c == '|' && depth == 0) {
+      return {};
+    }
+  }
+  if (depth != 0 || in_class || escaped) return {};
+  // The leading literal: plain characters and escaped punctuation, up to the first other token;
+  // a character a quantifier makes optional (?, *, {0,) is left out with what follows.
+  std::string literal;
+  size_t i = !pattern.empty() && pattern[0] == '^' ? 1 : 0;
+  const auto plain = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '-' || c == '/' ||
+           c == ':' || c == ',' || c == ' ' || c == '=' || c == '@' || c == '#';
+  };
+  while (i < pattern.size()) {
+    char c = pattern[i];
+    size_t width = 1;
+    if (c == '\\') {
+      if (i + 1 >= pattern.size() || std::isalnum(static_cast<unsigned char>(pattern[i + 1])) != 0)
+        break;  // \d, \w, \b, \1, ...: not a literal
+      c = pattern[i + 1];
+      width = 2;
+    } else if (!plain(c)) {
+      break;
+    }
+    const size_t next = i + width;
+    if (next < pattern.size() &&
+        (pattern[next] == '?' || pattern[next] == '*' || pattern[next] == '{'))
+      break;
+    literal += c;
+    i = next;
+  }
+  return literal;
+}
+
 TensorPlacement::TensorPlacement(const std::vector<estimate::TensorOverride>& overrides) {
   for (const auto& o : overrides) {
     const auto device = buffer_device(o.buffer_type);
     if (!device || !is_regex(o.pattern)) continue;  // refused when read
-    m_rules.emplace_back(std::regex(o.pattern), *device);
+    m_rules.push_back({regex_required_literal(o.pattern), std::regex(o.pattern), *device});
   }
 }
 
 std::optional<int32_t> TensorPlacement::device_of(std::string_view tensor_name) const {
-  for (const auto& [pattern, device] : m_rules) {
-    if (std::regex_search(tensor_name.begin(), tensor_name.end(), pattern)) return device;
+  for (const auto& rule : m_rules) {
+    // Most of the fit's patterns name one layer: a name without its text is passed over unread.
+    if (!rule.literal.empty() && tensor_name.find(rule.literal) == std::string_view::npos) continue;
+    if (std::regex_search(tensor_name.begin(), tensor_name.end(), rule.pattern)) return rule.device;
   }
   return std::nullopt;
 }

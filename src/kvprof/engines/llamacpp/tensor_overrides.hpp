@@ -35,6 +35,11 @@ Expected<std::vector<estimate::TensorOverride>> n_cpu_moe_overrides(uint32_t n_l
 // name, a repeated one, or more than 256.
 Expected<std::vector<std::string>> parse_device_list(std::string_view value);
 
+// A text every match of the regular expression `pattern` (ECMAScript, as llama.cpp's std::regex
+// reads -ot) contains: its leading literal ("blk.17.ffn_" of "blk\\.17\\.ffn_(up|down)_exps"),
+// empty when none is known (a top-level alternation, a leading class or quantifier).
+std::string regex_required_literal(std::string_view pattern);
+
 // The overrides compiled once for placing a model's tensors.
 class TensorPlacement {
  public:
@@ -45,7 +50,12 @@ class TensorPlacement {
   [[nodiscard]] bool empty() const { return m_rules.empty(); }
 
  private:
-  std::vector<std::pair<std::regex, int32_t>> m_rules;
+  struct Rule {
+    std::string literal;  // regex_required_literal: a name without it cannot match
+    std::regex pattern;
+    int32_t device = -1;
+  };
+  std::vector<Rule> m_rules;
 };
 
 }  // namespace kvprof::engines
