@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds kvprof, bench_gpu_check and bench_sampler in Release into build-device/ and packs them,
+# Builds kvprof, bench_gpu_check and bench_sampler in Release into build-device/ (and the tests'
+# llama_fit_report) and packs them,
 # with every shared library they load except glibc's own, into .device/bundle.tar.xz (bin/,
 # lib/): what a bare GPU machine without Debian's packages can run. With them, llama.cpp's CUDA
 # build (@node-llama-cpp/linux-x64-cuda, CUDA 13.1) in llama-cuda/, its GPU code cut to one
@@ -84,10 +85,14 @@ KVPROF_LLAMA_PACKAGE=@node-llama-cpp/linux-x64-cuda bash scripts/fetch_llama.sh
 [ -f "$cuda_package/libggml-cuda.so" ] || die "$cuda_package/libggml-cuda.so was not fetched"
 for file in "$cuda_package"/*.so "$cuda_package"/_nlcBuildMetadata.json "$cuda_package"/package.json; do
   case "$(basename "$file")" in
-    libggml-cuda.so | libllama-common.so) ;; # pruned below; only node's addon loads llama-common
+    libggml-cuda.so) ;; # pruned below
     *) cp "$file" "$unpacked/llama-cuda/" ;;
   esac
 done
+# llama.cpp's own --fit (common_fit_params of llama-common), run by gpu_check.sh step 6: a
+# program of the tests that needs only libdl, built here.
+c++ -std=c++20 -O2 -Wall -Wextra tests/llama_c_api/llama_fit_report.cpp -o "$unpacked/bin/llama_fit_report" -ldl
+strip "$unpacked/bin/llama_fit_report"
 command -v zstd >/dev/null || die "zstd is not installed (apt-get install zstd): the CUDA build's PTX is zstd-compressed"
 # With CUDA 13.0's ptxas here ($KVPROF_PTXAS, else /usr/local/cuda's), the PTX becomes machine code
 # now (cached in .deps/llama/sass-sm<arch>/): the GPU then compiles nothing at load.

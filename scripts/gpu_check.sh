@@ -9,7 +9,10 @@
 #   4. `kvprof profile --launch "kvprof serve -m X.gguf -ngl 99 ..."` sampling NVML;
 #   5. MoE experts on the host (issue 36): Qwen3-30B-A3B's layout in Q4_0 (dummy weights) through
 #      `kvprof bench -ngl 99` with --n-cpu-moe, --cpu-moe and an -ot pattern: llama.cpp's CUDA0
-#      and host buffers (and the CUDA compute buffer the host experts' copies take) vs the plan.
+#      and host buffers (and the CUDA compute buffer the host experts' copies take) vs the plan;
+#   6. llama.cpp's own --fit on the GPU (issue 36): common_fit_params of the CUDA build
+#      (llama_fit_report) on that model and on Qwen3-4B f16, --fit-target leaving as much to fill
+#      as a smaller GPU would have: what it chooses, per line, against kvprof's plan later.
 # Needs the bundle scripts/device_bundle.sh makes, .device/bundle.tar.xz (carried there):
 #   device run: bash scripts/gpu_check.sh "$OUT"      (carry: .device)
 # Each step has its own time limit; a failed step is logged and the next one runs.
@@ -135,4 +138,20 @@ for i in 0 1 2; do
   step "bench_moe_${moe_tag[$i]}" 120 sh -c "'$kvprof' bench -m '$work/gguf/qwen3-30b-a3b-q4_0.gguf' -ngl 99 \
     ${moe_offload[$i]} --flash-attn on --concurrency 1 --prompt-toks 512 --gen-toks 8 -c 8192 \
     --output-dir '$results/bench' --tag moe_${moe_tag[$i]} --no-report --json > '$results/bench_moe_${moe_tag[$i]}.json'"
+done
+
+# 6. llama.cpp's own --fit on the GPU: the free memory squeezed by --fit-target to 6 GiB (the MoE
+# model: full layers, then part of one more), 2 GiB (dense-only layers) and, for the dense
+# model, 4 GiB (its layers) to fill; the free memory it measured is in its first lines.
+free_mib=$(nvidia-smi --query-gpu=memory.free --format=csv,noheader,nounits | head -1 | tr -d ' ')
+echo "free before the fits: ${free_mib:-?} MiB" | tee "$results/fit_free_mib.txt"
+fit_cases=("qwen3-30b-a3b-q4_0 6144" "qwen3-30b-a3b-q4_0 2048" "qwen3-4b-f16 4096")
+for fit_case in "${fit_cases[@]}"; do
+  read -r gguf left <<<"$fit_case"
+  [ -f "$work/gguf/$gguf.gguf" ] || continue
+  target=$(( (${free_mib:-0} - left) * 1048576 ))
+  ((target > 0)) || continue
+  step "fit_${gguf}_${left}" 60 sh -c "LD_LIBRARY_PATH='$bundle/llama-cuda:$library_path' \
+    '$bundle/bin/llama_fit_report' '$bundle/llama-cuda' '$work/gguf/$gguf.gguf' $target 4096 \
+    > '$results/fit_${gguf}_${left}.txt' 2>&1"
 done
