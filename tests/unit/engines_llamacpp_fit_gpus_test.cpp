@@ -9,30 +9,11 @@
 
 #include "kvprof/engines/registry.hpp"
 #include "kvprof/model/catalog.hpp"
+#include "support/llama_fit_plan.hpp"
 #include "support/planned_lines.hpp"
 
 namespace kvprof::engines {
 namespace {
-
-estimate::EstimateInput gpus_input(const char* model, const char* gpu, const char* release,
-                                   uint32_t n_gpus) {
-  estimate::EstimateInput in;
-  in.model = model::catalog_model(model).value();
-  in.gpu = gpu::find_gpu(gpu).value();
-  in.settings.engine = Engine::llamacpp;
-  in.settings.engine_version = release;
-  in.settings.fit = true;
-  in.settings.n_devices = n_gpus;
-  in.settings.host_memory_bytes = 256ULL << 30;
-  return in;
-}
-
-bool said(const estimate::Estimate& e, const std::string& part) {
-  for (const auto& l : e.llamacpp->fit_lines) {
-    if (l.find(part) != std::string::npos) return true;
-  }
-  return false;
-}
 
 // The position of the first fit line holding `part` (npos when none does).
 size_t line_at(const estimate::Estimate& e, const std::string& part) {
@@ -49,16 +30,18 @@ const uint64_t k_target_mib = 1024;
 // together ("should be fit across devices"), then the last GPU takes as many layers as leave its
 // target free and the first the rest. llama-fit-params prints the split it chose as -ts.
 TEST(LlamaCppFitGpus, ADenseModelFillsTheLastGpuFirst) {
-  const auto in = gpus_input("meta-llama/Llama-3.1-70B-Instruct", "RTX-4090", "b9410", 2);
+  const auto in =
+      test::llama_fit_input("meta-llama/Llama-3.1-70B-Instruct", "RTX-4090", "b9410", 2);
   auto q4 = in;
   q4.settings.quantization = "Q4_K_M";
   const auto est = plan(q4).value();
   ASSERT_TRUE(est.llamacpp.has_value());
-  EXPECT_TRUE(said(est, "projected memory use with initial parameters [MiB]:"));
-  EXPECT_TRUE(said(est, "  - CUDA1 (NVIDIA GeForce RTX 4090):  24207 total,"));
-  EXPECT_TRUE(said(est, "free vs. target of   1024"));
-  EXPECT_TRUE(said(est, "cannot meet free memory targets on all devices, need to use"));
-  EXPECT_TRUE(said(est, "entire model should be fit across devices by reducing context"));
+  EXPECT_TRUE(test::fit_logged(est, "projected memory use with initial parameters [MiB]:"));
+  EXPECT_TRUE(test::fit_logged(est, "  - CUDA1 (NVIDIA GeForce RTX 4090):  24207 total,"));
+  EXPECT_TRUE(test::fit_logged(est, "free vs. target of   1024"));
+  EXPECT_TRUE(test::fit_logged(est, "cannot meet free memory targets on all devices, need to use"));
+  EXPECT_TRUE(
+      test::fit_logged(est, "entire model should be fit across devices by reducing context"));
   const size_t cuda1 = line_at(est, "  - CUDA1 (NVIDIA GeForce RTX 4090): 41 layers");
   const size_t cuda0 = line_at(est, "  - CUDA0 (NVIDIA GeForce RTX 4090): 40 layers");
   ASSERT_NE(cuda1, std::string::npos);
@@ -81,7 +64,7 @@ TEST(LlamaCppFitGpus, ADenseModelFillsTheLastGpuFirst) {
             24207.0 - k_target_mib);
   // Its context is below what one GPU of twice the memory would take: the half layer each GPU
   // is expected to waste is kept back.
-  auto one = gpus_input("meta-llama/Llama-3.1-70B-Instruct", "RTX-4090", "b9410", 0);
+  auto one = test::llama_fit_input("meta-llama/Llama-3.1-70B-Instruct", "RTX-4090", "b9410", 0);
   one.settings.quantization = "Q4_K_M";
   one.gpu.memory_bytes = 2 * in.gpu.memory_bytes;
   EXPECT_LT(*est.settings.max_model_len, *plan(one).value().settings.max_model_len);
@@ -92,16 +75,20 @@ TEST(LlamaCppFitGpus, ADenseModelFillsTheLastGpuFirst) {
 // first GPU's one more layer keeps its attention, up and gate experts and sends its down experts
 // to the next GPU (-ot ...=CUDA1), as common/fit.cpp's overflow does.
 TEST(LlamaCppFitGpus, AMoeModelOverflowsToTheNextGpu) {
-  const auto est = plan(gpus_input("Qwen/Qwen3-30B-A3B", "RTX-4090", "b9410", 2)).value();
+  const auto est =
+      plan(test::llama_fit_input("Qwen/Qwen3-30B-A3B", "RTX-4090", "b9410", 2)).value();
   ASSERT_TRUE(est.llamacpp.has_value());
-  EXPECT_TRUE(said(est, "with only dense weights in device memory there is a total surplus"));
-  EXPECT_TRUE(said(est, "  - CUDA1 (NVIDIA GeForce RTX 4090): 49 layers,"));
-  EXPECT_TRUE(said(est, "  - CUDA0 (NVIDIA GeForce RTX 4090):  0 layers,"));
-  EXPECT_TRUE(said(est,
-                   "converting dense-only layers to full layers and filling them "
-                   "front-to-back with overflow to next device/system memory:"));
-  EXPECT_TRUE(said(est, "  - CUDA0 (NVIDIA GeForce RTX 4090): 19 layers ( 1 overflowing),"));
-  EXPECT_TRUE(said(est, "  - CUDA1 (NVIDIA GeForce RTX 4090): 30 layers (13 overflowing),"));
+  EXPECT_TRUE(
+      test::fit_logged(est, "with only dense weights in device memory there is a total surplus"));
+  EXPECT_TRUE(test::fit_logged(est, "  - CUDA1 (NVIDIA GeForce RTX 4090): 49 layers,"));
+  EXPECT_TRUE(test::fit_logged(est, "  - CUDA0 (NVIDIA GeForce RTX 4090):  0 layers,"));
+  EXPECT_TRUE(test::fit_logged(est,
+                               "converting dense-only layers to full layers and filling them "
+                               "front-to-back with overflow to next device/system memory:"));
+  EXPECT_TRUE(
+      test::fit_logged(est, "  - CUDA0 (NVIDIA GeForce RTX 4090): 19 layers ( 1 overflowing),"));
+  EXPECT_TRUE(
+      test::fit_logged(est, "  - CUDA1 (NVIDIA GeForce RTX 4090): 30 layers (13 overflowing),"));
   const std::string& args = est.llamacpp->fit_args;
   EXPECT_TRUE(args.starts_with("-c 4096 -ngl 49 -ts 19,30 -ot \"blk\\.18\\.ffn_down.*=CUDA1,"))
       << args;
@@ -125,22 +112,26 @@ TEST(LlamaCppFitGpus, AMoeModelOverflowsToTheNextGpu) {
 }
 
 TEST(LlamaCppFitGpus, WhatFitsAsGivenOrWasGivenIsLeftAlone) {
-  const auto fits = plan(gpus_input("meta-llama/Llama-3.1-8B-Instruct", "H100", "b9410", 2));
-  EXPECT_TRUE(said(*fits, "targets for free memory can be met on all devices, no changes needed"));
+  const auto fits =
+      plan(test::llama_fit_input("meta-llama/Llama-3.1-8B-Instruct", "H100", "b9410", 2));
+  EXPECT_TRUE(test::fit_logged(
+      *fits, "targets for free memory can be met on all devices, no changes needed"));
   EXPECT_EQ(fits->llamacpp->fit_args, "-c 131072 -ngl -1");
   // Before b7672 (#18679) the targets were one margin and the line said so.
-  const auto older = plan(gpus_input("meta-llama/Llama-3.1-8B-Instruct", "H100", "b7650", 2));
-  EXPECT_TRUE(said(*older, "will leave at least"));
-  EXPECT_TRUE(said(*older, "MiB of free memory on all devices, no changes needed"));
+  const auto older =
+      plan(test::llama_fit_input("meta-llama/Llama-3.1-8B-Instruct", "H100", "b7650", 2));
+  EXPECT_TRUE(test::fit_logged(*older, "will leave at least"));
+  EXPECT_TRUE(test::fit_logged(*older, "MiB of free memory on all devices, no changes needed"));
   // -ts over several GPUs is the user's split: llama.cpp lowers the context and stops there.
-  auto split = gpus_input("meta-llama/Llama-3.1-70B-Instruct", "RTX-4090", "b9410", 2);
+  auto split = test::llama_fit_input("meta-llama/Llama-3.1-70B-Instruct", "RTX-4090", "b9410", 2);
   split.settings.quantization = "Q4_K_M";
   split.settings.tensor_split = {1, 1};
   const auto given = plan(split).value();
-  EXPECT_TRUE(said(given, "model_params::tensor_split already set by user, abort"));
+  EXPECT_TRUE(test::fit_logged(given, "model_params::tensor_split already set by user, abort"));
   EXPECT_FALSE(given.llamacpp->fit_success);
   // A release before b7650 fitted the last GPU's layers otherwise: the plan says whose rules.
-  const auto b7620 = plan(gpus_input("Qwen/Qwen3-30B-A3B", "RTX-4090", "b7620", 2)).value();
+  const auto b7620 =
+      plan(test::llama_fit_input("Qwen/Qwen3-30B-A3B", "RTX-4090", "b7620", 2)).value();
   bool warned = false;
   for (const auto& w : b7620.warnings)
     warned = warned || w.find("--fit over several GPUs: planned as llama.cpp b7650") == 0;
@@ -153,19 +144,19 @@ TEST(LlamaCppFitGpus, WhatFitsAsGivenOrWasGivenIsLeftAlone) {
 // the GPU than `--cpu-moe -ngl 99` would hold: 10 with 500 MiB spare, 21 with 1000, all 49 with
 // 1300 (the first dense-only layer then sends its router to the host too, as it still fits).
 TEST(LlamaCppFitGpus, ASurplusSmallerThanALayersExpertsKeepsFewerLayers) {
-  auto dense_only = gpus_input("Qwen/Qwen3-30B-A3B", "RTX-4090", "b9410", 0);
+  auto dense_only = test::llama_fit_input("Qwen/Qwen3-30B-A3B", "RTX-4090", "b9410", 0);
   dense_only.settings.fit = false;
   dense_only.settings.max_model_len = 4096;
   dense_only.settings.tensor_overrides = {{"blk\\.\\d+\\.ffn_(up|down|gate)_exps", "CPU"}};
   const uint64_t need = plan(dense_only).value().per_gpu.total_bytes;
   const auto fitted = [&](uint64_t spare_mib) {
-    auto in = gpus_input("Qwen/Qwen3-30B-A3B", "RTX-4090", "b9410", 0);
+    auto in = test::llama_fit_input("Qwen/Qwen3-30B-A3B", "RTX-4090", "b9410", 0);
     in.gpu.memory_bytes = need + ((k_target_mib + spare_mib) << 20);
     return plan(in).value();
   };
   const auto small = fitted(500);
-  EXPECT_TRUE(said(small, "there is a total surplus of 500 MiB"));
-  EXPECT_TRUE(said(small, "  - CUDA0 (NVIDIA GeForce RTX 4090): 10 layers,"));
+  EXPECT_TRUE(test::fit_logged(small, "there is a total surplus of 500 MiB"));
+  EXPECT_TRUE(test::fit_logged(small, "  - CUDA0 (NVIDIA GeForce RTX 4090): 10 layers,"));
   EXPECT_TRUE(small.llamacpp->fit_args.starts_with(
       "-c 4096 -ngl 10 -ot \"blk\\.40\\.ffn_(gate|up|gate_up|down).*=CPU,blk\\.41\\."))
       << small.llamacpp->fit_args;
@@ -179,12 +170,12 @@ TEST(LlamaCppFitGpus, ASurplusSmallerThanALayersExpertsKeepsFewerLayers) {
   // layers with one whole (its high end) and ended at 35 dense-only layers: below 49 the output
   // layer stays on the host and op offload copies its 593.5 MiB matrix into the GPU's compute
   // buffer, so 36 layers need 2 MiB more than the 500 spare.
-  auto b7649 = gpus_input("Qwen/Qwen3-30B-A3B", "RTX-4090", "b7649", 0);
+  auto b7649 = test::llama_fit_input("Qwen/Qwen3-30B-A3B", "RTX-4090", "b7649", 0);
   b7649.gpu.memory_bytes = need + ((k_target_mib + 500) << 20);
   const auto before = plan(b7649).value();
   EXPECT_TRUE(before.llamacpp->fit_args.starts_with("-c 4096 -ngl 35 -ot \"blk\\.14\\."))
       << before.llamacpp->fit_args;
-  EXPECT_TRUE(said(before, "35 layers (35 overflowing)"));
+  EXPECT_TRUE(test::fit_logged(before, "35 layers (35 overflowing)"));
 }
 
 }  // namespace

@@ -7,28 +7,11 @@
 
 #include "kvprof/engines/registry.hpp"
 #include "kvprof/model/catalog.hpp"
+#include "support/llama_fit_plan.hpp"
 #include "support/planned_lines.hpp"
 
 namespace kvprof::engines {
 namespace {
-
-estimate::EstimateInput llama_input(const char* model, const char* gpu, const char* release) {
-  estimate::EstimateInput in;
-  in.model = model::catalog_model(model).value();
-  in.gpu = gpu::find_gpu(gpu).value();
-  in.settings.engine = Engine::llamacpp;
-  in.settings.engine_version = release;
-  in.settings.fit = true;
-  in.settings.host_memory_bytes = 256ULL << 30;
-  return in;
-}
-
-bool has_line(const estimate::Estimate& e, const std::string& part) {
-  for (const auto& l : e.llamacpp->fit_lines) {
-    if (l.find(part) != std::string::npos) return true;
-  }
-  return false;
-}
 
 // tools/fit-params/README.md of b7416 (#16653): Qwen3-30B-A3B in f16 on one RTX 4090 logs
 // "context size reduced from 40960 to 4096 -> need 3456 MiB less memory in total", then fills
@@ -39,16 +22,18 @@ bool has_line(const estimate::Estimate& e, const std::string& part) {
 // CUDA context existed. Given that (plus the 300 MiB context kvprof counts), kvprof keeps the same
 // 14 full layers.
 TEST(LlamaCppFit, TheMoeExampleOfLlamaCppsReadme) {
-  auto in = llama_input("Qwen/Qwen3-30B-A3B", "RTX-4090", "b7416");
+  auto in = test::llama_fit_input("Qwen/Qwen3-30B-A3B", "RTX-4090", "b7416");
   const auto est = plan(in).value();
   ASSERT_TRUE(est.llamacpp.has_value());
   const auto& l = *est.llamacpp;
-  EXPECT_TRUE(has_line(est,
-                       "llama_params_fit_impl: context size reduced from 40960 to 4096 -> "
-                       "need 3456 MiB less memory in total"));
-  EXPECT_TRUE(has_line(est, "cannot fulfill margin of 1024 MiB"));
-  EXPECT_TRUE(has_line(est, "with only dense weights in device memory there is a total surplus"));
-  EXPECT_TRUE(has_line(est, "- CUDA0 (NVIDIA GeForce RTX 4090): 48 layers (31 overflowing)"));
+  EXPECT_TRUE(test::fit_logged(est,
+                               "llama_params_fit_impl: context size reduced from 40960 to 4096 -> "
+                               "need 3456 MiB less memory in total"));
+  EXPECT_TRUE(test::fit_logged(est, "cannot fulfill margin of 1024 MiB"));
+  EXPECT_TRUE(
+      test::fit_logged(est, "with only dense weights in device memory there is a total surplus"));
+  EXPECT_TRUE(
+      test::fit_logged(est, "- CUDA0 (NVIDIA GeForce RTX 4090): 48 layers (31 overflowing)"));
   EXPECT_TRUE(l.fit_success);
   EXPECT_TRUE(l.fit_args.starts_with("-c 4096 -ngl 48 -ot \"blk\\.17\\.")) << l.fit_args;
   // b7416's pattern has no gate_up (from b8497).
@@ -59,12 +44,13 @@ TEST(LlamaCppFit, TheMoeExampleOfLlamaCppsReadme) {
 }
 
 TEST(LlamaCppFit, TheMoeExampleWithTheFreeMemoryItMeasured) {
-  auto in = llama_input("Qwen/Qwen3-30B-A3B", "RTX-4090", "b7416");
+  auto in = test::llama_fit_input("Qwen/Qwen3-30B-A3B", "RTX-4090", "b7416");
   in.gpu.memory_bytes = (20386ULL + 300) << 20;
   const auto est = plan(in).value();
   ASSERT_TRUE(est.llamacpp.has_value());
   // As the README prints it: "- CUDA0 (NVIDIA GeForce RTX 4090): 48 layers (34 overflowing)".
-  EXPECT_TRUE(has_line(est, "- CUDA0 (NVIDIA GeForce RTX 4090): 48 layers (34 overflowing),  "));
+  EXPECT_TRUE(
+      test::fit_logged(est, "- CUDA0 (NVIDIA GeForce RTX 4090): 48 layers (34 overflowing),  "));
   EXPECT_TRUE(est.llamacpp->fit_args.starts_with("-c 4096 -ngl 48 -ot \"blk\\.14\\."))
       << est.llamacpp->fit_args;
 }
@@ -74,10 +60,11 @@ TEST(LlamaCppFit, TheMoeExampleWithTheFreeMemoryItMeasured) {
 // nothing): the same 14 full layers and 34 layers of host experts print as "49 layers (35
 // overflowing)".
 TEST(LlamaCppFit, TheOutputLayerCountsAmongTheOverflowingFromB7475) {
-  auto in = llama_input("Qwen/Qwen3-30B-A3B", "RTX-4090", "b9410");
+  auto in = test::llama_fit_input("Qwen/Qwen3-30B-A3B", "RTX-4090", "b9410");
   in.gpu.memory_bytes = (20386ULL + 300) << 20;
   const auto est = plan(in).value();
-  EXPECT_TRUE(has_line(est, "- CUDA0 (NVIDIA GeForce RTX 4090): 49 layers (35 overflowing),  "));
+  EXPECT_TRUE(
+      test::fit_logged(est, "- CUDA0 (NVIDIA GeForce RTX 4090): 49 layers (35 overflowing),  "));
   EXPECT_TRUE(est.llamacpp->fit_args.starts_with("-c 4096 -ngl 49 -ot \"blk\\.14\\."))
       << est.llamacpp->fit_args;
 }
@@ -92,23 +79,23 @@ TEST(LlamaCppFit, TheOutputLayerCountsAmongTheOverflowingFromB7475) {
 // search, whose steps kvprof takes as it does, ends at 56 where halving the range ends at 53.
 TEST(LlamaCppFit, WithADeficitTheLowestLayerIsKeptWholeFromB7650) {
   const auto fitted = [](const char* build) {
-    auto in = llama_input("Qwen/Qwen3-235B-A22B", "RTX-4090", build);
+    auto in = test::llama_fit_input("Qwen/Qwen3-235B-A22B", "RTX-4090", build);
     in.gpu.memory_bytes = 6ULL << 30;
     in.settings.quantization = "Q4_K_M";
     in.settings.host_memory_bytes = 512ULL << 30;
     return plan(in).value();
   };
   const auto before = fitted("b7649");
-  EXPECT_TRUE(has_line(before, "there is still a total deficit"));
+  EXPECT_TRUE(test::fit_logged(before, "there is still a total deficit"));
   EXPECT_TRUE(before.llamacpp->fit_args.starts_with("-c 4096 -ngl 56 -ot \"blk\\.39\\."))
       << before.llamacpp->fit_args;
   EXPECT_TRUE(before.llamacpp->fit_success);
   const auto after = fitted("b7650");
   EXPECT_TRUE(after.llamacpp->fit_args.starts_with("-c 4096 -ngl 29 -ot \"blk\\.67\\."))
       << after.llamacpp->fit_args;
-  EXPECT_TRUE(has_line(after,
-                       "- CUDA0 (NVIDIA GeForce RTX 4090): 29 layers,   5100 MiB used,   "
-                       "1043 MiB free"));
+  EXPECT_TRUE(test::fit_logged(after,
+                               "- CUDA0 (NVIDIA GeForce RTX 4090): 29 layers,   5100 MiB used,   "
+                               "1043 MiB free"));
   // Before the output layer counted (b7475), the same search: 82 dense-only layers, the output
   // layer's 500 MiB left on the host.
   EXPECT_TRUE(fitted("b7416").llamacpp->fit_args.starts_with("-c 4096 -ngl 82 -ot \"blk\\.12\\."));
@@ -120,7 +107,7 @@ TEST(LlamaCppFit, WithADeficitTheLowestLayerIsKeptWholeFromB7650) {
 // router with it). Which part stays follows the memory left over.
 TEST(LlamaCppFit, PartOfOneMoreLayerStaysOnTheDeviceAsTheMemoryAllows) {
   const auto fitted = [](uint64_t extra_mib, const char* build) {
-    auto in = llama_input("Qwen/Qwen3-30B-A3B", "RTX-4090", build);
+    auto in = test::llama_fit_input("Qwen/Qwen3-30B-A3B", "RTX-4090", build);
     in.gpu.memory_bytes = (20386ULL + 300 + extra_mib) << 20;
     return plan(in).value().llamacpp->fit_args;
   };
@@ -148,7 +135,7 @@ TEST(LlamaCppFit, PartOfOneMoreLayerStaysOnTheDeviceAsTheMemoryAllows) {
 // and its product for the 512 tokens of a prompt batch runs on the GPU, the 593.5 MiB f16 matrix
 // copied into the compute buffer next to the 512 x 151,936 logits.
 TEST(LlamaCppFit, TheReadmesBreakdownOfTheFittedSettingsWithOpOffload) {
-  auto in = llama_input("Qwen/Qwen3-30B-A3B", "RTX-4090", "b7416");
+  auto in = test::llama_fit_input("Qwen/Qwen3-30B-A3B", "RTX-4090", "b7416");
   in.settings.fit = false;
   in.settings.max_model_len = 4096;
   in.settings.n_gpu_layers = 48;
@@ -171,13 +158,13 @@ TEST(LlamaCppFit, TheReadmesBreakdownOfTheFittedSettingsWithOpOffload) {
 
 TEST(LlamaCppFit, ADenseModelKeepsTheLargestContextThenTheMostLayers) {
   // Llama 3.1 8B in bf16 (15 GiB) on a 24 GB card: the context alone makes it fit.
-  auto in = llama_input("meta-llama/Llama-3.1-8B-Instruct", "RTX-4090", "b8121");
+  auto in = test::llama_fit_input("meta-llama/Llama-3.1-8B-Instruct", "RTX-4090", "b8121");
   const auto est = plan(in).value();
   const uint64_t ctx = *est.settings.max_model_len;
   EXPECT_GT(ctx, 4096U);
   EXPECT_LT(ctx, 131072U);
   EXPECT_EQ(ctx % 256, 0U);
-  EXPECT_TRUE(has_line(est, "entire model can be fit by reducing context"));
+  EXPECT_TRUE(test::fit_logged(est, "entire model can be fit by reducing context"));
   EXPECT_EQ(est.llamacpp->fit_args, "-c " + std::to_string(ctx) + " -ngl -1");
   // 256 cells more would not have met the target.
   auto more = in;
@@ -185,12 +172,12 @@ TEST(LlamaCppFit, ADenseModelKeepsTheLargestContextThenTheMostLayers) {
   more.settings.max_model_len = ctx + 1024;
   EXPECT_GT(plan(more).value().per_gpu.total_bytes, in.gpu.memory_bytes - (1ULL << 30));
   // On a 12 GB card the weights do not fit at 4096 cells: as many layers as fit.
-  auto small = llama_input("meta-llama/Llama-3.1-8B-Instruct", "RTX-4070-TI", "b8121");
+  auto small = test::llama_fit_input("meta-llama/Llama-3.1-8B-Instruct", "RTX-4070-TI", "b8121");
   const auto layers = plan(small).value();
   EXPECT_EQ(layers.settings.max_model_len, 4096U);
   ASSERT_TRUE(layers.settings.n_gpu_layers.has_value());
   EXPECT_LT(*layers.settings.n_gpu_layers, 33U);
-  EXPECT_TRUE(has_line(layers, "filling dense layers back-to-front:"));
+  EXPECT_TRUE(test::fit_logged(layers, "filling dense layers back-to-front:"));
   EXPECT_LE(layers.per_gpu.total_bytes, small.gpu.memory_bytes - (1ULL << 30));
   auto one_more = small;
   one_more.settings.fit = false;
@@ -200,13 +187,13 @@ TEST(LlamaCppFit, ADenseModelKeepsTheLargestContextThenTheMostLayers) {
 }
 
 TEST(LlamaCppFit, WhatTheUserGaveIsLeftAlone) {
-  auto in = llama_input("meta-llama/Llama-3.1-8B-Instruct", "RTX-4070-TI", "b8121");
+  auto in = test::llama_fit_input("meta-llama/Llama-3.1-8B-Instruct", "RTX-4070-TI", "b8121");
   in.settings.n_gpu_layers = 99;
   const auto est = plan(in).value();
   // The context is still lowered, then llama.cpp gives up and loads it as it is.
   EXPECT_EQ(est.settings.max_model_len, 4096U);
   EXPECT_FALSE(est.llamacpp->fit_success);
-  EXPECT_TRUE(has_line(est, "n_gpu_layers already set by user to 99, abort"));
+  EXPECT_TRUE(test::fit_logged(est, "n_gpu_layers already set by user to 99, abort"));
   // A -c given is never lowered; -c 0 is the whole context, not lowered from b7826 on.
   in.settings.n_gpu_layers.reset();
   in.settings.max_model_len = 16384;
@@ -214,7 +201,7 @@ TEST(LlamaCppFit, WhatTheUserGaveIsLeftAlone) {
   in.settings.max_model_len = 0;
   EXPECT_EQ(plan(in).value().settings.max_model_len, 131072U);
   // A release without --fit plans the flags as given, and says so.
-  auto old = llama_input("meta-llama/Llama-3.1-8B-Instruct", "RTX-4070-TI", "b5640");
+  auto old = test::llama_fit_input("meta-llama/Llama-3.1-8B-Instruct", "RTX-4070-TI", "b5640");
   const auto old_est = plan(old).value();
   EXPECT_TRUE(old_est.llamacpp->fit_args.empty());
   ASSERT_FALSE(old_est.warnings.empty());
@@ -226,12 +213,12 @@ TEST(LlamaCppFit, WhatTheUserGaveIsLeftAlone) {
 
 // From b8840 a CPU-only llama.cpp fits the context to the host's RAM.
 TEST(LlamaCppFit, OnTheCpuTheContextFitsTheHostsMemory) {
-  auto in = llama_input("meta-llama/Llama-3.1-8B-Instruct", "H100", "v0.5.0");
+  auto in = test::llama_fit_input("meta-llama/Llama-3.1-8B-Instruct", "H100", "v0.5.0");
   in.settings.no_gpu = true;
   in.settings.host_memory_bytes = 24ULL << 30;
   const auto est = plan(in).value();
   EXPECT_LT(*est.settings.max_model_len, 131072U);
-  EXPECT_TRUE(has_line(est, "of host memory"));
+  EXPECT_TRUE(test::fit_logged(est, "of host memory"));
   EXPECT_LE(est.llamacpp->host_total_bytes, (24ULL << 30) - (1ULL << 30));
 }
 
