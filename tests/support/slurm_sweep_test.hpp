@@ -78,11 +78,14 @@ class SlurmSweepTest : public TempDirTest {
   }
 
   std::vector<std::pair<std::string, std::string>> env() const {
-    return {{"SLURM_CONF", (m_cluster / "slurm.conf").string()},
-            {"KVPROF_NVML_LIBRARY", KVPROF_FAKE_NVML_PATH},
-            {"KVPROF_FAKE_NVML_GPUS", "4"},
-            {"KVPROF_FAKE_NVML_LIVE", (m_dir / "live.txt").string()},
-            {"KVPROF_OUTPUT_DIR", ""}};
+    std::vector<std::pair<std::string, std::string>> out = {
+        {"SLURM_CONF", (m_cluster / "slurm.conf").string()},
+        {"KVPROF_NVML_LIBRARY", KVPROF_FAKE_NVML_PATH},
+        {"KVPROF_FAKE_NVML_GPUS", "4"},
+        {"KVPROF_FAKE_NVML_LIVE", (m_dir / "live.txt").string()},
+        {"KVPROF_OUTPUT_DIR", ""}};
+    out.insert(out.end(), m_extra_env.begin(), m_extra_env.end());
+    return out;
   }
 
   sys::CommandResult slurm(std::vector<std::string> argv) const {
@@ -171,6 +174,8 @@ models:
   }
 
   unsigned m_nodes = 1;
+  // More variables for the sweeps (and through them the jobs), e.g. a PATH.
+  std::vector<std::pair<std::string, std::string>> m_extra_env;
   std::filesystem::path m_cluster;
   bool m_started = false;
 };

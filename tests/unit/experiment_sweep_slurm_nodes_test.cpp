@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -25,6 +26,25 @@ using nlohmann::json;
 class SweepSlurmTwoNodes : public test::SlurmSweepTest {
  protected:
   SweepSlurmTwoNodes() : SlurmSweepTest(2) {}
+
+  // One configuration of tensor parallel 2 x pipeline parallel 2, a serve-sim server: with two
+  // GPUs a node (--gpus-per-node 2), a job of two nodes.
+  fs::path nodes_sweep_file() const {
+    const fs::path config = m_dir / "nodes.yaml";
+    std::ofstream(config)
+        << "name: nodes\nbaseline_s: 0.3\npost_warmup_s: 0.1\nwarmup_requests: 1\n"
+           "min_condition_s: 0.5\ngpu: H100\ninput_lengths: [64]\n"
+           "output_lengths: [4]\nlaunch_timeout_s: 120\nlaunch: \""
+        << KVPROF_BIN
+        << " serve-sim --model {model} --gpu {gpu} --host {host} --port {port} "
+           "--max-num-seqs {max_concurrency} --max-model-len {max_model_len} "
+           "--tensor-parallel-size 2 --live-state "
+        << (m_dir / "live.txt").string()
+        << "\"\nmodels:\n  - model_id: meta-llama/Llama-3.1-8B-Instruct\n"
+           "    batch_sizes: [1]\n    max_model_len: 2048\n"
+           "    tensor_parallel_size: 2\n    pipeline_parallel_size: 2\n";
+    return config;
+  }
 };
 
 // The highest used bytes of GPU `gpu` in a GPU trace's device rows.
@@ -46,19 +66,7 @@ uint64_t peak_in_trace(const fs::path& trace, unsigned gpu) {
 }
 
 TEST_F(SweepSlurmTwoNodes, AConfigurationOverTwoNodesHasEachNodesGpusInItsRunFolder) {
-  // Tensor parallel 2 x pipeline parallel 2 with two GPUs a node: a job of two nodes.
-  const fs::path config = m_dir / "nodes.yaml";
-  std::ofstream(config) << "name: nodes\nbaseline_s: 0.3\npost_warmup_s: 0.1\nwarmup_requests: 1\n"
-                           "min_condition_s: 0.5\ngpu: H100\ninput_lengths: [64]\n"
-                           "output_lengths: [4]\nlaunch_timeout_s: 120\nlaunch: \""
-                        << KVPROF_BIN
-                        << " serve-sim --model {model} --gpu {gpu} --host {host} --port {port} "
-                           "--max-num-seqs {max_concurrency} --max-model-len {max_model_len} "
-                           "--tensor-parallel-size 2 --live-state "
-                        << (m_dir / "live.txt").string()
-                        << "\"\nmodels:\n  - model_id: meta-llama/Llama-3.1-8B-Instruct\n"
-                           "    batch_sizes: [1]\n    max_model_len: 2048\n"
-                           "    tensor_parallel_size: 2\n    pipeline_parallel_size: 2\n";
+  const fs::path config = nodes_sweep_file();
   const auto r = sweep(config, {"--gpus-per-node", "2"});
   ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
   const auto cs = configurations("nodes");
@@ -103,6 +111,13 @@ TEST_F(SweepSlurmTwoNodes, AConfigurationOverTwoNodesHasEachNodesGpusInItsRunFol
   for (const auto& [key, v] : summary.at("nodes").at(0).at("gpus").at(0).items())
     EXPECT_NE(doc.find("| `nodes[].gpus[]." + key + "` |"), std::string::npos) << key;
   EXPECT_EQ(c.at("run").at("job").at("node"), "kvn[1-2]");
+  std::ifstream log(results() / "sweeps" / "nodes" / "jobs" / (fingerprint + ".log"));
+  const std::string log_text(std::istreambuf_iterator<char>(log), {});
+  EXPECT_NE(log_text.find("sampling the GPUs of all 2 nodes of job "), std::string::npos)
+      << log_text;
+  EXPECT_NE(log_text.find("2 nodes' GPU traces are in " + run_dir.string() + "/nodes"),
+            std::string::npos)
+      << log_text;
   // The GPUs of the run (on the node it ran on) as that node's sampler saw them: the peak that of
   // the run's own on the same GPU (the simulated server holds its memory on GPU 0).
   uint64_t most = 0;
@@ -137,6 +152,39 @@ TEST_F(SweepSlurmTwoNodes, AConfigurationOverTwoNodesHasEachNodesGpusInItsRunFol
       << (compared ? compared->stderr_text + compared->stdout_text : "");
   EXPECT_NE(compared->stdout_text.find("node kvn2 GPU 1"), std::string::npos)
       << compared->stdout_text;
+}
+
+// A sampler step Slurm will not start (here an srun that refuses, first on the job's PATH) costs
+// the configuration nothing: its run is done and whole, the job's log says why the other nodes
+// were not sampled, and summary.json has no `nodes`.
+TEST_F(SweepSlurmTwoNodes, ASamplerStepThatCannotStartLeavesTheRunWhole) {
+  const fs::path bin = m_dir / "bin";
+  fs::create_directories(bin);
+  {
+    std::ofstream srun(bin / "srun");
+    srun << "#!/bin/sh\necho 'srun: error: Unable to create step for job: Job/step already "
+            "completing or completed' >&2\nexit 1\n";
+  }
+  fs::permissions(bin / "srun", fs::perms::owner_all);
+  const char* path = std::getenv("PATH");
+  m_extra_env = {{"PATH", bin.string() + ":" + (path != nullptr ? path : "/usr/bin:/bin")}};
+  const auto r = sweep(nodes_sweep_file(), {"--gpus-per-node", "2"});
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+  const auto cs = configurations("nodes");
+  ASSERT_EQ(cs.size(), 1U);
+  const json& c = cs.begin()->second;
+  ASSERT_EQ(c.at("status"), "done") << c.dump();
+  const fs::path run_dir = c.at("run").at("run_dir").get<std::string>();
+  const json summary = read_json(run_dir / "summary.json");
+  EXPECT_FALSE(summary.contains("nodes")) << summary.at("nodes").dump();
+  EXPECT_TRUE(summary.at("memory_measurements").at("peak").is_object());
+  std::ifstream log(results() / "sweeps" / "nodes" / "jobs" /
+                    (c.at("fingerprint").get<std::string>() + ".log"));
+  const std::string log_text(std::istreambuf_iterator<char>(log), {});
+  EXPECT_NE(log_text.find("warning: the nodes' GPU traces are not in the run folder: no node's "
+                          "sampler wrote a trace"),
+            std::string::npos)
+      << log_text;
 }
 
 }  // namespace

@@ -188,6 +188,11 @@ void run_job(const experiment::SweepConfig& config, const experiment::Plan& plan
   deps.memory_note = memory_note;
   sys::install_stop_handlers();
   deps.should_stop = [] { return sys::stop_requested(); };
+  // What the job says of its configuration goes to the job's log.
+  deps.on_progress = [](const std::string& line) {
+    std::printf("%s\n", line.c_str());
+    std::fflush(stdout);
+  };
   const auto r = value_or_fatal(experiment::run_sweep_job(config, plan, options, deps, st.job));
   std::printf("configuration %s: %s%s%s\n", st.job.c_str(), r.status.c_str(),
               r.run_dir.empty() ? "" : ", run folder ", r.run_dir.c_str());

@@ -170,6 +170,10 @@ Expected<JobResult> run_sweep_job(const SweepConfig& config, const Plan& plan,
     result.run_dir = fs::absolute(rec.run_dir).string();
   if (samplers && !result.run_dir.empty()) {
     auto nodes = read_node_traces(nodes_dir);
+    if (nodes && nodes->empty()) {
+      nodes = fail(ErrorKind::io, fmt::format("no node's sampler wrote a trace (its output: {})",
+                                              (nodes_dir / "samplers.log").string()));
+    }
     auto attached = nodes ? attach_node_memory(result.run_dir, nodes_dir, *nodes)
                           : Expected<void>(std::unexpected(nodes.error()));
     if (!attached) {
