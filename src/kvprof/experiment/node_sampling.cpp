@@ -76,7 +76,7 @@ Expected<std::vector<results::NodeMemory>> read_node_traces(const fs::path& dir)
     if (!entry.is_directory(ec) || !fs::is_regular_file(trace, ec)) continue;
     if (out.size() >= k_max_nodes) break;
     report::html::CsvRequest request;
-    request.numeric = {"gpu", "used_bytes", "total_bytes"};
+    request.numeric = {"gpu", "used_bytes"};
     request.filter_column = "kind";
     request.filter_value = "device";
     auto columns = report::html::read_csv_file(trace, request);

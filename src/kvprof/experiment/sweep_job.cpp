@@ -141,7 +141,8 @@ Expected<JobResult> run_sweep_job(const SweepConfig& config, const Plan& plan,
   JobResult result;
   result.fingerprint = fingerprint;
   result.job_id = job ? job->job_id : "";
-  result.node = host_name();
+  // The scheduler's name for the node (a Slurm node's need not be its host name).
+  result.node = job && !job->node.empty() ? job->node : host_name();
   result.started_unix_s = unix_now_s();
   const std::string run_before = rec.run_id;
   // A job of several nodes: each node's GPUs sampled beside the run (pipeline stages there).

@@ -203,9 +203,17 @@ class LayerFitter {
   // candidates, meets the limit; at least 1, at most delta - 1 (its arithmetic: a negative step
   // wraps to the largest).
   static uint32_t step_size(uint32_t delta, int64_t limit, int64_t mem_low, int64_t mem_high) {
-    const int64_t span = mem_high - mem_low;
-    const auto raw =
-        static_cast<uint32_t>(span == 0 ? 0 : int64_t{delta} * (limit - mem_low) / span);
+    // In long double: a candidate that could not be planned (INT64_MAX) must not overflow.
+    const long double span = static_cast<long double>(mem_high) - static_cast<long double>(mem_low);
+    long double step = 0;
+    if (span != 0) {
+      step = static_cast<long double>(delta) *
+             (static_cast<long double>(limit) - static_cast<long double>(mem_low)) / span;
+    }
+    step = std::clamp(step, static_cast<long double>(INT64_MIN) / 2,
+                      static_cast<long double>(INT64_MAX) / 2);
+    // llama.cpp's int64 quotient into a uint32: modulo 2^32.
+    const auto raw = static_cast<uint32_t>(static_cast<uint64_t>(static_cast<int64_t>(step)));
     return std::min(std::max(raw, 1U), delta - 1);
   }
 
