@@ -103,6 +103,18 @@ TEST(LlamaCppFitGpus, AMoeModelOverflowsToTheNextGpu) {
                         l.ends_with("overridden to CUDA1"));
   EXPECT_TRUE(placed);
   EXPECT_TRUE(est.llamacpp->fit_success);
+  // The plan per GPU (`--json`: llamacpp.gpus), each within its target.
+  const auto& gpus = est.llamacpp->gpus;
+  ASSERT_EQ(gpus.size(), 2U);
+  EXPECT_EQ(gpus[0].device, "CUDA0");
+  EXPECT_EQ(gpus[0].layers, 19U);
+  EXPECT_FALSE(gpus[0].output);
+  EXPECT_EQ(gpus[1].layers, 29U);  // and the output layer: the 30 of -ts
+  EXPECT_TRUE(gpus[1].output);
+  for (const auto& g : gpus) {
+    EXPECT_EQ(g.total_bytes, g.model_bytes + g.kv_bytes + g.compute_bytes + (300ULL << 20));
+    EXPECT_LE(g.total_bytes + (k_target_mib << 20), g.budget_bytes) << g.device;
+  }
   for (const char* gpu : {"CUDA0", "CUDA1"}) {
     const double used = test::planned_mib(est, std::string(gpu) + " model buffer size") +
                         test::planned_mib(est, std::string(gpu) + " KV buffer size") +

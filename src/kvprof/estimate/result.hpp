@@ -87,8 +87,19 @@ struct WorkloadRow {
 };
 
 // llama.cpp's placement: host RAM as a budget of its own, and the largest -ngl and -c that fit.
+// One GPU of a llama.cpp plan: what llama.cpp puts on it and what it needs in all.
+struct LlamaCppGpu {
+  std::string device;   // "CUDA0"
+  uint32_t layers = 0;  // repeating layers it holds
+  bool output = false;  // the output layer too
+  uint64_t model_bytes = 0, kv_bytes = 0, compute_bytes = 0;
+  uint64_t total_bytes = 0;   // those, and the CUDA context when it holds anything
+  uint64_t budget_bytes = 0;  // its usable memory
+};
+
 struct LlamaCppSummary {
   bool has_gpu = false;
+  std::vector<LlamaCppGpu> gpus;    // each GPU, CUDA0 first (none without a GPU)
   uint32_t gpu_layers = 0;          // repeating layers offloaded
   bool output_on_gpu = false;       // the output layer too (-ngl above the layer count)
   uint32_t kv_cells = 0;            // cells of a full-attention layer (all slots)

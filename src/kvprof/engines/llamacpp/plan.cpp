@@ -262,8 +262,8 @@ LlamaCppFitResult fit_for_device(const model::ModelSpec& m, const EngineSettings
     if (budget.gpu_bytes == 0) {
       // The host's buffers as llama.cpp's memory breakdown sums them: the model's, the KV
       // cache's and the compute buffers (not the output buffer or the runtime).
-      run.used_bytes.push_back(q->model_mapped_bytes + q->model_host_bytes +
-                               q->model_repack_bytes + q->kv.host_bytes + q->compute.host_bytes);
+      run.used_bytes.push_back(q->model_mapped_bytes + q->model_host_bytes + q->model_repack_bytes +
+                               q->kv.host_bytes + q->compute.host_bytes);
       return run;
     }
     for (const auto& d : q->gpus) {
@@ -365,6 +365,13 @@ Expected<Estimate> estimate_llamacpp(const EstimateInput& in) {
 
   LlamaCppSummary sum;
   sum.has_gpu = ps.has_gpu;
+  if (ps.has_gpu) {
+    for (size_t i = 0; i < p.gpus.size(); ++i) {
+      const LlamaCppDevice& d = p.gpus[i];
+      sum.gpus.push_back({fmt::format("CUDA{}", i), d.layers, d.output, d.model_bytes, d.kv_bytes,
+                          d.compute_bytes, gpu_need(d), budget.gpu_bytes});
+    }
+  }
   sum.gpu_layers = p.gpu_layers;
   sum.output_on_gpu = p.output_on_gpu;
   sum.kv_cells = p.kv_cells;

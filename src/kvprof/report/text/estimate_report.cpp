@@ -45,7 +45,21 @@ std::string upper(std::string_view s) {
 namespace {
 
 nlohmann::json llamacpp_json(const estimate::LlamaCppSummary& l) {
+  nlohmann::json gpus = nlohmann::json::array();
+  for (const auto& g : l.gpus) {
+    gpus.push_back({{"device", g.device},
+                    {"layers", g.layers},
+                    {"output_layer", g.output},
+                    {"weights_bytes", g.model_bytes},
+                    {"kv_cache_bytes", g.kv_bytes},
+                    {"compute_bytes", g.compute_bytes},
+                    {"total_bytes", g.total_bytes},
+                    {"budget_bytes", g.budget_bytes},
+                    {"headroom_bytes",
+                     static_cast<int64_t>(g.budget_bytes) - static_cast<int64_t>(g.total_bytes)}});
+  }
   return {{"has_gpu", l.has_gpu},
+          {"gpus", std::move(gpus)},
           {"gpu_layers", l.gpu_layers},
           {"output_on_gpu", l.output_on_gpu},
           {"kv_cells", l.kv_cells},
