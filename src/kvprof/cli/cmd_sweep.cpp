@@ -394,7 +394,8 @@ void register_sweep_command(CLI::App& app) {
       ->group(cluster);
   cmd->add_option("--gpus-per-node", st->gpus_per_node,
                   "GPUs of one node: a configuration needing more (tensor x pipeline parallel) "
-                  "asks for several nodes, the same count on each")
+                  "asks for several nodes, the same count on each, and each node's GPUs are "
+                  "sampled into the run folder (nodes/<node>/)")
       ->check(CLI::Range(1, 1024))
       ->capture_default_str()
       ->group(cluster);
