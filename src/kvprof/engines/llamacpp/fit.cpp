@@ -44,7 +44,8 @@ class Fitter {
     }
     if (fits_as_given(*full)) return;
     if (fit_context(*full) && nd_ <= 1) return;
-    if (nd_ == 0) return fail("was unable to fit model into system memory by reducing context, abort");
+    if (nd_ == 0)
+      return fail("was unable to fit model into system memory by reducing context, abort");
     if (in_.ngl_given) {
       return fail(
           fmt::format("n_gpu_layers already set by user to {}, abort", r_.settings.n_gpu_layers));
