@@ -165,8 +165,13 @@ std::string regex_required_literal(std::string_view pattern) {
 TensorPlacement::TensorPlacement(const std::vector<estimate::TensorOverride>& overrides) {
   for (const auto& o : overrides) {
     const auto device = buffer_device(o.buffer_type);
-    if (!device || !is_regex(o.pattern)) continue;  // refused when read
-    m_rules.push_back({regex_required_literal(o.pattern), std::regex(o.pattern), *device});
+    if (!device) continue;  // refused when read
+    try {
+      // Compiled once: the fit builds a placement for every candidate it measures.
+      m_rules.push_back({regex_required_literal(o.pattern), std::regex(o.pattern), *device});
+    } catch (const std::regex_error&) {
+      continue;  // refused when read
+    }
   }
 }
 
